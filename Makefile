@@ -1,0 +1,29 @@
+# Thin wrapper over CMake. `make` builds, `make test` runs the CPU tests
+# (ASan+UBSan build), `make test-gpu` the GPU tests, `make install`.
+BUILD ?= build
+SAN_BUILD ?= build-asan
+CMAKE_FLAGS ?=
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: all build test test-gpu install clean demo
+all: build
+
+build:
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+# The CPU tests run in a CPU-only ASan+UBSan build.
+test:
+	cmake -S . -B $(SAN_BUILD) -DTPMOE_CUDA=OFF -DTPMOE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)
+	cmake --build $(SAN_BUILD) -j $(JOBS)
+	cd $(SAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -L cpu -j $(JOBS)
+
+test-gpu: build
+	cd $(BUILD) && ctest --output-on-failure -L gpu
+
+install: build
+	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX),)
+
+clean:
+	rm -rf $(BUILD) $(SAN_BUILD)

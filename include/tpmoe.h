@@ -1,0 +1,235 @@
+/*
+ * tpmoe.h - the public C API of tpmoe.
+ *
+ * tpmoe makes tensor-parallel mixture-of-experts serving fast on one node of
+ * GPUs: a quick all-reduce over peer memory (exact, or with opt-in
+ * block-quantized codecs) and an MoE layer with the shared expert fused into
+ * the grouped expert launch. A CPU backend (ranks as threads or processes over
+ * shared memory) is the ground truth for every GPU kernel and runs where no
+ * GPU exists.
+ *
+ * Conventions: every call returns a tpm_status; tpm_status_string() names it
+ * and tpm_comm_last_error() / tpm_last_error() give the message of the last
+ * failure. Handles are opaque. The library never exits and never prints,
+ * except through the logging callback.
+ */
+#ifndef TPMOE_H
+#define TPMOE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define TPM_API
+#else
+#define TPM_API __attribute__((visibility("default")))
+#endif
+
+#define TPM_VERSION_MAJOR 0
+#define TPM_VERSION_MINOR 1
+#define TPM_VERSION_PATCH 0
+/* The config struct layout version; bump when tpm_config changes. */
+#define TPM_CONFIG_VERSION 1u
+
+/* MARK: status */
+typedef enum tpm_status {
+    TPM_OK = 0,
+    TPM_ERR_INVALID_ARG = 1,  /* null pointer, bad size, bad enum value */
+    TPM_ERR_UNSUPPORTED = 2,  /* valid request this build/backend cannot do */
+    TPM_ERR_NO_MEMORY = 3,
+    TPM_ERR_TIMEOUT = 4,      /* a bounded wait ran out (TPMOE_TIMEOUT_MS) */
+    TPM_ERR_PEER = 5,         /* a peer died, aborted or disconnected */
+    TPM_ERR_MISMATCH = 6,     /* ranks disagree (handshake or per-call args) */
+    TPM_ERR_SYSTEM = 7,       /* an OS call failed (errno in the message) */
+    TPM_ERR_CUDA = 8,
+    TPM_ERR_NCCL = 9,
+    TPM_ERR_IO = 10,          /* file read/parse (weights, tensors) */
+    TPM_ERR_CONFIG = 11,      /* invalid environment or config value */
+    TPM_ERR_INTERNAL = 12,
+    TPM_STATUS_COUNT_
+} tpm_status;
+
+TPM_API const char *tpm_status_string(tpm_status s);
+/* Message of the last failure of a call that has no handle (per thread). */
+TPM_API const char *tpm_last_error(void);
+
+/* MARK: logging */
+typedef enum tpm_log_level {
+    TPM_LOG_NONE = 0,
+    TPM_LOG_ERROR = 1,
+    TPM_LOG_WARN = 2,
+    TPM_LOG_INFO = 3,
+    TPM_LOG_DEBUG = 4
+} tpm_log_level;
+
+typedef void (*tpm_log_fn)(tpm_log_level level, const char *msg, void *user);
+/* fn == NULL restores the default (stderr). The level defaults to
+ * TPMOE_LOG_LEVEL (none|error|warn|info|debug or 0..4), else WARN. */
+TPM_API void tpm_log_set(tpm_log_fn fn, void *user);
+TPM_API void tpm_log_set_level(tpm_log_level level);
+TPM_API tpm_log_level tpm_log_get_level(void);
+
+/* MARK: types */
+typedef enum tpm_dtype {
+    TPM_DTYPE_BF16 = 0,
+    TPM_DTYPE_FP16 = 1,
+    TPM_DTYPE_FP32 = 2,
+    TPM_DTYPE_COUNT_
+} tpm_dtype;
+
+/* All-reduce payload codecs. NONE is exact; the others are lossy and opt-in.
+ * *_H apply a 32-point Walsh-Hadamard rotation per block before quantizing. */
+typedef enum tpm_codec {
+    TPM_CODEC_DEFAULT = -1, /* unset: take it from the resolved config */
+    TPM_CODEC_NONE = 0,
+    TPM_CODEC_INT8 = 1,
+    TPM_CODEC_INT6 = 2,
+    TPM_CODEC_INT4 = 3,
+    TPM_CODEC_FP8 = 4,     /* e4m3 */
+    TPM_CODEC_INT4_H = 5,
+    TPM_CODEC_INT6_H = 6,
+    TPM_CODEC_COUNT_
+} tpm_codec;
+
+typedef enum tpm_algo {
+    TPM_ALGO_AUTO = 0,
+    TPM_ALGO_ONESHOT = 1,
+    TPM_ALGO_TWOSHOT = 2,
+    TPM_ALGO_NCCL = 3,
+    TPM_ALGO_COUNT_
+} tpm_algo;
+
+typedef enum tpm_backend {
+    TPM_BACKEND_AUTO = 0,  /* CUDA where a GPU and the CUDA build exist */
+    TPM_BACKEND_CPU = 1,
+    TPM_BACKEND_CUDA = 2,
+    TPM_BACKEND_COUNT_
+} tpm_backend;
+
+typedef enum tpm_allreduce_mode {
+    TPM_AR_UNSET = -1,
+    TPM_AR_AUTO = 0,   /* custom kernels where they win, NCCL elsewhere */
+    TPM_AR_CUSTOM = 1, /* custom kernels wherever they can run */
+    TPM_AR_NCCL = 2    /* always NCCL (GPU) / the plain path (CPU) */
+} tpm_allreduce_mode;
+
+TPM_API const char *tpm_dtype_name(tpm_dtype t);
+TPM_API size_t tpm_dtype_size(tpm_dtype t);
+TPM_API const char *tpm_codec_name(tpm_codec c);
+TPM_API const char *tpm_algo_name(tpm_algo a);
+/* Case-insensitive parse of a name as printed by the *_name functions. */
+TPM_API tpm_status tpm_codec_parse(const char *s, tpm_codec *out);
+TPM_API tpm_status tpm_dtype_parse(const char *s, tpm_dtype *out);
+
+/* MARK: config
+ * A versioned config struct. Always start from TPM_CONFIG_INIT: fields left
+ * at their "unset" value (-1 / NULL / AUTO) are taken from the environment,
+ * then from defaults; a field set here wins over the environment. */
+typedef struct tpm_config {
+    uint32_t struct_size;     /* sizeof(tpm_config), set by TPM_CONFIG_INIT */
+    uint32_t version;         /* TPM_CONFIG_VERSION */
+    tpm_backend backend;
+    int32_t rank;             /* -1: TPMOE_RANK */
+    int32_t world_size;       /* -1: TPMOE_WORLD_SIZE */
+    const char *rendezvous;   /* NULL: TPMOE_RENDEZVOUS (a directory path) */
+    int32_t device;           /* CUDA device; -1: rank % device count */
+    tpm_allreduce_mode allreduce; /* TPM_AR_UNSET: TPMOE_ALLREDUCE */
+    tpm_codec codec;          /* TPM_CODEC_DEFAULT: TPMOE_QUICK_REDUCE_QUANTIZATION */
+    int64_t quant_min_bytes;  /* -1: TPMOE_QUICK_REDUCE_MIN_BYTES */
+    int64_t quant_max_bytes;  /* -1: TPMOE_QUICK_REDUCE_MAX_BYTES */
+    tpm_algo algo;            /* AUTO: dispatch table (TPMOE_ALGO overrides) */
+    int64_t buffer_bytes;     /* peer buffer per rank; -1: TPMOE_BUFFER_BYTES */
+    int32_t timeout_ms;       /* -1: TPMOE_TIMEOUT_MS (default 30000) */
+    tpm_dtype dtype;          /* activation dtype; checked at the handshake */
+    const char *model;        /* preset name for per-model rules, or NULL */
+    int32_t fuse_shared;      /* -1: TPMOE_FUSE_SHARED_EXPERTS (auto) */
+    int32_t tp;               /* tensor-parallel size for policy; -1: world */
+    int32_t ep;               /* expert-parallel size for policy; -1: 1 */
+    void *nccl_comm;          /* optional existing ncclComm_t for fallback */
+} tpm_config;
+
+#define TPM_CONFIG_INIT                                                      \
+    {                                                                        \
+        sizeof(tpm_config), TPM_CONFIG_VERSION, TPM_BACKEND_AUTO, -1, -1,    \
+            NULL, -1, TPM_AR_UNSET, TPM_CODEC_DEFAULT, -1, -1,                \
+            TPM_ALGO_AUTO, -1, -1, TPM_DTYPE_BF16, NULL, -1, -1, -1, NULL    \
+    }
+
+/* The configuration after environment, API fields and per-model rules. */
+typedef struct tpm_resolved_config {
+    tpm_backend backend;
+    int32_t rank, world_size, device;
+    tpm_allreduce_mode allreduce;
+    tpm_codec codec;
+    int64_t quant_min_bytes, quant_max_bytes;
+    tpm_algo algo;
+    int64_t buffer_bytes;
+    int32_t timeout_ms;
+    tpm_dtype dtype;
+    int32_t fuse_shared; /* 0 or 1 after rules */
+    int32_t tp, ep;
+    uint64_t hash;       /* over the fields every rank must agree on */
+} tpm_resolved_config;
+
+/* Resolve a config (env + fields + rules) without creating anything.
+ * report (optional) receives a human-readable multi-line text of every
+ * value with where it came from and every rule with its reason. */
+TPM_API tpm_status tpm_config_resolve(const tpm_config *cfg,
+                                      tpm_resolved_config *out, char *report,
+                                      size_t report_len);
+
+/* MARK: communicator */
+typedef struct tpm_comm *tpm_comm_t;
+
+/* One rank of a multi-process communicator (rank/world/rendezvous from the
+ * config or TPMOE_RANK / TPMOE_WORLD_SIZE / TPMOE_RENDEZVOUS). World 1 needs
+ * no rendezvous. */
+TPM_API tpm_status tpm_comm_init(tpm_comm_t *comm, const tpm_config *cfg);
+/* n communicators in one process, one per rank (like ncclCommInitAll). CPU
+ * backend: each comm must then be driven by its own thread. CUDA backend:
+ * devices[i] is rank i's GPU (NULL: 0..n-1). */
+TPM_API tpm_status tpm_comm_init_all(tpm_comm_t *comms, int n,
+                                     const int *devices, const tpm_config *cfg);
+TPM_API tpm_status tpm_comm_destroy(tpm_comm_t comm);
+TPM_API tpm_status tpm_comm_rank(tpm_comm_t comm, int *rank);
+TPM_API tpm_status tpm_comm_world_size(tpm_comm_t comm, int *world);
+TPM_API tpm_status tpm_comm_get_config(tpm_comm_t comm,
+                                       tpm_resolved_config *out);
+/* Message of the last failure on this handle ("" if none). */
+TPM_API const char *tpm_comm_last_error(tpm_comm_t comm);
+
+/* Sum count elements of in over all ranks into out (in == out allowed).
+ * The codec and algorithm come from the resolved config and the dispatch
+ * table. stream is a cudaStream_t on the CUDA backend, ignored on the CPU. */
+TPM_API tpm_status tpm_allreduce(tpm_comm_t comm, const void *in, void *out,
+                                 size_t count, tpm_dtype dtype, void *stream);
+/* The same with an explicit codec (TPM_CODEC_DEFAULT: from config) and
+ * algorithm (TPM_ALGO_AUTO: dispatch). An explicit codec still obeys the
+ * min/max size rule unless algo is given explicitly too. */
+TPM_API tpm_status tpm_allreduce_ex(tpm_comm_t comm, const void *in, void *out,
+                                    size_t count, tpm_dtype dtype,
+                                    tpm_codec codec, tpm_algo algo,
+                                    void *stream);
+/* What tpm_allreduce would do for this call (algo, codec), without doing it. */
+TPM_API tpm_status tpm_allreduce_plan(tpm_comm_t comm, size_t count,
+                                      tpm_dtype dtype, tpm_codec codec,
+                                      tpm_algo *algo_out, tpm_codec *codec_out);
+
+/* MARK: codecs (CPU reference; the GPU encoders write identical bytes) */
+/* Bytes of the wire format for n values (codes + scales). */
+TPM_API size_t tpm_codec_encoded_bytes(tpm_codec codec, size_t n);
+TPM_API tpm_status tpm_codec_encode(tpm_codec codec, tpm_dtype dtype,
+                                    const void *in, size_t n, void *out,
+                                    size_t out_bytes);
+TPM_API tpm_status tpm_codec_decode(tpm_codec codec, tpm_dtype dtype,
+                                    const void *in, size_t in_bytes, size_t n,
+                                    void *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TPMOE_H */
