@@ -300,6 +300,29 @@ static void test_extreme_ties(void **state) {
     }
 }
 
+/* Values on exact midpoints between two codes round to the even code. */
+static void test_int_rounding_ties(void **state) {
+    (void)state;
+    static const int fmts[] = {TPM_FMT_INT8, TPM_FMT_INT6, TPM_FMT_INT4};
+    uint64_t s = 3;
+    for (size_t k = 0; k < 3; k++) {
+        int fmt = fmts[k], q = tpm_fmt_qneg(fmt);
+        float x[32];
+        int want[32];
+        uint8_t packed[32], c[32];
+        x[0] = (float)(-q) * 0.0625f; /* scale 1/16: x * inv is exactly k + 0.5 */
+        want[0] = 0;
+        for (int i = 1; i < 32; i++) {
+            int j = (int)(rng_next(&s) % (uint64_t)(2 * q - 1)) - q; /* -q .. q-2 */
+            x[i] = ((float)j + 0.5f) * 0.0625f;
+            want[i] = ((j & 1) ? j + 1 : j) + q; /* the even neighbour, biased */
+        }
+        assert_int_equal(tpm_codec_quantize_block(fmt, x, packed), tpm_f32_to_bf16(0.0625f));
+        tpm_codec_unpack(fmt, packed, c);
+        for (int i = 0; i < 32; i++) assert_int_equal(c[i], want[i]);
+    }
+}
+
 /* All-zero blocks, signed zeros and scales that flush to zero. */
 static void test_zero_and_tiny_blocks(void **state) {
     (void)state;
@@ -434,6 +457,8 @@ static void test_dtypes(void **state) {
             assert_int_equal(tpm_codec_encode(c, (tpm_dtype)dt, h, N, w16, wb), TPM_OK);
             assert_int_equal(tpm_codec_encode(c, TPM_DTYPE_FP32, f, N, w32, wb), TPM_OK);
             assert_memory_equal(w16, w32, wb);
+            memset(out32, 0xEE, sizeof out32);
+            memset(back, 0xEE, sizeof back);
             assert_int_equal(tpm_codec_decode(c, TPM_DTYPE_FP32, w16, wb, N, out32), TPM_OK);
             assert_int_equal(tpm_codec_decode(c, (tpm_dtype)dt, w16, wb, N, back), TPM_OK);
             for (size_t i = 0; i < N; i++) {
@@ -459,6 +484,9 @@ static void test_api_matches_domain_path(void **state) {
         fill(&s, in, TPM_DTYPE_BF16, N, 1.5);
         in[100] = tpm_f32_to_bf16(NAN);
         memset(w_dom, 0x77, sizeof w_dom);
+        memset(w_api, 0x66, sizeof w_api);
+        memset(out_api, 0x55, sizeof out_api);
+        memset(out_dom, 0x44, sizeof out_dom);
         assert_int_equal(tpm_codec_encode(c, TPM_DTYPE_BF16, in, N, w_api, wb), TPM_OK);
         tpm_codec_to_domain(c, in, TPM_DTYPE_BF16, N, dom);
         for (size_t i = N; i < NB * 32; i++)
@@ -564,6 +592,14 @@ static void test_golden(void **state) {
             assert_int_equal(wire_b, tpm_codec_encoded_bytes(c, n));
             assert_int_equal(len, 32u + in_b + wire_b + out_b);
             const uint8_t *gin = g + 32, *gwire = gin + in_b, *gout = gwire + wire_b;
+            /* What the README promises, checked independently of the encoder:
+             * block 5 all zero, blocks 6 and 7 poisoned, decoded as NaN. */
+            size_t nblk = tpm_codec_nblocks(n);
+            assert_int_equal(wire_scale(c, gwire, nblk, 5), 0);
+            assert_int_equal(wire_scale(c, gwire, nblk, 6), TPM_CODEC_SCALE_POISON);
+            assert_int_equal(wire_scale(c, gwire, nblk, 7), TPM_CODEC_SCALE_POISON);
+            assert_true(isnan(tpm_load_f32(gout, dt, 6 * 32)) && isnan(tpm_load_f32(gout, dt, 7 * 32 + 31)));
+            assert_true(tpm_load_f32(gout, dt, 5 * 32 + 1) == 0.0f);
             uint8_t *wire = malloc(wire_b), *out = malloc(out_b);
             assert_true(wire && out);
             memset(wire, 0xEE, wire_b);
@@ -593,6 +629,7 @@ int main(void) {
         cmocka_unit_test(test_hadamard),
         cmocka_unit_test(test_extreme_exact),
         cmocka_unit_test(test_extreme_ties),
+        cmocka_unit_test(test_int_rounding_ties),
         cmocka_unit_test(test_zero_and_tiny_blocks),
         cmocka_unit_test(test_nonfinite_containment),
         cmocka_unit_test(test_tail_sizes),
