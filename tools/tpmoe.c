@@ -13,6 +13,7 @@ static const cli_command commands[] = {
 };
 
 static const cli_command bench_commands[] = {
+    {"allreduce", cmd_bench_allreduce, "time the CUDA all-reduce against NCCL (graphs, JSON, plot)"},
     {NULL, NULL, NULL},
 };
 

@@ -35,128 +35,81 @@ int tpm_cuda_codec_dequantize(tpm_codec c, const uint8_t *wire, size_t nblk, flo
 #endif
 
 #ifdef __CUDACC__
-#include "numeric.h"
+#include "codec/codec_format.h"
 
 namespace tpm_cuda {
 
-/* Codes of one block held in registers: up to 32 bytes. */
+/* Codes of one block held in registers: up to 32 bytes, the packed code
+ * bytes of codec_format.h read as little-endian words (INT8/FP8: byte i is
+ * code i; INT6/INT4: code k at bits [k*bits, (k+1)*bits) of the stream). */
 struct Codes {
     uint32_t w[8];
 };
 
-/* MARK: 32-point Walsh-Hadamard (orthonormal: scaled by 1/sqrt(32)) */
-__device__ __forceinline__ void wht32(float *v) {
-#pragma unroll
-    for (int h = 1; h < 32; h <<= 1) {
+/* Per-block quantizer of wire format FMT: the arithmetic of
+ * tpm_codec_quantize_block / tpm_codec_dequantize_block, value by value
+ * through the same TPM_HD scalar functions, with the codes packed in
+ * registers instead of a byte array (identical bytes). */
+template <int FMT> struct FmtCodec {
+    static constexpr int kBits = FMT == TPM_FMT_INT6 ? 6 : FMT == TPM_FMT_INT4 ? 4 : 8;
+    static constexpr int kCodeBytes = 32 * kBits / 8;
+
+    /* Returns the bf16 scale bits (TPM_CODEC_SCALE_POISON for NaN/Inf). */
+    static __device__ __forceinline__ uint16_t quant(const float *v, Codes &c) {
+        float m = v[0];
+        int finite = 1;
 #pragma unroll
         for (int i = 0; i < 32; i++) {
-            if (i & h) continue;
-            float a = v[i], b = v[i + h];
-            v[i] = a + b;
-            v[i + h] = a - b;
+            finite &= tpm_codec_is_finite(v[i]);
+            if (tpm_codec_amax_better(v[i], m)) m = v[i];
         }
-    }
-    const float s = 0.17677669529663687f; /* 1/sqrt(32) */
-#pragma unroll
-    for (int i = 0; i < 32; i++) v[i] = v[i] * s;
-}
-
-/* MARK: per-codec block quantizers */
-template <int C> struct BlockCodec;
-
-/* Symmetric integer codec with `Q` = 2^(bits-1): scale = signed absmax / -Q,
- * code = clamp(rint(x / scale), -Q, Q-1) + Q. */
-template <int BITS> struct IntCodec {
-    static constexpr int kBits = BITS;
-    static constexpr int kCodeBytes = 32 * BITS / 8;
-    static constexpr int kScaleBytes = 4;
-    static constexpr int kQ = 1 << (BITS - 1);
-
-    static __device__ __forceinline__ float quant(const float *v, Codes &c) {
-        float m = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 32; i++)
-            if (fabsf(v[i]) > fabsf(m)) m = v[i];
-        float scale = m / (float)-kQ;
 #pragma unroll
         for (int k = 0; k < 8; k++) c.w[k] = 0;
+        if (!finite) return (uint16_t)TPM_CODEC_SCALE_POISON;
+        float inv;
+        uint16_t sb = tpm_codec_scale(FMT, m, &inv);
 #pragma unroll
         for (int i = 0; i < 32; i++) {
-            float q = scale != 0.0f ? rintf(v[i] / scale) : 0.0f;
-            q = fminf(fmaxf(q, (float)-kQ), (float)(kQ - 1));
-            uint32_t u = (uint32_t)((int)q + kQ);
-            int bit = i * BITS;
+            uint32_t u = sb ? tpm_codec_quantize_value(FMT, v[i], inv) : tpm_fmt_zero_code(FMT);
+            u &= (1u << kBits) - 1u;
+            const int bit = i * kBits;
             c.w[bit / 32] |= u << (bit % 32);
-            if ((bit % 32) + BITS > 32) c.w[bit / 32 + 1] |= u >> (32 - bit % 32);
+            if ((bit % 32) + kBits > 32) c.w[bit / 32 + 1] |= u >> (32 - bit % 32);
         }
-        return scale;
+        return sb;
     }
 
-    static __device__ __forceinline__ void dequant(const Codes &c, float scale, float *v) {
+    static __device__ __forceinline__ void dequant(const Codes &c, uint16_t sb, float *v) {
+        if (tpm_codec_scale_poisoned(sb)) {
+#pragma unroll
+            for (int i = 0; i < 32; i++) v[i] = __uint_as_float(TPM_CODEC_NAN_BITS);
+            return;
+        }
+        const float s = tpm_bf16_to_f32(sb);
 #pragma unroll
         for (int i = 0; i < 32; i++) {
-            int bit = i * BITS;
+            const int bit = i * kBits;
             uint32_t u = c.w[bit / 32] >> (bit % 32);
-            if ((bit % 32) + BITS > 32) u |= c.w[bit / 32 + 1] << (32 - bit % 32);
-            u &= (1u << BITS) - 1u;
-            v[i] = (float)((int)u - kQ) * scale;
+            if ((bit % 32) + kBits > 32) u |= c.w[bit / 32 + 1] << (32 - bit % 32);
+            u &= (1u << kBits) - 1u;
+            v[i] = tpm_codec_dequantize_value(FMT, (uint8_t)u, s);
         }
     }
 };
 
-/* e4m3 (no inf, max 448): round to nearest even, saturate. */
-__device__ __forceinline__ uint32_t f32_to_e4m3(float x) {
-    uint32_t u = __float_as_uint(x), sign = (u >> 24) & 0x80u;
-    float a = fabsf(x);
-    if (!(a == a)) return sign | 0x7fu;
-    if (a >= 448.0f) return sign | 0x7eu;
-    if (a < 0.015625f) { /* subnormal: multiples of 2^-9 */
-        uint32_t m = (uint32_t)rintf(a * 512.0f);
-        return sign | m; /* m == 8 is the smallest normal, encoded the same */
+/* Per tpm_codec value: its wire format and whether it rotates. */
+template <int C> struct BlockCodec : FmtCodec<TPM_FMT_NONE> {};
+#define TPM_BLOCK_CODEC(C, FMT, ROT)                                                               \
+    template <> struct BlockCodec<C> : FmtCodec<FMT> {                                             \
+        static constexpr bool kRotate = ROT;                                                       \
     }
-    uint32_t b = __float_as_uint(a);
-    uint32_t r = b + 0x7ffffu + ((b >> 20) & 1u);
-    uint32_t e = (r >> 23) - 120u, m = (r >> 20) & 7u;
-    uint32_t code = (e << 3) | m;
-    return sign | (code > 0x7eu ? 0x7eu : code);
-}
-
-__device__ __forceinline__ float e4m3_to_f32(uint32_t c) {
-    uint32_t e = (c >> 3) & 15u, m = c & 7u;
-    float a = e == 0 ? (float)m * 0.001953125f : __uint_as_float(((e + 120u) << 23) | (m << 20));
-    return (c & 0x80u) ? -a : a;
-}
-
-struct Fp8Codec {
-    static constexpr int kBits = 8;
-    static constexpr int kCodeBytes = 32;
-    static constexpr int kScaleBytes = 4;
-    static __device__ __forceinline__ float quant(const float *v, Codes &c) {
-        float m = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 32; i++) m = fmaxf(m, fabsf(v[i]));
-        float scale = m / 448.0f;
-#pragma unroll
-        for (int k = 0; k < 8; k++) c.w[k] = 0;
-#pragma unroll
-        for (int i = 0; i < 32; i++) {
-            uint32_t q = scale != 0.0f ? f32_to_e4m3(v[i] / scale) : 0u;
-            c.w[i / 4] |= q << (8 * (i % 4));
-        }
-        return scale;
-    }
-    static __device__ __forceinline__ void dequant(const Codes &c, float scale, float *v) {
-#pragma unroll
-        for (int i = 0; i < 32; i++) v[i] = e4m3_to_f32((c.w[i / 4] >> (8 * (i % 4))) & 0xffu) * scale;
-    }
-};
-
-template <> struct BlockCodec<TPM_CODEC_INT8> : IntCodec<8> { static constexpr bool kRotate = false; };
-template <> struct BlockCodec<TPM_CODEC_INT6> : IntCodec<6> { static constexpr bool kRotate = false; };
-template <> struct BlockCodec<TPM_CODEC_INT4> : IntCodec<4> { static constexpr bool kRotate = false; };
-template <> struct BlockCodec<TPM_CODEC_FP8> : Fp8Codec { static constexpr bool kRotate = false; };
-template <> struct BlockCodec<TPM_CODEC_INT4_H> : IntCodec<4> { static constexpr bool kRotate = true; };
-template <> struct BlockCodec<TPM_CODEC_INT6_H> : IntCodec<6> { static constexpr bool kRotate = true; };
+TPM_BLOCK_CODEC(TPM_CODEC_INT8, TPM_FMT_INT8, false);
+TPM_BLOCK_CODEC(TPM_CODEC_INT6, TPM_FMT_INT6, false);
+TPM_BLOCK_CODEC(TPM_CODEC_INT4, TPM_FMT_INT4, false);
+TPM_BLOCK_CODEC(TPM_CODEC_FP8, TPM_FMT_FP8, false);
+TPM_BLOCK_CODEC(TPM_CODEC_INT4_H, TPM_FMT_INT4, true);
+TPM_BLOCK_CODEC(TPM_CODEC_INT6_H, TPM_FMT_INT6, true);
+#undef TPM_BLOCK_CODEC
 
 } /* namespace tpm_cuda */
 #endif /* __CUDACC__ */

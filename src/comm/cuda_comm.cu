@@ -209,7 +209,7 @@ tpm_status cuda_allreduce(struct tpm_comm *c, const void *in, void *out, size_t 
     a.dtype = (int)dt;
     a.codec = (int)codec;
     int oneshot = algo == TPM_ALGO_ONESHOT;
-    a.grid = im->sms * (oneshot ? 4 : 2);
+    a.grid = im->sms * 2; /* co-resident: 2 CTAs of 256 threads per SM */
     size_t maxc = oneshot ? tpm_cuda_oneshot_max_count(&a) : tpm_cuda_twoshot_max_count(&a);
     maxc -= maxc % 32;
     for (size_t off = 0; off < count; off += maxc) {

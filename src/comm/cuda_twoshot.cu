@@ -24,7 +24,7 @@
  * Payload layout in a slot (internal; not the public wire format): per
  * column, the code words of the kCol groups unit-major (unit k of group g at
  * (k*kCol + g)*U, U = 16 or 8 bytes, so a warp's stores are contiguous), then
- * the kCol fp32 scales. Exact payloads are the raw dtype words.
+ * the kCol bf16 scales. Exact payloads are the raw dtype words.
  *
  * Synchronisation: flags hold the launch epoch and only grow (no reset); a
  * writer CTA stores its payload, __syncthreads(), then one thread per
@@ -52,17 +52,17 @@ template <int DT, int C> struct Payload {
 };
 template <int DT> struct Payload<DT, TPM_CODEC_INT6> {
     static constexpr int kUnit = 8, kUnits = 3;
-    static constexpr size_t kBytes = (size_t)kCol * (24 + 4);
+    static constexpr size_t kBytes = (size_t)kCol * (24 + 2);
 };
 template <int DT> struct Payload<DT, TPM_CODEC_INT6_H> : Payload<DT, TPM_CODEC_INT6> {};
 template <int DT> struct Payload<DT, TPM_CODEC_INT4> {
     static constexpr int kUnit = 16, kUnits = 1;
-    static constexpr size_t kBytes = (size_t)kCol * (16 + 4);
+    static constexpr size_t kBytes = (size_t)kCol * (16 + 2);
 };
 template <int DT> struct Payload<DT, TPM_CODEC_INT4_H> : Payload<DT, TPM_CODEC_INT4> {};
 template <int DT> struct Payload<DT, TPM_CODEC_INT8> {
     static constexpr int kUnit = 16, kUnits = 2;
-    static constexpr size_t kBytes = (size_t)kCol * (32 + 4);
+    static constexpr size_t kBytes = (size_t)kCol * (32 + 2);
 };
 template <int DT> struct Payload<DT, TPM_CODEC_FP8> : Payload<DT, TPM_CODEC_INT8> {};
 
@@ -70,10 +70,15 @@ struct Ctx {
     const tpm_cuda_ar_args &a; /* the __grid_constant__ kernel parameter */
     uint32_t epoch;
     int par;
-    size_t ngrp;
+    size_t ngrp, sblk;
     bool in_al, out_al;
 
-    __device__ size_t glo(int r) const { return (size_t)r * ngrp / (size_t)a.world; }
+    /* Owner r's first group: segments of sblk = ceil(ngrp/W) groups, like the
+     * CPU communicator (the last ones may be short or empty). */
+    __device__ size_t glo(int r) const {
+        size_t g = (size_t)r * sblk;
+        return g < ngrp ? g : ngrp;
+    }
     __device__ uint8_t *slot(int rank, int kind, int src) const {
         return a.ts[rank] + ((size_t)par * 2 * a.world + (size_t)kind * a.world + src) * a.ts_slot;
     }
@@ -104,6 +109,7 @@ struct Ctx {
 template <int DT, int C> struct GroupIO {
     using P = Payload<DT, C>;
     using BC = BlockCodec<C>;
+    static_assert(P::kUnits * P::kUnit == BC::kCodeBytes, "payload units cover the codes");
 
     static __device__ __forceinline__ void load_dom(const Ctx &x, size_t g, float *v) {
 #pragma unroll
@@ -112,10 +118,10 @@ template <int DT, int C> struct GroupIO {
 #pragma unroll
             for (int k = 0; k < 8; k++) v[8 * q + k] = f.v[k];
         }
-        if constexpr (BC::kRotate) wht32(v);
+        if constexpr (BC::kRotate) tpm_hadamard32(v);
     }
     static __device__ __forceinline__ void store_dom(const Ctx &x, size_t g, float *v) {
-        if constexpr (BC::kRotate) wht32(v);
+        if constexpr (BC::kRotate) tpm_hadamard32(v);
 #pragma unroll
         for (int q = 0; q < 4; q++) {
             F8 f;
@@ -124,7 +130,7 @@ template <int DT, int C> struct GroupIO {
             store8<DT>(x.a.out, g * 32 + 8 * q, x.a.count, x.out_al, f);
         }
     }
-    static __device__ __forceinline__ void put(uint8_t *col, int t, const Codes &c, float s) {
+    static __device__ __forceinline__ void put(uint8_t *col, int t, const Codes &c, uint16_t s) {
 #pragma unroll
         for (int k = 0; k < P::kUnits; k++) {
             if (P::kUnit == 16)
@@ -133,9 +139,9 @@ template <int DT, int C> struct GroupIO {
             else
                 *(uint2 *)(col + ((size_t)k * kCol + t) * 8) = make_uint2(c.w[2 * k], c.w[2 * k + 1]);
         }
-        *(float *)(col + (size_t)P::kUnits * kCol * P::kUnit + (size_t)t * 4) = s;
+        *(uint16_t *)(col + (size_t)P::kUnits * kCol * P::kUnit + (size_t)t * 2) = s;
     }
-    static __device__ __forceinline__ float get(const uint8_t *col, int t, Codes &c) {
+    static __device__ __forceinline__ uint16_t get(const uint8_t *col, int t, Codes &c) {
 #pragma unroll
         for (int k = 0; k < P::kUnits; k++) {
             if (P::kUnit == 16) {
@@ -146,7 +152,8 @@ template <int DT, int C> struct GroupIO {
                 c.w[2 * k] = u.x, c.w[2 * k + 1] = u.y;
             }
         }
-        return __ldcg((const float *)(col + (size_t)P::kUnits * kCol * P::kUnit + (size_t)t * 4));
+        return __ldcg((const unsigned short *)(col + (size_t)P::kUnits * kCol * P::kUnit +
+                                               (size_t)t * 2));
     }
 };
 
@@ -186,7 +193,7 @@ template <int DT, int C> struct Stages {
                     float v[32];
                     IO::load_dom(x, g0 + t, v);
                     Codes c;
-                    float sc = BlockCodec<C>::quant(v, c);
+                    uint16_t sc = BlockCodec<C>::quant(v, c);
                     IO::put(dst, t, c, sc);
                 }
             }
@@ -237,13 +244,13 @@ template <int DT, int C> struct Stages {
                 if (r == me) {
                     IO::load_dom(x, g, v);
                 } else {
-                    float sc = IO::get(x.slot(me, kRs, r) + off, t, c);
+                    uint16_t sc = IO::get(x.slot(me, kRs, r) + off, t, c);
                     BlockCodec<C>::dequant(c, sc, v);
                 }
 #pragma unroll
                 for (int k = 0; k < 32; k++) acc[k] = r == 0 ? v[k] : acc[k] + v[k];
             }
-            float sc = BlockCodec<C>::quant(acc, c);
+            uint16_t sc = BlockCodec<C>::quant(acc, c);
             for (int d = 1; d < x.a.world; d++) {
                 int q = (me + d) % x.a.world;
                 IO::put(x.slot(q, kAg, me) + off, t, c, sc);
@@ -271,7 +278,7 @@ template <int DT, int C> struct Stages {
             } else if (g0 + t < g1) {
                 Codes c;
                 float v[32];
-                float sc = IO::get(src, t, c);
+                uint16_t sc = IO::get(src, t, c);
                 BlockCodec<C>::dequant(c, sc, v);
                 IO::store_dom(x, g0 + t, v);
             }
@@ -282,14 +289,14 @@ template <int DT, int C> struct Stages {
 
 template <int DT, int C>
 __global__ void __launch_bounds__(kCol, 2) twoshot_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
-    Ctx x{a, 0, 0, 0, false, false};
+    Ctx x{a, 0, 0, 0, 0, false, false};
     x.epoch = epoch_begin(a);
     x.par = (int)(x.epoch & 1u);
     x.ngrp = (a.count + 31) / 32;
     x.in_al = ((uintptr_t)a.in & 15u) == 0;
     x.out_al = ((uintptr_t)a.out & 15u) == 0;
-    const size_t seg = (x.ngrp + a.world - 1) / a.world;
-    const int ncol = (int)((seg + kCol - 1) / kCol);
+    x.sblk = (x.ngrp + a.world - 1) / a.world;
+    const int ncol = (int)((x.sblk + kCol - 1) / kCol);
     const int mine = (int)blockIdx.x < ncol ? (ncol - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
     using S = Stages<DT, C>;
     for (int k = 0; k < mine + 2; k++) {
