@@ -9,6 +9,7 @@
 
 /* Add one row per subcommand; the function lives in tools/cmd_<name>.c. */
 static const cli_command commands[] = {
+    {"gen-weights", cmd_gen_weights, "write random MoE weights of a preset (safetensors)"},
     {NULL, NULL, NULL},
 };
 
