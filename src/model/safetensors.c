@@ -73,41 +73,40 @@ tpm_status tpm_st_dtype_parse(const char *s, tpm_st_dtype *out) {
     return tpm_err(TPM_ERR_INVALID_ARG, "unknown safetensors dtype '%s'", s);
 }
 
-/* MARK: scalar formats */
+/* MARK: scalar formats (bit manipulation; no libm in the per-element path) */
+/* 2^n for n in [-149, 127], exact. */
+static float pow2f(int n) {
+    return tpm_bits_f32(n >= -126 ? (uint32_t)(n + 127) << 23 : 1u << (n + 149));
+}
+
 float tpm_st_e4m3_to_f32(uint8_t v) {
-    int sign = v >> 7, e = (v >> 3) & 0xf, m = v & 7;
-    float a;
-    if (e == 15 && m == 7)
-        a = NAN;
-    else if (e == 0)
-        a = ldexpf((float)m, -9); /* subnormal: m/8 * 2^-6 */
-    else
-        a = ldexpf((float)(8 + m), e - 10); /* (1 + m/8) * 2^(e-7) */
-    return sign ? -a : a;
+    uint32_t sign = (uint32_t)(v & 0x80) << 24, e = (v >> 3) & 0xf, m = v & 7;
+    if (e == 15 && m == 7) return tpm_bits_f32(sign | 0x7fc00000u);
+    if (e == 0) { /* subnormal: m * 2^-9 */
+        float a = (float)m * 0.001953125f;
+        return sign ? -a : a;
+    }
+    return tpm_bits_f32(sign | ((e + 120u) << 23) | (m << 20));
 }
 
 uint8_t tpm_st_f32_to_e4m3(float f) {
-    if (isnan(f)) return 0x7f;
-    uint8_t sign = signbit(f) ? 0x80 : 0x00;
-    float a = fabsf(f);
-    if (a >= 448.0f) return (uint8_t)(sign | 0x7e); /* saturate (no Inf in e4m3fn) */
-    if (a < 0.015625f) {                             /* below 2^-6: subnormal grid 2^-9 */
-        float q = rintf(ldexpf(a, 9));               /* 0..8; 8 is the smallest normal */
+    uint32_t u = tpm_f32_bits(f);
+    uint8_t sign = (uint8_t)((u >> 24) & 0x80);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return 0x7f;                 /* NaN */
+    if (a >= 0x43e00000u) return (uint8_t)(sign | 0x7e); /* >= 448: saturate (no Inf in e4m3fn) */
+    if (a < 0x3c800000u) {                            /* below 2^-6: subnormal grid 2^-9 */
+        float q = rintf(tpm_bits_f32(a) * 512.0f);    /* exact scaling; 0..8, 8 = smallest normal */
         return (uint8_t)(sign | (uint8_t)q);
     }
-    int ex;
-    (void)frexpf(a, &ex); /* a = fr * 2^ex, fr in [0.5, 1): unbiased exponent ex - 1 */
-    int e = ex - 1;
-    float q = rintf(ldexpf(a, 3 - e)); /* 8..16 */
-    if (q >= 16.0f) {
-        q = 8.0f;
-        e++;
-    }
-    if (e > 8 || (e == 8 && q > 14.0f)) return (uint8_t)(sign | 0x7e);
-    return (uint8_t)(sign | (uint8_t)((e + 7) << 3) | (uint8_t)((int)q - 8));
+    /* Round the 23-bit mantissa to 3 bits, nearest even; a carry bumps the exponent. */
+    uint32_t r = (a + 0x7ffffu + ((a >> 20) & 1u)) >> 20;
+    r -= 120u << 3; /* rebias 127 -> 7 */
+    if (r > 0x7e) r = 0x7e;
+    return (uint8_t)(sign | r);
 }
 
-float tpm_st_e8m0_to_f32(uint8_t e) { return e == 0xff ? NAN : ldexpf(1.0f, (int)e - 127); }
+float tpm_st_e8m0_to_f32(uint8_t e) { return e == 0xff ? NAN : pow2f((int)e - 127); }
 
 void tpm_st_quantize_mx_e4m3(const float *in, size_t n, uint8_t *codes, uint8_t *scales) {
     for (size_t b = 0; b < n / 32; b++) {
@@ -123,11 +122,12 @@ void tpm_st_quantize_mx_e4m3(const float *in, size_t n, uint8_t *codes, uint8_t 
             (void)frexpf(amax / 448.0f, &ex);
             k = ex; /* amax/448 < 2^ex: amax / 2^k < 448 */
             while (k > -127 && ldexpf(amax, -(k - 1)) <= 448.0f) k--;
-            while (ldexpf(amax, -k) > 448.0f) k++;
-            if (k > 127) k = 127;
+            while (k < 127 && ldexpf(amax, -k) > 448.0f) k++;
         }
         scales[b] = (uint8_t)(k + 127);
-        for (int i = 0; i < 32; i++) codes[b * 32 + (size_t)i] = tpm_st_f32_to_e4m3(ldexpf(x[i], -k));
+        /* x * 2^-k (k in [-127, 127]): exact unless the product is subnormal. */
+        float inv = pow2f(-k);
+        for (int i = 0; i < 32; i++) codes[b * 32 + (size_t)i] = tpm_st_f32_to_e4m3(x[i] * inv);
     }
 }
 
