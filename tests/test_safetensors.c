@@ -257,6 +257,7 @@ static void test_get_checks(void **state) {
     assert_null(g);
     assert_non_null(strstr(tpm_last_error(), "/nonexistent/dir/x.safetensors"));
     assert_int_equal(tpm_st_open("/tmp", &g), TPM_ERR_IO); /* a directory */
+    assert_non_null(strstr(tpm_last_error(), "not a regular file"));
     for (size_t i = 0; i < RT_N; i++) free(bufs[i]);
     unlink(path);
     free(path);
@@ -294,7 +295,7 @@ static void test_malformed(void **state) {
 #define T "\"w.0\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}"
     expect_open_error("{" T, 16, "bad header JSON");
     expect_open_error("[1,2]", 0, "not a JSON object");
-    expect_open_error("{" T "," T "}", 16, "duplicate");
+    expect_open_error("{" T "," T "}", 16, "duplicate object key near '\"w.0\"'");
     expect_open_error("{" T "}", 15, "'w.0': data out of range");               /* truncated data */
     expect_open_error("{" T "}", 17, "1 bytes after the last tensor");         /* trailing bytes */
     expect_open_error("{\"w.1\":{\"dtype\":\"F33\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, "'w.1': unknown dtype 'F33'");

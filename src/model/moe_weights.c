@@ -154,7 +154,16 @@ static tpm_status fetch(const source *s, int layer, const char *part, gen_kind k
     char name[NAME_LEN];
     TPM_TRY(tpm_moe_tensor_name(name, sizeof name, layer, part));
     int64_t shape[2] = {rows, cols};
-    if (s->f) return tpm_st_load_f32(s->f, name, cols ? 2 : 1, shape, out);
+    if (s->f) {
+        /* Raw E4M3 without its block scales would load silently wrong values. */
+        const tpm_st_tensor *t = tpm_st_find(s->f, name);
+        char sname[NAME_LEN + 8];
+        snprintf(sname, sizeof sname, "%s_scale", name);
+        if (t && t->dtype == TPM_ST_F8_E4M3 && !tpm_st_find(s->f, sname))
+            return tpm_err(TPM_ERR_IO, "MoE weights: tensor '%s' is F8_E4M3 but '%s' (U8 E8M0 1x32 block scales) "
+                                       "is missing", name, sname);
+        return tpm_st_load_f32(s->f, name, cols ? 2 : 1, shape, out);
+    }
     size_t c = cols ? (size_t)cols : (size_t)rows, r = cols ? (size_t)rows : 1;
     gen_values(s->seed, name, kind, r, c, out);
     encode(file_dtype(kind, s->fmt), out, r, c, NULL, NULL);

@@ -365,6 +365,7 @@ tpm_status tpm_st_open(const char *path, tpm_st_file **out) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return tpm_err(TPM_ERR_IO, "safetensors %s: cannot open: %s", path, strerror(errno));
     struct stat sb;
+    errno = 0;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         int e = errno;
         close(fd);
