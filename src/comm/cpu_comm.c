@@ -163,12 +163,16 @@ static void cpu_relax(void) {
 #endif
 }
 
-static void wake_counter(cpu_counter *ctr) { futex(&ctr->value, FUTEX_WAKE, INT_MAX, NULL); }
+/* Shared futexes for processes; private ones (cheaper) for threads. A wake
+ * must use the same kind as the wait. */
+static void wake_counter(const cpu_rank *R, cpu_counter *ctr) {
+    futex(&ctr->value, R->is_process ? FUTEX_WAKE : FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+}
 
 static void publish(cpu_rank *R, uint32_t v) {
     cpu_counter *ctr = &R->hdr->counter[R->rank];
     atomic_store_explicit(&ctr->value, v, memory_order_seq_cst);
-    if (atomic_load_explicit(&ctr->waiters, memory_order_seq_cst) != 0) wake_counter(ctr);
+    if (atomic_load_explicit(&ctr->waiters, memory_order_seq_cst) != 0) wake_counter(R, ctr);
     R->step = v;
 }
 
@@ -205,7 +209,7 @@ static void set_abort(cpu_rank *R, const char *msg) {
         snprintf(h->abort_msg, sizeof h->abort_msg, "%s", msg);
         atomic_store_explicit(&h->abort_msg_ready, 1, memory_order_release);
     }
-    for (int i = 0; i < R->world; i++) wake_counter(&h->counter[i]);
+    for (int i = 0; i < R->world; i++) wake_counter(R, &h->counter[i]);
 }
 
 /* Wait until every rank's counter reached target. */
