@@ -33,18 +33,25 @@
 #define ANY_DTYPE TPM_DTYPE_COUNT_
 #define ANY_CODEC TPM_CODEC_DEFAULT
 
-/* CPU rows: measured on the 2-core CI-class machine with threads (the
- * crossover with processes is the same protocol over the same memory). */
-#define CPU_SRC(w)                                                                                 \
-    "cpu threads, 2 cores, bf16: tpmoe allreduce --backend cpu --ranks " #w                        \
-    " --algo oneshot|twoshot --bytes 4K..4M --iters 200 (crossover of the medians)"
+/* CPU rows: measured on the 2-core development machine (shared, load ~3-4),
+ * ranks as threads, bf16, best median of 3 runs per point. With W ranks on
+ * 2 cores the reduction is compute-bound: one-shot does W times the
+ * conversion and summation work of the two-shot, so it only wins on tiny
+ * messages where one barrier less matters. Measured (us, one-shot/two-shot):
+ *   W=2: 64B 4.0/0.9-3.9, 1K 2.4/1.9, 4K 8.2/5.9, 64K 143/80, 1M 9.6e3/7.7e3
+ *   W=4: 256B 12.6/19.7, 1K 25.7/32.0, 4K 68/56, 64K 4.2e3/856
+ *   W=8: 256B 38/51, 1K 88/68, 4K 205/111, 64K 7.6e3/3.5e3
+ * The thresholds sit at the measured crossovers. */
+#define CPU_SRC(w, pts)                                                                            \
+    "cpu threads, 2 cores, bf16, best of 3 medians: for a in oneshot twoshot; do tpmoe allreduce " \
+    "--backend cpu --ranks " #w " --algo $a --bytes B --iters 1000; done, B = " pts
 
 static const tpm_dispatch_entry dispatch_table[] = {
-    {TPM_BACKEND_CPU, 2, ANY_DTYPE, ANY_CODEC, 64 * KB, -1, CPU_SRC(2)},
-    {TPM_BACKEND_CPU, 4, ANY_DTYPE, ANY_CODEC, 64 * KB, -1, CPU_SRC(4)},
-    {TPM_BACKEND_CPU, 8, ANY_DTYPE, ANY_CODEC, 64 * KB, -1, CPU_SRC(8)},
-    {TPM_BACKEND_CPU, 0, ANY_DTYPE, ANY_CODEC, 64 * KB, -1,
-     "cpu, worlds 1/3/5/6/7: nearest measured world (see the world 2/4/8 rows)"},
+    {TPM_BACKEND_CPU, 2, ANY_DTYPE, ANY_CODEC, 1 * KB, -1, CPU_SRC(2, "64,1K,4K,16K,64K (equal <= 1K)")},
+    {TPM_BACKEND_CPU, 4, ANY_DTYPE, ANY_CODEC, 2 * KB, -1, CPU_SRC(4, "256,1K,4K,16K (crossover 1K-4K)")},
+    {TPM_BACKEND_CPU, 8, ANY_DTYPE, ANY_CODEC, 512, -1, CPU_SRC(8, "256,1K,4K (crossover 256-1K)")},
+    {TPM_BACKEND_CPU, 0, ANY_DTYPE, ANY_CODEC, 1 * KB, -1,
+     "cpu, worlds 1/3/5/6/7: between the measured world 2/4/8 crossovers"},
     {TPM_BACKEND_CUDA, 0, ANY_DTYPE, ANY_CODEC, 512 * KB, TPM_DISPATCH_PEER_BUFFER,
      "provisional, to be measured on H200"},
 };
