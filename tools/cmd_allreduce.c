@@ -14,6 +14,7 @@
  * disagree, a call fails or an error exceeds the codec's bound.
  */
 #include "cli.h"
+#include "codec/codec.h"
 #include "internal.h"
 #include "numeric.h"
 
@@ -35,19 +36,14 @@
 enum { DATA_GAUSSIAN, DATA_HEAVY, DATA_OUTLIER, DATA_COUNT };
 static const char *const data_names[DATA_COUNT] = {"gaussian", "heavy", "outlier"};
 
-/* Relative RMS error bounds on Gaussian data (docs/codecs.md); heavy-tailed
- * and outlier data get twice the bound. NONE: one rounding to the dtype. */
-static double codec_bound(tpm_codec c, tpm_dtype dt) {
-    switch (c) {
-    case TPM_CODEC_NONE: return dt == TPM_DTYPE_BF16 ? 0x1p-8 : dt == TPM_DTYPE_FP16 ? 0x1p-11 : 1e-6;
-    case TPM_CODEC_INT8: return 0.02;
-    case TPM_CODEC_INT6: return 0.06;
-    case TPM_CODEC_FP8: return 0.08;
-    case TPM_CODEC_INT6_H: return 0.06;
-    case TPM_CODEC_INT4: return 0.30; /* generous: INT4 is opt-in for a reason */
-    case TPM_CODEC_INT4_H: return 0.30;
-    default: return 0;
-    }
+/* Relative RMS error bound of one run: the codec's two-shot bound from
+ * docs/codecs.md (tpm_codec_allreduce_error_bound: the worst of Gaussian,
+ * Student-t(3) and outlier data up to 8 ranks, with margin) plus one
+ * rounding of the output to the dtype. */
+static double dtype_bound(tpm_dtype dt) { return dt == TPM_DTYPE_BF16 ? 0x1p-8 : dt == TPM_DTYPE_FP16 ? 0x1p-11 : 1e-6; }
+
+static double run_bound(tpm_codec c, tpm_dtype dt) {
+    return (c == TPM_CODEC_NONE ? 0.0 : tpm_codec_allreduce_error_bound(c)) + dtype_bound(dt);
 }
 
 typedef struct ar_opts {
@@ -350,9 +346,7 @@ static int execute(const ar_opts *o, tpm_codec codec, int data, ar_result *res) 
             free(per_iter);
         }
         tpm_codec applied = res->codec == (tpm_codec)-1 ? TPM_CODEC_NONE : res->codec;
-        res->bound = codec_bound(applied, o->dtype) * (data == DATA_GAUSSIAN ? 1.0 : 2.0);
-        if (applied != TPM_CODEC_NONE && o->dtype != TPM_DTYPE_FP32)
-            res->bound += codec_bound(TPM_CODEC_NONE, o->dtype);
+        res->bound = run_bound(applied, o->dtype);
         res->ok = res->identical && isfinite(res->rel_rms) && res->rel_rms <= res->bound;
     }
     munmap(mem, total);
