@@ -19,6 +19,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAXW 8
@@ -223,10 +224,10 @@ static void test_codecs_worlds(void **state) {
     static const int worlds[] = {1, 2, 3, 4, 8};
     static const size_t counts[] = {1, 33, 1000, 12345};
     enum { NC = 4 };
-    call_spec calls[NLOSSY * 2 * NC];
+    call_spec calls[NLOSSY * 3 * NC];
     int n = 0;
     for (size_t c = 0; c < NLOSSY; c++)
-        for (int d = 0; d < 2; d++)
+        for (int d = 0; d < 3; d++)
             for (int i = 0; i < NC; i++, n++) {
                 calls[n].count = counts[i];
                 calls[n].dt = (tpm_dtype)d;
@@ -360,6 +361,13 @@ static void test_bad_args(void **state) {
     bad = cfg;
     bad.world_size = 3;
     assert_int_equal(tpm_comm_init_all(c, 2, NULL, &bad), TPM_ERR_INVALID_ARG);
+
+    /* no config at all: the defaults (world 1 without TPMOE_WORLD_SIZE) */
+    if (!getenv("TPMOE_WORLD_SIZE")) {
+        tpm_comm_t d = NULL;
+        assert_int_equal(tpm_comm_init(&d, NULL), TPM_OK);
+        assert_int_equal(tpm_comm_destroy(d), TPM_OK);
+    }
 
     /* a world-1 comm for the per-call checks */
     cfg.world_size = 1;

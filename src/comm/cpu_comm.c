@@ -441,7 +441,11 @@ static tpm_status cpu_allreduce(struct tpm_comm *c, const void *in, void *out, s
     if (chunk == 0) return tpm_err(TPM_ERR_INTERNAL, "cpu all-reduce: buffer too small for one block");
     size_t scratch = algo == TPM_ALGO_ONESHOT ? CPU_TILE : chunk / (size_t)R->world;
     if (scratch < CPU_TILE) scratch = CPU_TILE;
-    TPM_TRY(ensure_scratch(R, scratch));
+    tpm_status st = ensure_scratch(R, scratch);
+    if (st != TPM_OK) {
+        set_abort(R, tpm_err_msg()); /* the others would wait for us in vain */
+        return st;
+    }
 
     R->call_seq++;
     cpu_desc *d = &R->hdr->desc[R->rank][R->call_seq & 1];
@@ -454,7 +458,6 @@ static tpm_status cpu_allreduce(struct tpm_comm *c, const void *in, void *out, s
     const size_t es = tpm_dtype_size(dt);
     const uint8_t *src = (const uint8_t *)in;
     uint8_t *dst = (uint8_t *)out;
-    tpm_status st = TPM_OK;
     for (size_t off = 0; off < count; off += chunk) {
         size_t n = count - off < chunk ? count - off : chunk;
         st = algo == TPM_ALGO_ONESHOT ? oneshot_chunk(R, src + off * es, dst + off * es, n, dt, off == 0)
@@ -463,7 +466,9 @@ static tpm_status cpu_allreduce(struct tpm_comm *c, const void *in, void *out, s
         if (st != TPM_OK) break;
         R->chunk_seq++;
     }
-    if (st != TPM_OK && st != TPM_ERR_PEER) set_abort(R, tpm_err_msg());
+    /* Any failure aborts the communicator (the first message wins), so ranks
+     * waiting on us or on a rank that waits on us fail fast too. */
+    if (st != TPM_OK) set_abort(R, tpm_err_msg());
     return st;
 }
 
