@@ -485,6 +485,11 @@ static void test_dispatch(void **state) {
     plan(&rc, CUDA, 1024, DEF, AUTO, 1, NCCL, NONE);
     assert_int_equal(tpm_dispatch_plan(&rc, CPU, 4, 1024, TPM_DTYPE_BF16, DEF, NCCL, 0, &ga, &gc),
                      TPM_ERR_UNSUPPORTED);
+    rc.allreduce = TPM_AR_AUTO;
+    rc.algo = NCCL; /* TPMOE_ALGO=nccl on the CPU: the plain exact two-shot */
+    plan(&rc, CPU, 1024, DEF, AUTO, 0, TWO, NONE);
+    plan(&rc, CUDA, 1024, DEF, AUTO, 1, NCCL, NONE);
+    rc.algo = AUTO;
     /* CUDA mode auto: NCCL above custom_max (the peer buffer), custom below */
     rc.allreduce = TPM_AR_AUTO;
     plan(&rc, CUDA, 4 << 20, DEF, AUTO, 1, NCCL, NONE);

@@ -12,7 +12,9 @@
  *     is exact only: an explicit one-shot with an explicit lossy codec is
  *     TPM_ERR_UNSUPPORTED; otherwise the explicit argument wins over the
  *     config value (lossy codec argument -> two-shot; config codec under an
- *     explicit/configured one-shot -> NONE). NCCL needs nccl_available.
+ *     explicit/configured one-shot -> NONE). An explicit NCCL argument needs
+ *     nccl_available; a configured NCCL algo without NCCL (CPU) is the plain
+ *     exact two-shot.
  *  3. AUTO: a lossy codec always takes the custom two-shot (quantization is
  *     an opt-in for its size window). Exact calls: allreduce mode NCCL ->
  *     NCCL where available (the CPU backend has no NCCL: the plain two-shot
@@ -101,10 +103,14 @@ tpm_status tpm_dispatch_plan(const tpm_resolved_config *cfg, tpm_backend backend
     }
 
     /* 2. explicit (argument or config) algorithms */
-    if (a == TPM_ALGO_NCCL) {
-        if (!nccl_available)
+    if (a == TPM_ALGO_NCCL && !nccl_available) {
+        if (algo_arg)
             return tpm_err(TPM_ERR_UNSUPPORTED, "algo nccl: NCCL is not available on the %s backend",
                            backend == TPM_BACKEND_CPU ? "cpu" : "this");
+        /* configured (TPMOE_ALGO=nccl) without NCCL: the plain exact two-shot */
+        a = TPM_ALGO_TWOSHOT;
+        if (!codec_arg) c = TPM_CODEC_NONE;
+    } else if (a == TPM_ALGO_NCCL) {
         if (c != TPM_CODEC_NONE) {
             if (codec_arg && algo_arg)
                 return tpm_err(TPM_ERR_UNSUPPORTED, "algo nccl is exact only: codec %s needs the two-shot",
