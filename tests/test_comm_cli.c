@@ -34,7 +34,8 @@ static int tool(const char *env, const char *args) {
 static void expect(const char *env, const char *args, int rc, const char *needle) {
     int got = tool(env, args);
     if (got != rc || (needle && !strstr(g_out, needle)))
-        fail_msg("tpmoe %s: rc %d (want %d), want '%s' in:\n%s", args, got, rc, needle ? needle : "", g_out);
+        fail_msg("tpmoe %s: rc %d (want %d), want '%s' in:\n%s", args, got, rc,
+                 needle ? needle : "", g_out);
 }
 
 static void test_usage(void **state) {
@@ -59,20 +60,25 @@ static void test_usage(void **state) {
 static void test_issue_commands(void **state) {
     (void)state;
     /* the issue's acceptance commands (fewer iterations under sanitizers) */
-    expect(NULL, "allreduce --backend cpu --ranks 8 --codec int4 --dtype bf16 --bytes 1048576 --iters 2", 0,
-           "identical");
+    expect(NULL,
+           "allreduce --backend cpu --ranks 8 --codec int4 --dtype bf16 --bytes 1048576 --iters 2",
+           0, "identical");
     assert_non_null(strstr(g_out, "int4     twoshot"));
     assert_non_null(strstr(g_out, "PASS"));
-    expect(NULL, "allreduce --backend cpu --ranks 8 --processes --codec int4 --bytes 1048576 --iters 2", 0,
-           "identical");
+    expect(NULL,
+           "allreduce --backend cpu --ranks 8 --processes --codec int4 --bytes 1048576 --iters 2",
+           0, "identical");
     assert_non_null(strstr(g_out, "processes"));
-    expect(NULL, "allreduce --ranks 3 --algo oneshot --dtype fp16 --bytes 10002 --iters 3", 0, "oneshot");
-    expect(NULL, "allreduce --ranks 4 --algo twoshot --dtype fp32 --bytes 4K --iters 3", 0, "twoshot");
+    expect(NULL, "allreduce --ranks 3 --algo oneshot --dtype fp16 --bytes 10002 --iters 3", 0,
+           "oneshot");
+    expect(NULL, "allreduce --ranks 4 --algo twoshot --dtype fp32 --bytes 4K --iters 3", 0,
+           "twoshot");
 }
 
 static void test_data_table(void **state) {
     (void)state;
-    expect(NULL, "allreduce --ranks 2 --codec none,int8 --bytes 1M --iters 1 --data all", 0, "side by side");
+    expect(NULL, "allreduce --ranks 2 --codec none,int8 --bytes 1M --iters 1 --data all", 0,
+           "side by side");
     assert_non_null(strstr(g_out, "heavy"));
     assert_non_null(strstr(g_out, "outlier"));
     assert_non_null(strstr(g_out, "int8     twoshot  outlier"));
@@ -80,7 +86,8 @@ static void test_data_table(void **state) {
 
 static void test_env_codec(void **state) {
     (void)state;
-    expect("TPMOE_QUICK_REDUCE_QUANTIZATION=INT8", "allreduce --ranks 2 --bytes 1M --iters 1", 0, "int8");
+    expect("TPMOE_QUICK_REDUCE_QUANTIZATION=INT8", "allreduce --ranks 2 --bytes 1M --iters 1", 0,
+           "int8");
     /* below the quantization window the call is exact, and says so */
     expect(NULL, "allreduce --ranks 2 --codec int8 --bytes 64K --iters 1", 0, "none applied");
     /* an invalid environment fails the run (exit 1) naming the variable */

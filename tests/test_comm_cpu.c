@@ -38,8 +38,8 @@ typedef struct harness {
     const call_spec *calls;
     int ncalls;
     uint64_t seed;
-    void **out;          /* [call * W + rank] */
-    tpm_status *st;      /* [call * W + rank] */
+    void **out;     /* [call * W + rank] */
+    tpm_status *st; /* [call * W + rank] */
     char (*msg)[TPM_ERRMSG_LEN];
     int skip_rank;       /* this rank makes no calls (-1: none) */
     int count_bias_rank; /* this rank adds 1 to every count (-1: none) */
@@ -68,20 +68,21 @@ static void *rank_main(void *p) {
         void *out = h->out[k * h->W + a->rank];
         memset(out, 0xa5, bytes); /* poison */
         if (c->inplace) memcpy(out, in, bytes);
-        tpm_status st = tpm_allreduce_ex(h->comm[a->rank], c->inplace ? out : in, out, n, c->dt, c->codec,
-                                         c->algo, NULL);
+        tpm_status st = tpm_allreduce_ex(h->comm[a->rank], c->inplace ? out : in, out, n, c->dt,
+                                         c->codec, c->algo, NULL);
         free(in);
         h->st[k * h->W + a->rank] = st;
         if (st != TPM_OK) {
-            snprintf(h->msg[k * h->W + a->rank], TPM_ERRMSG_LEN, "%s", tpm_comm_last_error(h->comm[a->rank]));
+            snprintf(h->msg[k * h->W + a->rank], TPM_ERRMSG_LEN, "%s",
+                     tpm_comm_last_error(h->comm[a->rank]));
             break;
         }
     }
     return NULL;
 }
 
-static void harness_init(harness *h, int W, int64_t buffer_bytes, int timeout_ms, const call_spec *calls,
-                         int ncalls, uint64_t seed) {
+static void harness_init(harness *h, int W, int64_t buffer_bytes, int timeout_ms,
+                         const call_spec *calls, int ncalls, uint64_t seed) {
     memset(h, 0, sizeof *h);
     h->W = W;
     h->calls = calls;
@@ -102,7 +103,8 @@ static void harness_init(harness *h, int W, int64_t buffer_bytes, int timeout_ms
     for (int k = 0; k < ncalls; k++)
         for (int r = 0; r < W; r++)
             h->out[k * W + r] = malloc((calls[k].count + 1) * tpm_dtype_size(calls[k].dt));
-    for (int i = 0; i < ncalls * W; i++) h->st[i] = (tpm_status)-1;
+    for (int i = 0; i < ncalls * W; i++)
+        h->st[i] = (tpm_status)-1;
 }
 
 static void harness_run(harness *h) {
@@ -113,12 +115,15 @@ static void harness_run(harness *h) {
         args[r].rank = r;
         assert_int_equal(pthread_create(&th[r], NULL, rank_main, &args[r]), 0);
     }
-    for (int r = 0; r < h->W; r++) pthread_join(th[r], NULL);
+    for (int r = 0; r < h->W; r++)
+        pthread_join(th[r], NULL);
 }
 
 static void harness_free(harness *h) {
-    for (int r = 0; r < h->W; r++) assert_int_equal(tpm_comm_destroy(h->comm[r]), TPM_OK);
-    for (int i = 0; i < h->ncalls * h->W; i++) free(h->out[i]);
+    for (int r = 0; r < h->W; r++)
+        assert_int_equal(tpm_comm_destroy(h->comm[r]), TPM_OK);
+    for (int i = 0; i < h->ncalls * h->W; i++)
+        free(h->out[i]);
     free(h->out);
     free(h->st);
     free(h->msg);
@@ -135,8 +140,8 @@ static void harness_check(harness *h) {
         size_t bytes = c->count * tpm_dtype_size(c->dt);
         tpm_algo algo;
         tpm_codec codec;
-        assert_int_equal(tpm_dispatch_plan(&rc, TPM_BACKEND_CPU, h->W, bytes, c->dt, c->codec, c->algo, 0, &algo,
-                                           &codec),
+        assert_int_equal(tpm_dispatch_plan(&rc, TPM_BACKEND_CPU, h->W, bytes, c->dt, c->codec,
+                                           c->algo, 0, &algo, &codec),
                          TPM_OK);
         void *in[MAXW];
         for (int r = 0; r < h->W; r++) {
@@ -148,23 +153,27 @@ static void harness_check(harness *h) {
                tpm_cpu_chunk_elems(TPM_ALGO_TWOSHOT, codec, c->dt, h->W, region / 2), ref);
         for (int r = 0; r < h->W; r++) {
             if (h->st[k * h->W + r] != TPM_OK)
-                fail_msg("call %d (W=%d count=%zu %s %s %s) rank %d: status %d: %s", k, h->W, c->count,
-                         tpm_dtype_name(c->dt), tpm_codec_name(codec), tpm_algo_name(algo), r,
-                         (int)h->st[k * h->W + r], h->msg[k * h->W + r]);
+                fail_msg("call %d (W=%d count=%zu %s %s %s) rank %d: status %d: %s", k, h->W,
+                         c->count, tpm_dtype_name(c->dt), tpm_codec_name(codec),
+                         tpm_algo_name(algo), r, (int)h->st[k * h->W + r], h->msg[k * h->W + r]);
             long d = tr_first_diff(h->out[k * h->W + r], ref, c->count, c->dt);
             if (d >= 0)
-                fail_msg("call %d (W=%d count=%zu %s %s %s inplace=%d) rank %d differs from the reference at "
+                fail_msg("call %d (W=%d count=%zu %s %s %s inplace=%d) rank %d differs from the "
+                         "reference at "
                          "%ld: %g vs %g",
-                         k, h->W, c->count, tpm_dtype_name(c->dt), tpm_codec_name(codec), tpm_algo_name(algo),
-                         c->inplace, r, d, (double)tpm_load_f32(h->out[k * h->W + r], (int)c->dt, (size_t)d),
+                         k, h->W, c->count, tpm_dtype_name(c->dt), tpm_codec_name(codec),
+                         tpm_algo_name(algo), c->inplace, r, d,
+                         (double)tpm_load_f32(h->out[k * h->W + r], (int)c->dt, (size_t)d),
                          (double)tpm_load_f32(ref, (int)c->dt, (size_t)d));
         }
-        for (int r = 0; r < h->W; r++) free(in[r]);
+        for (int r = 0; r < h->W; r++)
+            free(in[r]);
         free(ref);
     }
 }
 
-static void run_calls(int W, int64_t buffer_bytes, const call_spec *calls, int ncalls, uint64_t seed) {
+static void run_calls(int W, int64_t buffer_bytes, const call_spec *calls, int ncalls,
+                      uint64_t seed) {
     harness h;
     harness_init(&h, W, buffer_bytes, 20000, calls, ncalls, seed);
     harness_run(&h);
@@ -174,7 +183,7 @@ static void run_calls(int W, int64_t buffer_bytes, const call_spec *calls, int n
 
 static const size_t odd_counts[] = {1, 31, 33, 1000, 12345};
 #define NCOUNTS (sizeof odd_counts / sizeof odd_counts[0])
-static const tpm_codec lossy[] = {TPM_CODEC_INT8, TPM_CODEC_INT6, TPM_CODEC_INT4,
+static const tpm_codec lossy[] = {TPM_CODEC_INT8, TPM_CODEC_INT6,   TPM_CODEC_INT4,
                                   TPM_CODEC_FP8,  TPM_CODEC_INT4_H, TPM_CODEC_INT6_H};
 #define NLOSSY (sizeof lossy / sizeof lossy[0])
 
@@ -193,7 +202,8 @@ static void test_exact_worlds(void **state) {
                 calls[n].algo = a ? TPM_ALGO_TWOSHOT : TPM_ALGO_ONESHOT;
                 calls[n].inplace = (n % 3) == 1;
             }
-    for (size_t w = 0; w < sizeof worlds / sizeof worlds[0]; w++) run_calls(worlds[w], 1 << 20, calls, n, 11 + w);
+    for (size_t w = 0; w < sizeof worlds / sizeof worlds[0]; w++)
+        run_calls(worlds[w], 1 << 20, calls, n, 11 + w);
 }
 
 /* One-shot and two-shot give the same bits for exact calls. */
@@ -214,7 +224,8 @@ static void test_oneshot_equals_twoshot(void **state) {
     harness_check(&h);
     for (int i = 0; i < 6; i += 2)
         for (int r = 0; r < 5; r++)
-            assert_memory_equal(h.out[i * 5 + r], h.out[(i + 1) * 5 + r], 4099 * tpm_dtype_size(calls[i].dt));
+            assert_memory_equal(h.out[i * 5 + r], h.out[(i + 1) * 5 + r],
+                                4099 * tpm_dtype_size(calls[i].dt));
     harness_free(&h);
 }
 
@@ -235,7 +246,8 @@ static void test_codecs_worlds(void **state) {
                 calls[n].algo = TPM_ALGO_TWOSHOT;
                 calls[n].inplace = (n % 4) == 3;
             }
-    for (size_t w = 0; w < sizeof worlds / sizeof worlds[0]; w++) run_calls(worlds[w], 1 << 20, calls, n, 21 + w);
+    for (size_t w = 0; w < sizeof worlds / sizeof worlds[0]; w++)
+        run_calls(worlds[w], 1 << 20, calls, n, 21 + w);
 }
 
 /* MARK: chunking: a buffer far smaller than the message */
@@ -264,7 +276,9 @@ static void test_many_calls(void **state) {
     for (int i = 0; i < N; i++) {
         calls[i].count = sizes[i % 5];
         calls[i].dt = (tpm_dtype)(i % 3 == 2 ? TPM_DTYPE_FP16 : TPM_DTYPE_BF16);
-        calls[i].algo = (i % 4 == 0) ? TPM_ALGO_ONESHOT : (i % 4 == 1) ? TPM_ALGO_AUTO : TPM_ALGO_TWOSHOT;
+        calls[i].algo = (i % 4 == 0)   ? TPM_ALGO_ONESHOT
+                        : (i % 4 == 1) ? TPM_ALGO_AUTO
+                                       : TPM_ALGO_TWOSHOT;
         calls[i].codec = (i % 4 == 3) ? lossy[(i / 4) % NLOSSY] : TPM_CODEC_DEFAULT;
         calls[i].inplace = i % 7 == 0;
     }
@@ -393,22 +407,30 @@ static void test_bad_args(void **state) {
     assert_int_equal(tpm_allreduce(one, in, out, 64, (tpm_dtype)3, NULL), TPM_ERR_INVALID_ARG);
     assert_non_null(strstr(tpm_comm_last_error(one), "dtype 3"));
     assert_int_equal(tpm_allreduce(one, in, out, 64, (tpm_dtype)-1, NULL), TPM_ERR_INVALID_ARG);
-    assert_int_equal(tpm_allreduce_ex(one, in, out, 64, TPM_DTYPE_BF16, (tpm_codec)42, TPM_ALGO_AUTO, NULL),
+    assert_int_equal(
+        tpm_allreduce_ex(one, in, out, 64, TPM_DTYPE_BF16, (tpm_codec)42, TPM_ALGO_AUTO, NULL),
+        TPM_ERR_INVALID_ARG);
+    assert_int_equal(
+        tpm_allreduce_ex(one, in, out, 64, TPM_DTYPE_BF16, TPM_CODEC_NONE, (tpm_algo)9, NULL),
+        TPM_ERR_INVALID_ARG);
+    assert_int_equal(tpm_allreduce(one, in, out, SIZE_MAX / 2, TPM_DTYPE_BF16, NULL),
                      TPM_ERR_INVALID_ARG);
-    assert_int_equal(tpm_allreduce_ex(one, in, out, 64, TPM_DTYPE_BF16, TPM_CODEC_NONE, (tpm_algo)9, NULL),
-                     TPM_ERR_INVALID_ARG);
-    assert_int_equal(tpm_allreduce(one, in, out, SIZE_MAX / 2, TPM_DTYPE_BF16, NULL), TPM_ERR_INVALID_ARG);
     assert_non_null(strstr(tpm_comm_last_error(one), "overflow"));
-    assert_int_equal(tpm_allreduce_ex(one, in, out, 64, TPM_DTYPE_BF16, TPM_CODEC_INT4, TPM_ALGO_ONESHOT, NULL),
-                     TPM_ERR_UNSUPPORTED);
+    assert_int_equal(
+        tpm_allreduce_ex(one, in, out, 64, TPM_DTYPE_BF16, TPM_CODEC_INT4, TPM_ALGO_ONESHOT, NULL),
+        TPM_ERR_UNSUPPORTED);
     assert_non_null(strstr(tpm_comm_last_error(one), "one-shot"));
-    assert_int_equal(tpm_allreduce_ex(one, in, out, 64, TPM_DTYPE_BF16, TPM_CODEC_NONE, TPM_ALGO_NCCL, NULL),
-                     TPM_ERR_UNSUPPORTED);
+    assert_int_equal(
+        tpm_allreduce_ex(one, in, out, 64, TPM_DTYPE_BF16, TPM_CODEC_NONE, TPM_ALGO_NCCL, NULL),
+        TPM_ERR_UNSUPPORTED);
     tpm_algo a;
     tpm_codec cd;
-    assert_int_equal(tpm_allreduce_plan(one, 64, TPM_DTYPE_BF16, TPM_CODEC_DEFAULT, NULL, &cd), TPM_ERR_INVALID_ARG);
-    assert_int_equal(tpm_allreduce_plan(NULL, 64, TPM_DTYPE_BF16, TPM_CODEC_DEFAULT, &a, &cd), TPM_ERR_INVALID_ARG);
-    assert_int_equal(tpm_allreduce_plan(one, 64, TPM_DTYPE_BF16, TPM_CODEC_DEFAULT, &a, &cd), TPM_OK);
+    assert_int_equal(tpm_allreduce_plan(one, 64, TPM_DTYPE_BF16, TPM_CODEC_DEFAULT, NULL, &cd),
+                     TPM_ERR_INVALID_ARG);
+    assert_int_equal(tpm_allreduce_plan(NULL, 64, TPM_DTYPE_BF16, TPM_CODEC_DEFAULT, &a, &cd),
+                     TPM_ERR_INVALID_ARG);
+    assert_int_equal(tpm_allreduce_plan(one, 64, TPM_DTYPE_BF16, TPM_CODEC_DEFAULT, &a, &cd),
+                     TPM_OK);
     assert_int_equal(cd, TPM_CODEC_NONE);
     /* still works after all that */
     memset(out, 0xff, sizeof out);
@@ -436,23 +458,27 @@ static tpm_resolved_config base_cfg(void) {
     return rc;
 }
 
-static void plan(const tpm_resolved_config *rc, tpm_backend b, size_t bytes, tpm_codec c, tpm_algo a, int nccl,
-                 tpm_algo want_a, tpm_codec want_c) {
+static void plan(const tpm_resolved_config *rc, tpm_backend b, size_t bytes, tpm_codec c,
+                 tpm_algo a, int nccl, tpm_algo want_a, tpm_codec want_c) {
     tpm_algo ga = (tpm_algo)-1;
     tpm_codec gc = (tpm_codec)-2;
-    assert_int_equal(tpm_dispatch_plan(rc, b, rc->world_size, bytes, TPM_DTYPE_BF16, c, a, nccl, &ga, &gc), TPM_OK);
+    assert_int_equal(
+        tpm_dispatch_plan(rc, b, rc->world_size, bytes, TPM_DTYPE_BF16, c, a, nccl, &ga, &gc),
+        TPM_OK);
     if (ga != want_a || gc != want_c)
-        fail_msg("plan(%zu bytes, codec %s, algo %s): got %s/%s, want %s/%s", bytes, tpm_codec_name(c),
-                 tpm_algo_name(a), tpm_algo_name(ga), tpm_codec_name(gc), tpm_algo_name(want_a),
-                 tpm_codec_name(want_c));
+        fail_msg("plan(%zu bytes, codec %s, algo %s): got %s/%s, want %s/%s", bytes,
+                 tpm_codec_name(c), tpm_algo_name(a), tpm_algo_name(ga), tpm_codec_name(gc),
+                 tpm_algo_name(want_a), tpm_codec_name(want_c));
 }
 
 static void test_dispatch(void **state) {
     (void)state;
     tpm_resolved_config rc = base_cfg();
     const tpm_backend CPU = TPM_BACKEND_CPU, CUDA = TPM_BACKEND_CUDA;
-    const tpm_codec DEF = TPM_CODEC_DEFAULT, NONE = TPM_CODEC_NONE, I8 = TPM_CODEC_INT8, I4 = TPM_CODEC_INT4;
-    const tpm_algo AUTO = TPM_ALGO_AUTO, ONE = TPM_ALGO_ONESHOT, TWO = TPM_ALGO_TWOSHOT, NCCL = TPM_ALGO_NCCL;
+    const tpm_codec DEF = TPM_CODEC_DEFAULT, NONE = TPM_CODEC_NONE, I8 = TPM_CODEC_INT8,
+                    I4 = TPM_CODEC_INT4;
+    const tpm_algo AUTO = TPM_ALGO_AUTO, ONE = TPM_ALGO_ONESHOT, TWO = TPM_ALGO_TWOSHOT,
+                   NCCL = TPM_ALGO_NCCL;
     /* quant window: exact below min and above max, lossy two-shot inside */
     plan(&rc, CPU, 512, DEF, AUTO, 0, ONE, NONE);
     plan(&rc, CPU, 64 * 1024, DEF, AUTO, 0, TWO, I8);
@@ -463,9 +489,11 @@ static void test_dispatch(void **state) {
     /* one-shot is exact only */
     tpm_algo ga;
     tpm_codec gc;
-    assert_int_equal(tpm_dispatch_plan(&rc, CPU, 4, 64 * 1024, TPM_DTYPE_BF16, I4, ONE, 0, &ga, &gc),
-                     TPM_ERR_UNSUPPORTED);
-    plan(&rc, CPU, 64 * 1024, DEF, ONE, 0, ONE, NONE); /* config codec yields to the explicit algo */
+    assert_int_equal(
+        tpm_dispatch_plan(&rc, CPU, 4, 64 * 1024, TPM_DTYPE_BF16, I4, ONE, 0, &ga, &gc),
+        TPM_ERR_UNSUPPORTED);
+    plan(&rc, CPU, 64 * 1024, DEF, ONE, 0, ONE,
+         NONE); /* config codec yields to the explicit algo */
     rc.algo = ONE;
     plan(&rc, CPU, 64 * 1024, I8, AUTO, 0, TWO, I8); /* explicit codec beats the configured algo */
     rc = base_cfg();
@@ -510,10 +538,10 @@ static void test_dispatch(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_exact_worlds),   cmocka_unit_test(test_oneshot_equals_twoshot),
-        cmocka_unit_test(test_codecs_worlds),  cmocka_unit_test(test_chunking),
-        cmocka_unit_test(test_many_calls),     cmocka_unit_test(test_count_mismatch),
-        cmocka_unit_test(test_timeout),        cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_exact_worlds),  cmocka_unit_test(test_oneshot_equals_twoshot),
+        cmocka_unit_test(test_codecs_worlds), cmocka_unit_test(test_chunking),
+        cmocka_unit_test(test_many_calls),    cmocka_unit_test(test_count_mismatch),
+        cmocka_unit_test(test_timeout),       cmocka_unit_test(test_bad_args),
         cmocka_unit_test(test_dispatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -52,14 +52,14 @@ typedef struct pspec {
     const char *dir;
     const pcall *calls;
     int ncalls;
-    int loop;            /* repeat the calls until one fails (kill test) */
+    int loop; /* repeat the calls until one fails (kill test) */
     int64_t buffer_bytes;
     int timeout_ms;
-    int use_env;         /* rank/world/rendezvous through TPMOE_* */
+    int use_env; /* rank/world/rendezvous through TPMOE_* */
     tpm_codec cfg_codec[MAXW];
-    int rank_of[MAXW];   /* child i claims rank rank_of[i] */
+    int rank_of[MAXW]; /* child i claims rank rank_of[i] */
     pshared *sh;
-    uint8_t *out;        /* [call][rank][max_bytes] */
+    uint8_t *out; /* [call][rank][max_bytes] */
     size_t max_bytes;
 } pspec;
 
@@ -91,7 +91,9 @@ static int count_entries(const char *dir) {
     return n;
 }
 
-static uint64_t pseed(int call, int rank) { return 7777u + (uint64_t)call * 131u + (uint64_t)rank; }
+static uint64_t pseed(int call, int rank) {
+    return 7777u + (uint64_t)call * 131u + (uint64_t)rank;
+}
 
 static void child(const pspec *s, int idx) {
     int rank = s->rank_of[idx];
@@ -127,11 +129,13 @@ static void child(const pspec *s, int idx) {
         if (it > 200000) break;
         const pcall *p = &s->calls[k];
         size_t bytes = p->count * tpm_dtype_size(p->dt);
-        uint8_t *out = s->loop ? tmp : s->out + ((size_t)k * (size_t)s->W + (size_t)rank) * s->max_bytes;
+        uint8_t *out =
+            s->loop ? tmp : s->out + ((size_t)k * (size_t)s->W + (size_t)rank) * s->max_bytes;
         tr_fill(in, p->dt, p->count, pseed(k, rank));
         memset(out, 0x5a, bytes);
         if (p->inplace) memcpy(out, in, bytes);
-        st = tpm_allreduce_ex(c, p->inplace ? out : in, out, p->count, p->dt, p->codec, p->algo, NULL);
+        st = tpm_allreduce_ex(c, p->inplace ? out : in, out, p->count, p->dt, p->codec, p->algo,
+                              NULL);
         s->sh->status[idx] = st;
         if (st != TPM_OK) {
             snprintf(s->sh->msg[idx], MSG, "%s", tpm_comm_last_error(c));
@@ -184,7 +188,8 @@ static pspec make_spec(int W, const pcall *calls, int ncalls) {
     assert_true(mem != MAP_FAILED);
     s.sh = (pshared *)mem;
     s.out = (uint8_t *)mem + sizeof(pshared);
-    for (int i = 0; i < MAXW; i++) s.sh->init_status[i] = s.sh->status[i] = -1;
+    for (int i = 0; i < MAXW; i++)
+        s.sh->init_status[i] = s.sh->status[i] = -1;
     return s;
 }
 
@@ -195,10 +200,13 @@ static void free_spec(pspec *s) {
 /* MARK: results */
 static void check_results(const pspec *s) {
     for (int i = 0; i < s->W; i++) {
-        if (s->sh->init_status[i] != TPM_OK) fail_msg("rank %d init: %d: %s", i, s->sh->init_status[i], s->sh->msg[i]);
-        if (s->sh->status[i] != TPM_OK) fail_msg("rank %d: %d: %s", i, s->sh->status[i], s->sh->msg[i]);
+        if (s->sh->init_status[i] != TPM_OK)
+            fail_msg("rank %d init: %d: %s", i, s->sh->init_status[i], s->sh->msg[i]);
+        if (s->sh->status[i] != TPM_OK)
+            fail_msg("rank %d: %d: %s", i, s->sh->status[i], s->sh->msg[i]);
         assert_int_equal(s->sh->calls_done[i], s->ncalls);
-        assert_int_equal(s->sh->dir_entries_after_init[i], 0); /* socket removed; shm is not in the dir */
+        assert_int_equal(s->sh->dir_entries_after_init[i],
+                         0); /* socket removed; shm is not in the dir */
     }
     size_t region, off, total;
     tpm_cpu_arena_layout(s->W, s->buffer_bytes, &region, &off, &total);
@@ -217,10 +225,12 @@ static void check_results(const pspec *s) {
             const uint8_t *o = s->out + ((size_t)k * (size_t)s->W + (size_t)r) * s->max_bytes;
             long d = tr_first_diff(o, ref, p->count, p->dt);
             if (d >= 0)
-                fail_msg("W=%d call %d (count %zu %s %s %s) rank %d differs at %ld", s->W, k, p->count,
-                         tpm_dtype_name(p->dt), tpm_codec_name(p->codec), tpm_algo_name(p->algo), r, d);
+                fail_msg("W=%d call %d (count %zu %s %s %s) rank %d differs at %ld", s->W, k,
+                         p->count, tpm_dtype_name(p->dt), tpm_codec_name(p->codec),
+                         tpm_algo_name(p->algo), r, d);
         }
-        for (int r = 0; r < s->W; r++) free(in[r]);
+        for (int r = 0; r < s->W; r++)
+            free(in[r]);
         free(ref);
     }
 }
@@ -292,7 +302,8 @@ static void test_proc_kill(void **state) {
     assert_true(dt < 10.0);
     for (int i = 0; i < 4; i++) {
         if (i == 2) continue;
-        if (s.sh->status[i] != TPM_ERR_PEER) fail_msg("rank %d: status %d: %s", i, s.sh->status[i], s.sh->msg[i]);
+        if (s.sh->status[i] != TPM_ERR_PEER)
+            fail_msg("rank %d: status %d: %s", i, s.sh->status[i], s.sh->msg[i]);
         assert_non_null(strstr(s.sh->msg[i], "rank 2"));
     }
     free_spec(&s);

@@ -33,7 +33,8 @@ static void tr_fill(void *buf, tpm_dtype dt, size_t n, uint64_t seed) {
     uint64_t s = seed * 0x2545f4914f6cdd1dull + 1;
     for (size_t i = 0; i < n; i++) {
         double v = 0;
-        for (int k = 0; k < 4; k++) v += (double)(tr_next(&s) >> 11) * (1.0 / 9007199254740992.0) - 0.5;
+        for (int k = 0; k < 4; k++)
+            v += (double)(tr_next(&s) >> 11) * (1.0 / 9007199254740992.0) - 0.5;
         if (v == 0) v = 0.125;
         if (i % 61 == 7) v *= 8;
         tpm_store_f32(buf, (int)dt, i, (float)v);
@@ -43,13 +44,14 @@ static void tr_fill(void *buf, tpm_dtype dt, size_t n, uint64_t seed) {
 static void tr_ref_exact(const void *const *in, int W, size_t n, tpm_dtype dt, void *out) {
     for (size_t i = 0; i < n; i++) {
         float acc = tpm_load_f32(in[0], (int)dt, i);
-        for (int r = 1; r < W; r++) acc += tpm_load_f32(in[r], (int)dt, i);
+        for (int r = 1; r < W; r++)
+            acc += tpm_load_f32(in[r], (int)dt, i);
         tpm_store_f32(out, (int)dt, i, acc);
     }
 }
 
-static void tr_ref_lossy(const void *const *in, int W, size_t count, tpm_dtype dt, tpm_codec c, size_t chunk,
-                         void *out) {
+static void tr_ref_lossy(const void *const *in, int W, size_t count, tpm_dtype dt, tpm_codec c,
+                         size_t chunk, void *out) {
     size_t es = tpm_dtype_size(dt);
     if (chunk == 0) chunk = count;
     size_t maxblk = tpm_codec_nblocks(chunk) + 1;
@@ -74,7 +76,8 @@ static void tr_ref_lossy(const void *const *in, int W, size_t count, tpm_dtype d
                     tpm_codec_dequantize(c, wire, sb, t);
                 }
                 if (r > 0)
-                    for (size_t k = 0; k < sb * 32; k++) acc[k] += term[k];
+                    for (size_t k = 0; k < sb * 32; k++)
+                        acc[k] += term[k];
             }
             tpm_codec_quantize(c, acc, sb, wire);
             tpm_codec_dequantize(c, wire, sb, term);
@@ -87,7 +90,8 @@ static void tr_ref_lossy(const void *const *in, int W, size_t count, tpm_dtype d
 }
 
 /* The reference for one call (chunk only matters for lossy codecs). */
-static void tr_ref(const void *const *in, int W, size_t n, tpm_dtype dt, tpm_codec c, size_t chunk, void *out) {
+static void tr_ref(const void *const *in, int W, size_t n, tpm_dtype dt, tpm_codec c, size_t chunk,
+                   void *out) {
     if (c == TPM_CODEC_NONE)
         tr_ref_exact(in, W, n, dt, out);
     else

@@ -40,7 +40,9 @@ static const char *const data_names[DATA_COUNT] = {"gaussian", "heavy", "outlier
  * docs/codecs.md (tpm_codec_allreduce_error_bound: the worst of Gaussian,
  * Student-t(3) and outlier data up to 8 ranks, with margin) plus one
  * rounding of the output to the dtype. */
-static double dtype_bound(tpm_dtype dt) { return dt == TPM_DTYPE_BF16 ? 0x1p-8 : dt == TPM_DTYPE_FP16 ? 0x1p-11 : 1e-6; }
+static double dtype_bound(tpm_dtype dt) {
+    return dt == TPM_DTYPE_BF16 ? 0x1p-8 : dt == TPM_DTYPE_FP16 ? 0x1p-11 : 1e-6;
+}
 
 static double run_bound(tpm_codec c, tpm_dtype dt) {
     return (c == TPM_CODEC_NONE ? 0.0 : tpm_codec_allreduce_error_bound(c)) + dtype_bound(dt);
@@ -78,23 +80,24 @@ typedef struct ar_run {
 } ar_run;
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: tpmoe allreduce [options]\n"
-            "  Run the CPU all-reduce on N ranks, validate against an fp64 sum, check that\n"
-            "  every rank holds the same bits, and time it (median over iterations).\n\n"
-            "  --backend cpu          backend (only cpu here)\n"
-            "  --ranks N              ranks, 1..8 (default 2)\n"
-            "  --processes            ranks are forked processes over shared memory\n"
-            "                         (default: threads of this process)\n"
-            "  --codec X[,Y..]        none|int8|int6|int4|fp8|int4_h|int6_h (default: the\n"
-            "                         resolved config, TPMOE_QUICK_REDUCE_QUANTIZATION)\n"
-            "  --dtype T              bf16|fp16|fp32 (default bf16)\n"
-            "  --bytes S              message bytes per rank, K/M/G suffixes (default 1M)\n"
-            "  --algo A               auto|oneshot|twoshot (default auto: dispatch table)\n"
-            "  --iters K              timed calls (default 10)\n"
-            "  --seed S               input seed (default 1)\n"
-            "  --data D               gaussian|heavy|outlier|all (default gaussian)\n"
-            "exit: 0 ok, 1 ranks disagree / error above the codec's bound / a call failed, 2 usage\n");
+    fprintf(
+        f,
+        "usage: tpmoe allreduce [options]\n"
+        "  Run the CPU all-reduce on N ranks, validate against an fp64 sum, check that\n"
+        "  every rank holds the same bits, and time it (median over iterations).\n\n"
+        "  --backend cpu          backend (only cpu here)\n"
+        "  --ranks N              ranks, 1..8 (default 2)\n"
+        "  --processes            ranks are forked processes over shared memory\n"
+        "                         (default: threads of this process)\n"
+        "  --codec X[,Y..]        none|int8|int6|int4|fp8|int4_h|int6_h (default: the\n"
+        "                         resolved config, TPMOE_QUICK_REDUCE_QUANTIZATION)\n"
+        "  --dtype T              bf16|fp16|fp32 (default bf16)\n"
+        "  --bytes S              message bytes per rank, K/M/G suffixes (default 1M)\n"
+        "  --algo A               auto|oneshot|twoshot (default auto: dispatch table)\n"
+        "  --iters K              timed calls (default 10)\n"
+        "  --seed S               input seed (default 1)\n"
+        "  --data D               gaussian|heavy|outlier|all (default gaussian)\n"
+        "exit: 0 ok, 1 ranks disagree / error above the codec's bound / a call failed, 2 usage\n");
 }
 
 /* MARK: data */
@@ -110,14 +113,17 @@ static double gen_value(cli_rng *r, int data, size_t i) {
 }
 
 static void gen_input(const ar_run *run, int rank, void *buf) {
-    cli_rng r = {run->o->seed * 0x9e3779b97f4a7c15ull + (uint64_t)rank * 7919u + (uint64_t)run->data * 104729u};
-    for (size_t i = 0; i < run->count; i++) tpm_store_f32(buf, (int)run->o->dtype, i, (float)gen_value(&r, run->data, i));
+    cli_rng r = {run->o->seed * 0x9e3779b97f4a7c15ull + (uint64_t)rank * 7919u +
+                 (uint64_t)run->data * 104729u};
+    for (size_t i = 0; i < run->count; i++)
+        tpm_store_f32(buf, (int)run->o->dtype, i, (float)gen_value(&r, run->data, i));
 }
 
 static uint64_t hash_bytes(const void *p, size_t n) {
     const uint8_t *b = (const uint8_t *)p;
     uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
     return h;
 }
 
@@ -145,7 +151,8 @@ static void rank_work(ar_run *run, int rank, tpm_comm_t comm) {
     for (int it = 0; it < o->iters; it++) {
         memset(out, 0xff, bytes); /* poison: NaN in every dtype */
         double t0 = tpm_now_s();
-        tpm_status st = tpm_allreduce_ex(comm, in, out, run->count, o->dtype, TPM_CODEC_DEFAULT, o->algo, NULL);
+        tpm_status st =
+            tpm_allreduce_ex(comm, in, out, run->count, o->dtype, TPM_CODEC_DEFAULT, o->algo, NULL);
         double t1 = tpm_now_s();
         if (st != TPM_OK) {
             sh->status[rank] = st;
@@ -200,8 +207,10 @@ static int run_threads(ar_run *run) {
         if (pthread_create(&th[r], NULL, thread_main, &args[r]) != 0) break;
         started++;
     }
-    for (int r = 0; r < started; r++) pthread_join(th[r], NULL);
-    for (int r = 0; r < n; r++) tpm_comm_destroy(run->comm[r]);
+    for (int r = 0; r < started; r++)
+        pthread_join(th[r], NULL);
+    for (int r = 0; r < n; r++)
+        tpm_comm_destroy(run->comm[r]);
     if (started < n) {
         fprintf(stderr, "tpmoe allreduce: could not start %d threads\n", n);
         return 1;
@@ -295,7 +304,8 @@ static int execute(const ar_opts *o, tpm_codec codec, int data, ar_result *res) 
     for (int r = 0; r < o->ranks; r++) {
         if (run.sh->status[r] != TPM_OK || !run.sh->done[r]) {
             fprintf(stderr, "tpmoe allreduce: rank %d: %s: %s\n", r,
-                    run.sh->done[r] ? tpm_status_string((tpm_status)run.sh->status[r]) : "did not finish",
+                    run.sh->done[r] ? tpm_status_string((tpm_status)run.sh->status[r])
+                                    : "did not finish",
                     run.sh->err[r]);
             all_ok = 0;
         }
@@ -319,7 +329,8 @@ static int execute(const ar_opts *o, tpm_codec codec, int data, ar_result *res) 
         }
         for (int r = 0; r < o->ranks; r++) {
             gen_input(&run, r, tmp);
-            for (size_t i = 0; i < run.count; i++) ref[i] += (double)tpm_load_f32(tmp, (int)o->dtype, i);
+            for (size_t i = 0; i < run.count; i++)
+                ref[i] += (double)tpm_load_f32(tmp, (int)o->dtype, i);
         }
         double se = 0, sr = 0, ma = 0;
         for (size_t i = 0; i < run.count; i++) {
@@ -360,7 +371,8 @@ static int parse_codecs(const char *s, ar_opts *o) {
     strcpy(buf, s);
     o->ncodecs = 0;
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (o->ncodecs >= AR_MAX_CODECS || tpm_codec_parse(t, &o->codecs[o->ncodecs]) != TPM_OK) return -1;
+        if (o->ncodecs >= AR_MAX_CODECS || tpm_codec_parse(t, &o->codecs[o->ncodecs]) != TPM_OK)
+            return -1;
         o->ncodecs++;
     }
     return o->ncodecs ? 0 : -1;
@@ -394,55 +406,72 @@ static int parse_opts(int argc, char **argv, ar_opts *o) {
         long long x;
         if (!strcmp(a, "--backend")) {
             if (strcmp(v, "cpu") != 0)
-                return cli_usage_error(cmd, "--backend %s: this command runs the cpu backend only", v);
+                return cli_usage_error(cmd, "--backend %s: this command runs the cpu backend only",
+                                       v);
         } else if (!strcmp(a, "--ranks")) {
-            if (cli_parse_int(v, 1, AR_MAX_RANKS, &x)) return cli_usage_error(cmd, "--ranks %s: want 1..8", v);
+            if (cli_parse_int(v, 1, AR_MAX_RANKS, &x))
+                return cli_usage_error(cmd, "--ranks %s: want 1..8", v);
             o->ranks = (int)x;
         } else if (!strcmp(a, "--codec")) {
             if (parse_codecs(v, o))
-                return cli_usage_error(cmd, "--codec %s: want a comma list of none, int8, int6, int4, fp8, "
-                                            "int4_h, int6_h (at most %d)", v, AR_MAX_CODECS);
+                return cli_usage_error(
+                    cmd,
+                    "--codec %s: want a comma list of none, int8, int6, int4, fp8, "
+                    "int4_h, int6_h (at most %d)",
+                    v, AR_MAX_CODECS);
         } else if (!strcmp(a, "--dtype")) {
             if (tpm_dtype_parse(v, &o->dtype) != TPM_OK)
                 return cli_usage_error(cmd, "--dtype %s: want bf16, fp16 or fp32", v);
         } else if (!strcmp(a, "--bytes")) {
             if (cli_parse_size(v, &o->bytes) || o->bytes <= 0 || o->bytes > ((int64_t)1 << 32))
-                return cli_usage_error(cmd, "--bytes %s: want a size from 1 to 4G (K/M/G suffixes)", v);
+                return cli_usage_error(cmd, "--bytes %s: want a size from 1 to 4G (K/M/G suffixes)",
+                                       v);
         } else if (!strcmp(a, "--algo")) {
-            if (!strcmp(v, "auto")) o->algo = TPM_ALGO_AUTO;
-            else if (!strcmp(v, "oneshot")) o->algo = TPM_ALGO_ONESHOT;
-            else if (!strcmp(v, "twoshot")) o->algo = TPM_ALGO_TWOSHOT;
-            else return cli_usage_error(cmd, "--algo %s: want auto, oneshot or twoshot", v);
+            if (!strcmp(v, "auto"))
+                o->algo = TPM_ALGO_AUTO;
+            else if (!strcmp(v, "oneshot"))
+                o->algo = TPM_ALGO_ONESHOT;
+            else if (!strcmp(v, "twoshot"))
+                o->algo = TPM_ALGO_TWOSHOT;
+            else
+                return cli_usage_error(cmd, "--algo %s: want auto, oneshot or twoshot", v);
         } else if (!strcmp(a, "--iters")) {
-            if (cli_parse_int(v, 1, AR_MAX_ITERS, &x)) return cli_usage_error(cmd, "--iters %s: want 1..%d", v, AR_MAX_ITERS);
+            if (cli_parse_int(v, 1, AR_MAX_ITERS, &x))
+                return cli_usage_error(cmd, "--iters %s: want 1..%d", v, AR_MAX_ITERS);
             o->iters = (int)x;
         } else if (!strcmp(a, "--seed")) {
-            if (cli_parse_int(v, 0, INT64_MAX, &x)) return cli_usage_error(cmd, "--seed %s: want an integer >= 0", v);
+            if (cli_parse_int(v, 0, INT64_MAX, &x))
+                return cli_usage_error(cmd, "--seed %s: want an integer >= 0", v);
             o->seed = (uint64_t)x;
         } else if (!strcmp(a, "--data")) {
             o->data_mask = 0;
             if (!strcmp(v, "all")) o->data_mask = (1 << DATA_COUNT) - 1;
             for (int d = 0; d < DATA_COUNT; d++)
                 if (!strcmp(v, data_names[d])) o->data_mask = 1 << d;
-            if (!o->data_mask) return cli_usage_error(cmd, "--data %s: want gaussian, heavy, outlier or all", v);
+            if (!o->data_mask)
+                return cli_usage_error(cmd, "--data %s: want gaussian, heavy, outlier or all", v);
         } else {
             return cli_usage_error(cmd, "unknown option '%s'", a);
         }
     }
     if (o->bytes % (int64_t)tpm_dtype_size(o->dtype))
         return cli_usage_error(cmd, "--bytes %lld is not a multiple of the %s element size (%zu)",
-                               (long long)o->bytes, tpm_dtype_name(o->dtype), tpm_dtype_size(o->dtype));
+                               (long long)o->bytes, tpm_dtype_name(o->dtype),
+                               tpm_dtype_size(o->dtype));
     if (o->algo == TPM_ALGO_ONESHOT)
         for (int k = 0; k < o->ncodecs; k++)
             if (o->codecs[k] != TPM_CODEC_DEFAULT && o->codecs[k] != TPM_CODEC_NONE)
-                return cli_usage_error(cmd, "--algo oneshot is exact only: codec %s needs twoshot or auto",
-                                       tpm_codec_name(o->codecs[k]));
+                return cli_usage_error(
+                    cmd, "--algo oneshot is exact only: codec %s needs twoshot or auto",
+                    tpm_codec_name(o->codecs[k]));
     return 0;
 }
 
 static void fmt_time(char *buf, size_t len, double s) {
-    if (s < 1e-3) snprintf(buf, len, "%.1f us", s * 1e6);
-    else snprintf(buf, len, "%.3f ms", s * 1e3);
+    if (s < 1e-3)
+        snprintf(buf, len, "%.1f us", s * 1e6);
+    else
+        snprintf(buf, len, "%.3f ms", s * 1e3);
 }
 
 int cmd_allreduce(int argc, char **argv) {
@@ -451,11 +480,12 @@ int cmd_allreduce(int argc, char **argv) {
     if (pr < 0) return 0; /* --help */
     if (pr) return pr;
     size_t count = (size_t)o.bytes / tpm_dtype_size(o.dtype);
-    printf("tpmoe allreduce: cpu %s, %d ranks, %s, %lld bytes (%zu values) per rank, %d iters, seed %llu\n",
+    printf("tpmoe allreduce: cpu %s, %d ranks, %s, %lld bytes (%zu values) per rank, %d iters, "
+           "seed %llu\n",
            o.processes ? "processes (shared memory)" : "threads", o.ranks, tpm_dtype_name(o.dtype),
            (long long)o.bytes, count, o.iters, (unsigned long long)o.seed);
-    printf("%-8s %-8s %-9s %-10s %-10s %-9s %-10s %-11s %s\n", "codec", "algo", "data", "rel_rms", "max_abs",
-           "bound", "ranks", "time/call", "algbw");
+    printf("%-8s %-8s %-9s %-10s %-10s %-9s %-10s %-11s %s\n", "codec", "algo", "data", "rel_rms",
+           "max_abs", "bound", "ranks", "time/call", "algbw");
     ar_result res[AR_MAX_CODECS][DATA_COUNT];
     int fail = 0;
     for (int k = 0; k < o.ncodecs; k++) {
@@ -464,30 +494,35 @@ int cmd_allreduce(int argc, char **argv) {
             ar_result *r = &res[k][d];
             if (execute(&o, o.codecs[k], d, r)) {
                 fail = 1;
-                printf("%-8s %-8s %-9s FAILED (see above)\n", tpm_codec_name(o.codecs[k]), "-", data_names[d]);
+                printf("%-8s %-8s %-9s FAILED (see above)\n", tpm_codec_name(o.codecs[k]), "-",
+                       data_names[d]);
                 continue;
             }
             char t[32];
             fmt_time(t, sizeof t, r->time_s);
-            printf("%-8s %-8s %-9s %-10.3e %-10.3e %-9.2e %-10s %-11s %.2f GB/s%s\n", tpm_codec_name(r->codec),
-                   tpm_algo_name(r->algo), data_names[d], r->rel_rms, r->max_abs, r->bound,
-                   r->identical ? "identical" : "DIFFER", t, r->time_s > 0 ? (double)o.bytes / r->time_s / 1e9 : 0.0,
+            printf("%-8s %-8s %-9s %-10.3e %-10.3e %-9.2e %-10s %-11s %.2f GB/s%s\n",
+                   tpm_codec_name(r->codec), tpm_algo_name(r->algo), data_names[d], r->rel_rms,
+                   r->max_abs, r->bound, r->identical ? "identical" : "DIFFER", t,
+                   r->time_s > 0 ? (double)o.bytes / r->time_s / 1e9 : 0.0,
                    r->ok ? "" : "  <- FAIL");
             if (o.codecs[k] != TPM_CODEC_DEFAULT && r->codec != o.codecs[k])
-                printf("  note: codec %s requested, %s applied (outside the TPMOE_QUICK_REDUCE_MIN/MAX_BYTES "
+                printf("  note: codec %s requested, %s applied (outside the "
+                       "TPMOE_QUICK_REDUCE_MIN/MAX_BYTES "
                        "window or not allowed with this algo)\n",
                        tpm_codec_name(o.codecs[k]), tpm_codec_name(r->codec));
             if (!r->ok) fail = 1;
         }
     }
     if (o.data_mask == (1 << DATA_COUNT) - 1) {
-        printf("\nrelative RMS error, side by side:\n%-8s %-10s %-10s %-10s\n", "codec", "gaussian", "heavy(t3)",
-               "outlier");
+        printf("\nrelative RMS error, side by side:\n%-8s %-10s %-10s %-10s\n", "codec", "gaussian",
+               "heavy(t3)", "outlier");
         for (int k = 0; k < o.ncodecs; k++) {
             printf("%-8s", tpm_codec_name(res[k][0].ran ? res[k][0].codec : o.codecs[k]));
             for (int d = 0; d < DATA_COUNT; d++)
-                if (res[k][d].ran) printf(" %-10.3e", res[k][d].rel_rms);
-                else printf(" %-10s", "failed");
+                if (res[k][d].ran)
+                    printf(" %-10.3e", res[k][d].rel_rms);
+                else
+                    printf(" %-10s", "failed");
             printf("\n");
         }
     }

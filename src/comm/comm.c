@@ -26,21 +26,24 @@ static tpm_status comm_status(struct tpm_comm *c, tpm_status st) {
 
 /* MARK: config */
 static tpm_status check_config(const tpm_config *cfg, const char *fn) {
-    TPM_ARG_CHECK(cfg->struct_size == sizeof(tpm_config),
-                  "%s: cfg->struct_size is %u, this library expects %zu (initialize the config with "
-                  "TPM_CONFIG_INIT and build against the matching tpmoe.h)",
-                  fn, cfg->struct_size, sizeof(tpm_config));
+    TPM_ARG_CHECK(
+        cfg->struct_size == sizeof(tpm_config),
+        "%s: cfg->struct_size is %u, this library expects %zu (initialize the config with "
+        "TPM_CONFIG_INIT and build against the matching tpmoe.h)",
+        fn, cfg->struct_size, sizeof(tpm_config));
     TPM_ARG_CHECK(cfg->version == TPM_CONFIG_VERSION,
-                  "%s: cfg->version is %u, this library expects %u (TPM_CONFIG_INIT)", fn, cfg->version,
-                  TPM_CONFIG_VERSION);
-    TPM_ARG_CHECK((unsigned)cfg->backend < TPM_BACKEND_COUNT_, "%s: cfg->backend %d is out of range", fn,
-                  (int)cfg->backend);
-    TPM_ARG_CHECK(cfg->world_size == -1 || (cfg->world_size >= 1 && cfg->world_size <= COMM_MAX_WORLD),
+                  "%s: cfg->version is %u, this library expects %u (TPM_CONFIG_INIT)", fn,
+                  cfg->version, TPM_CONFIG_VERSION);
+    TPM_ARG_CHECK((unsigned)cfg->backend < TPM_BACKEND_COUNT_,
+                  "%s: cfg->backend %d is out of range", fn, (int)cfg->backend);
+    TPM_ARG_CHECK(cfg->world_size == -1 ||
+                      (cfg->world_size >= 1 && cfg->world_size <= COMM_MAX_WORLD),
                   "%s: world size %d is out of range (1..%d, or -1 for TPMOE_WORLD_SIZE)", fn,
                   (int)cfg->world_size, COMM_MAX_WORLD);
     TPM_ARG_CHECK(cfg->rank >= -1, "%s: rank %d is negative", fn, (int)cfg->rank);
     TPM_ARG_CHECK(cfg->world_size == -1 || cfg->rank < cfg->world_size,
-                  "%s: rank %d is not below the world size %d", fn, (int)cfg->rank, (int)cfg->world_size);
+                  "%s: rank %d is not below the world size %d", fn, (int)cfg->rank,
+                  (int)cfg->world_size);
     TPM_ARG_CHECK(cfg->allreduce >= TPM_AR_UNSET && cfg->allreduce <= TPM_AR_NCCL,
                   "%s: cfg->allreduce %d is out of range", fn, (int)cfg->allreduce);
     TPM_ARG_CHECK(cfg->codec == TPM_CODEC_DEFAULT || (unsigned)cfg->codec < TPM_CODEC_COUNT_,
@@ -81,7 +84,9 @@ static tpm_status resolve(const tpm_config *cfg, tpm_resolved_config *rc, int lo
 
 static tpm_status pick_backend(const tpm_resolved_config *rc, tpm_backend *out) {
     switch (rc->backend) {
-    case TPM_BACKEND_CPU: *out = TPM_BACKEND_CPU; return TPM_OK;
+    case TPM_BACKEND_CPU:
+        *out = TPM_BACKEND_CPU;
+        return TPM_OK;
     case TPM_BACKEND_CUDA:
 #ifdef TPMOE_HAVE_CUDA
         if (tpm_cuda_device_count() > 0) {
@@ -90,7 +95,8 @@ static tpm_status pick_backend(const tpm_resolved_config *rc, tpm_backend *out) 
         }
         return tpm_err(TPM_ERR_UNSUPPORTED, "backend cuda: no CUDA device is visible");
 #else
-        return tpm_err(TPM_ERR_UNSUPPORTED, "backend cuda: this build has no CUDA backend (TPMOE_CUDA=OFF)");
+        return tpm_err(TPM_ERR_UNSUPPORTED,
+                       "backend cuda: this build has no CUDA backend (TPMOE_CUDA=OFF)");
 #endif
     default:
 #ifdef TPMOE_HAVE_CUDA
@@ -135,16 +141,19 @@ TPM_API tpm_status tpm_comm_init(tpm_comm_t *comm, const tpm_config *cfg) {
     return TPM_OK;
 }
 
-TPM_API tpm_status tpm_comm_init_all(tpm_comm_t *comms, int n, const int *devices, const tpm_config *cfg) {
+TPM_API tpm_status tpm_comm_init_all(tpm_comm_t *comms, int n, const int *devices,
+                                     const tpm_config *cfg) {
     TPM_ARG_CHECK(comms, "tpm_comm_init_all: comms is NULL");
-    TPM_ARG_CHECK(n >= 1 && n <= COMM_MAX_WORLD, "tpm_comm_init_all: n = %d is out of range (1..%d)", n,
-                  COMM_MAX_WORLD);
-    for (int i = 0; i < n; i++) comms[i] = NULL;
+    TPM_ARG_CHECK(n >= 1 && n <= COMM_MAX_WORLD,
+                  "tpm_comm_init_all: n = %d is out of range (1..%d)", n, COMM_MAX_WORLD);
+    for (int i = 0; i < n; i++)
+        comms[i] = NULL;
     tpm_config local = TPM_CONFIG_INIT;
     if (cfg) {
         TPM_TRY(check_config(cfg, "tpm_comm_init_all"));
         TPM_ARG_CHECK(cfg->world_size == -1 || cfg->world_size == n,
-                      "tpm_comm_init_all: cfg->world_size %d differs from n = %d", (int)cfg->world_size, n);
+                      "tpm_comm_init_all: cfg->world_size %d differs from n = %d",
+                      (int)cfg->world_size, n);
         local = *cfg;
     }
     local.world_size = n;
@@ -175,10 +184,12 @@ TPM_API tpm_status tpm_comm_init_all(tpm_comm_t *comms, int n, const int *device
         st = tpm_cpu_comm_init_all(cs, n);
     (void)devices; /* the CPU backend has no devices */
     if (st != TPM_OK) goto fail;
-    for (int i = 0; i < n; i++) comms[i] = cs[i];
+    for (int i = 0; i < n; i++)
+        comms[i] = cs[i];
     return TPM_OK;
 fail:
-    for (int i = 0; i < n; i++) free(cs[i]);
+    for (int i = 0; i < n; i++)
+        free(cs[i]);
     return st;
 }
 
@@ -192,21 +203,25 @@ TPM_API tpm_status tpm_comm_destroy(tpm_comm_t comm) {
 /* MARK: queries */
 TPM_API tpm_status tpm_comm_rank(tpm_comm_t comm, int *rank) {
     TPM_ARG_CHECK(comm, "tpm_comm_rank: comm is NULL");
-    if (!rank) return comm_status(comm, tpm_err(TPM_ERR_INVALID_ARG, "tpm_comm_rank: rank is NULL"));
+    if (!rank)
+        return comm_status(comm, tpm_err(TPM_ERR_INVALID_ARG, "tpm_comm_rank: rank is NULL"));
     *rank = comm->rank;
     return TPM_OK;
 }
 
 TPM_API tpm_status tpm_comm_world_size(tpm_comm_t comm, int *world) {
     TPM_ARG_CHECK(comm, "tpm_comm_world_size: comm is NULL");
-    if (!world) return comm_status(comm, tpm_err(TPM_ERR_INVALID_ARG, "tpm_comm_world_size: world is NULL"));
+    if (!world)
+        return comm_status(comm,
+                           tpm_err(TPM_ERR_INVALID_ARG, "tpm_comm_world_size: world is NULL"));
     *world = comm->world;
     return TPM_OK;
 }
 
 TPM_API tpm_status tpm_comm_get_config(tpm_comm_t comm, tpm_resolved_config *out) {
     TPM_ARG_CHECK(comm, "tpm_comm_get_config: comm is NULL");
-    if (!out) return comm_status(comm, tpm_err(TPM_ERR_INVALID_ARG, "tpm_comm_get_config: out is NULL"));
+    if (!out)
+        return comm_status(comm, tpm_err(TPM_ERR_INVALID_ARG, "tpm_comm_get_config: out is NULL"));
     *out = comm->cfg;
     return TPM_OK;
 }
@@ -216,16 +231,16 @@ TPM_API const char *tpm_comm_last_error(tpm_comm_t comm) {
 }
 
 /* MARK: all-reduce */
-static tpm_status check_call(const char *fn, size_t count, tpm_dtype dtype, tpm_codec codec, tpm_algo algo,
-                             size_t *bytes) {
-    TPM_ARG_CHECK((unsigned)dtype < TPM_DTYPE_COUNT_, "%s: dtype %d is out of range (bf16, fp16, fp32)", fn,
-                  (int)dtype);
+static tpm_status check_call(const char *fn, size_t count, tpm_dtype dtype, tpm_codec codec,
+                             tpm_algo algo, size_t *bytes) {
+    TPM_ARG_CHECK((unsigned)dtype < TPM_DTYPE_COUNT_,
+                  "%s: dtype %d is out of range (bf16, fp16, fp32)", fn, (int)dtype);
     TPM_ARG_CHECK(codec == TPM_CODEC_DEFAULT || (unsigned)codec < TPM_CODEC_COUNT_,
                   "%s: codec %d is out of range", fn, (int)codec);
     TPM_ARG_CHECK((unsigned)algo < TPM_ALGO_COUNT_, "%s: algo %d is out of range", fn, (int)algo);
     size_t es = tpm_dtype_size(dtype);
-    TPM_ARG_CHECK(count <= (size_t)INT64_MAX / es, "%s: count %zu of %s overflows the byte size", fn, count,
-                  tpm_dtype_name(dtype));
+    TPM_ARG_CHECK(count <= (size_t)INT64_MAX / es, "%s: count %zu of %s overflows the byte size",
+                  fn, count, tpm_dtype_name(dtype));
     *bytes = count * es;
     return TPM_OK;
 }
@@ -235,8 +250,8 @@ static int nccl_available(const struct tpm_comm *c) {
     return c->cfg.backend == TPM_BACKEND_CUDA;
 }
 
-static tpm_status allreduce_impl(struct tpm_comm *c, const void *in, void *out, size_t count, tpm_dtype dtype,
-                                 tpm_codec codec, tpm_algo algo, void *stream) {
+static tpm_status allreduce_impl(struct tpm_comm *c, const void *in, void *out, size_t count,
+                                 tpm_dtype dtype, tpm_codec codec, tpm_algo algo, void *stream) {
     size_t bytes;
     TPM_TRY(check_call("tpm_allreduce", count, dtype, codec, algo, &bytes));
     if (count == 0) return TPM_OK;
@@ -248,28 +263,29 @@ static tpm_status allreduce_impl(struct tpm_comm *c, const void *in, void *out, 
     return c->ops->allreduce(c, in, out, count, dtype, cd, a, stream);
 }
 
-TPM_API tpm_status tpm_allreduce_ex(tpm_comm_t comm, const void *in, void *out, size_t count, tpm_dtype dtype,
-                                    tpm_codec codec, tpm_algo algo, void *stream) {
+TPM_API tpm_status tpm_allreduce_ex(tpm_comm_t comm, const void *in, void *out, size_t count,
+                                    tpm_dtype dtype, tpm_codec codec, tpm_algo algo, void *stream) {
     TPM_ARG_CHECK(comm, "tpm_allreduce: comm is NULL");
     return comm_status(comm, allreduce_impl(comm, in, out, count, dtype, codec, algo, stream));
 }
 
-TPM_API tpm_status tpm_allreduce(tpm_comm_t comm, const void *in, void *out, size_t count, tpm_dtype dtype,
-                                 void *stream) {
+TPM_API tpm_status tpm_allreduce(tpm_comm_t comm, const void *in, void *out, size_t count,
+                                 tpm_dtype dtype, void *stream) {
     return tpm_allreduce_ex(comm, in, out, count, dtype, TPM_CODEC_DEFAULT, TPM_ALGO_AUTO, stream);
 }
 
 static tpm_status plan_impl(struct tpm_comm *c, size_t count, tpm_dtype dtype, tpm_codec codec,
                             tpm_algo *algo_out, tpm_codec *codec_out) {
-    TPM_ARG_CHECK(algo_out && codec_out, "tpm_allreduce_plan: %s is NULL", !algo_out ? "algo_out" : "codec_out");
+    TPM_ARG_CHECK(algo_out && codec_out, "tpm_allreduce_plan: %s is NULL",
+                  !algo_out ? "algo_out" : "codec_out");
     size_t bytes;
     TPM_TRY(check_call("tpm_allreduce_plan", count, dtype, codec, TPM_ALGO_AUTO, &bytes));
     return tpm_dispatch_plan(&c->cfg, c->cfg.backend, c->world, bytes, dtype, codec, TPM_ALGO_AUTO,
                              nccl_available(c), algo_out, codec_out);
 }
 
-TPM_API tpm_status tpm_allreduce_plan(tpm_comm_t comm, size_t count, tpm_dtype dtype, tpm_codec codec,
-                                      tpm_algo *algo_out, tpm_codec *codec_out) {
+TPM_API tpm_status tpm_allreduce_plan(tpm_comm_t comm, size_t count, tpm_dtype dtype,
+                                      tpm_codec codec, tpm_algo *algo_out, tpm_codec *codec_out) {
     TPM_ARG_CHECK(comm, "tpm_allreduce_plan: comm is NULL");
     return comm_status(comm, plan_impl(comm, count, dtype, codec, algo_out, codec_out));
 }

@@ -90,7 +90,9 @@ typedef struct cpu_rank {
 } cpu_rank;
 
 /* MARK: layout */
-static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+static size_t round_up(size_t x, size_t a) {
+    return (x + a - 1) / a * a;
+}
 
 void tpm_cpu_arena_layout(int world, int64_t buffer_bytes, size_t *region_bytes,
                           size_t *data_offset, size_t *total_bytes) {
@@ -115,7 +117,8 @@ void tpm_cpu_arena_format(cpu_hdr *h, int world, size_t region_bytes, size_t dat
 }
 
 size_t tpm_cpu_slot_stride(tpm_codec codec, tpm_dtype dt, size_t sblk) {
-    size_t b = codec == TPM_CODEC_NONE ? sblk * 32 * tpm_dtype_size(dt) : tpm_codec_wire_bytes(codec, sblk);
+    size_t b = codec == TPM_CODEC_NONE ? sblk * 32 * tpm_dtype_size(dt)
+                                       : tpm_codec_wire_bytes(codec, sblk);
     return round_up(b, TPM_CPU_LINE);
 }
 
@@ -153,7 +156,9 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct tim
     return syscall(SYS_futex, (uint32_t *)(uintptr_t)addr, op, val, ts, NULL, 0);
 }
 
-static int reached(uint32_t v, uint32_t target) { return (int32_t)(v - target) >= 0; }
+static int reached(uint32_t v, uint32_t target) {
+    return (int32_t)(v - target) >= 0;
+}
 
 static void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -194,10 +199,11 @@ static int peer_dead(int pid) {
 static tpm_status abort_error(const cpu_rank *R) {
     const cpu_hdr *h = R->hdr;
     int who = atomic_load_explicit(&h->abort_rank, memory_order_acquire) - 1;
-    const char *msg = atomic_load_explicit(&h->abort_msg_ready, memory_order_acquire) ? h->abort_msg
-                                                                                     : "(no message)";
-    return tpm_err(TPM_ERR_PEER, "rank %d: the communicator was aborted by rank %d: %s", R->rank, who,
-                   msg);
+    const char *msg = atomic_load_explicit(&h->abort_msg_ready, memory_order_acquire)
+                          ? h->abort_msg
+                          : "(no message)";
+    return tpm_err(TPM_ERR_PEER, "rank %d: the communicator was aborted by rank %d: %s", R->rank,
+                   who, msg);
 }
 
 /* Record this rank's failure in the shared header (first one wins) and wake
@@ -209,7 +215,8 @@ static void set_abort(cpu_rank *R, const char *msg) {
         snprintf(h->abort_msg, sizeof h->abort_msg, "%s", msg);
         atomic_store_explicit(&h->abort_msg_ready, 1, memory_order_release);
     }
-    for (int i = 0; i < R->world; i++) wake_counter(R, &h->counter[i]);
+    for (int i = 0; i < R->world; i++)
+        wake_counter(R, &h->counter[i]);
 }
 
 /* Wait until every rank's counter reached target. */
@@ -233,17 +240,19 @@ static tpm_status wait_all(cpu_rank *R, uint32_t target, const char *phase) {
             uint64_t now = tpm_now_ns();
             if (!start) start = now;
             if (now - start >= (uint64_t)R->timeout_ms * 1000000ull)
-                return tpm_err(TPM_ERR_TIMEOUT,
-                               "rank %d: timed out after %d ms waiting for rank %d in %s of call %llu "
-                               "(counter %u, want %u; TPMOE_TIMEOUT_MS sets the limit)",
-                               R->rank, R->timeout_ms, i, phase, (unsigned long long)R->call_seq, v,
-                               target);
+                return tpm_err(
+                    TPM_ERR_TIMEOUT,
+                    "rank %d: timed out after %d ms waiting for rank %d in %s of call %llu "
+                    "(counter %u, want %u; TPMOE_TIMEOUT_MS sets the limit)",
+                    R->rank, R->timeout_ms, i, phase, (unsigned long long)R->call_seq, v, target);
             if (R->is_process && i != R->rank && peer_dead(h->pid[i]))
-                return tpm_err(TPM_ERR_PEER, "rank %d: rank %d (pid %d) died during %s of call %llu",
-                               R->rank, i, (int)h->pid[i], phase, (unsigned long long)R->call_seq);
+                return tpm_err(TPM_ERR_PEER,
+                               "rank %d: rank %d (pid %d) died during %s of call %llu", R->rank, i,
+                               (int)h->pid[i], phase, (unsigned long long)R->call_seq);
             atomic_fetch_add_explicit(&ctr->waiters, 1, memory_order_seq_cst);
             v = atomic_load_explicit(&ctr->value, memory_order_seq_cst);
-            if (!reached(v, target) && !atomic_load_explicit(&h->abort_rank, memory_order_seq_cst)) {
+            if (!reached(v, target) &&
+                !atomic_load_explicit(&h->abort_rank, memory_order_seq_cst)) {
                 struct timespec ts = {0, CPU_FUTEX_SLEEP_NS};
                 futex(&ctr->value, R->is_process ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE, v, &ts);
             }
@@ -261,24 +270,28 @@ static tpm_status check_descriptors(const cpu_rank *R) {
         const cpu_desc *d = &R->hdr->desc[i][R->call_seq & 1];
         if (d->seq != me->seq)
             return tpm_err(TPM_ERR_MISMATCH,
-                           "rank %d is in all-reduce call %llu but rank %d is in call %llu", R->rank,
-                           (unsigned long long)me->seq, i, (unsigned long long)d->seq);
+                           "rank %d is in all-reduce call %llu but rank %d is in call %llu",
+                           R->rank, (unsigned long long)me->seq, i, (unsigned long long)d->seq);
         if (d->count != me->count)
-            return tpm_err(TPM_ERR_MISMATCH, "call %llu: rank %d has count %llu, rank %d has count %llu",
+            return tpm_err(TPM_ERR_MISMATCH,
+                           "call %llu: rank %d has count %llu, rank %d has count %llu",
                            (unsigned long long)me->seq, R->rank, (unsigned long long)me->count, i,
                            (unsigned long long)d->count);
         if (d->dtype != me->dtype)
-            return tpm_err(TPM_ERR_MISMATCH, "call %llu: rank %d has dtype %s, rank %d has dtype %s",
-                           (unsigned long long)me->seq, R->rank, tpm_dtype_name((tpm_dtype)me->dtype), i,
-                           tpm_dtype_name((tpm_dtype)d->dtype));
+            return tpm_err(
+                TPM_ERR_MISMATCH, "call %llu: rank %d has dtype %s, rank %d has dtype %s",
+                (unsigned long long)me->seq, R->rank, tpm_dtype_name((tpm_dtype)me->dtype), i,
+                tpm_dtype_name((tpm_dtype)d->dtype));
         if (d->codec != me->codec)
-            return tpm_err(TPM_ERR_MISMATCH, "call %llu: rank %d uses codec %s, rank %d uses codec %s",
-                           (unsigned long long)me->seq, R->rank, tpm_codec_name((tpm_codec)me->codec), i,
-                           tpm_codec_name((tpm_codec)d->codec));
+            return tpm_err(
+                TPM_ERR_MISMATCH, "call %llu: rank %d uses codec %s, rank %d uses codec %s",
+                (unsigned long long)me->seq, R->rank, tpm_codec_name((tpm_codec)me->codec), i,
+                tpm_codec_name((tpm_codec)d->codec));
         if (d->algo != me->algo)
-            return tpm_err(TPM_ERR_MISMATCH, "call %llu: rank %d uses algo %s, rank %d uses algo %s",
-                           (unsigned long long)me->seq, R->rank, tpm_algo_name((tpm_algo)me->algo), i,
-                           tpm_algo_name((tpm_algo)d->algo));
+            return tpm_err(TPM_ERR_MISMATCH,
+                           "call %llu: rank %d uses algo %s, rank %d uses algo %s",
+                           (unsigned long long)me->seq, R->rank, tpm_algo_name((tpm_algo)me->algo),
+                           i, tpm_algo_name((tpm_algo)d->algo));
     }
     return TPM_OK;
 }
@@ -289,7 +302,8 @@ static void load_tile(const void *src, tpm_dtype dt, size_t n, float *dst) {
         memcpy(dst, src, n * sizeof(float));
         return;
     }
-    for (size_t k = 0; k < n; k++) dst[k] = tpm_load_f32(src, (int)dt, k);
+    for (size_t k = 0; k < n; k++)
+        dst[k] = tpm_load_f32(src, (int)dt, k);
 }
 
 static void store_tile(const float *src, size_t n, void *dst, tpm_dtype dt) {
@@ -297,11 +311,12 @@ static void store_tile(const float *src, size_t n, void *dst, tpm_dtype dt) {
         memcpy(dst, src, n * sizeof(float));
         return;
     }
-    for (size_t k = 0; k < n; k++) tpm_store_f32(dst, (int)dt, k, src[k]);
+    for (size_t k = 0; k < n; k++)
+        tpm_store_f32(dst, (int)dt, k, src[k]);
 }
 
-static tpm_status oneshot_chunk(cpu_rank *R, const uint8_t *in, uint8_t *out, size_t n, tpm_dtype dt,
-                                int first) {
+static tpm_status oneshot_chunk(cpu_rank *R, const uint8_t *in, uint8_t *out, size_t n,
+                                tpm_dtype dt, int first) {
     size_t es = tpm_dtype_size(dt);
     int p = (int)(R->chunk_seq & 1);
     memcpy(region(R, R->rank, p), in, n * es);
@@ -315,7 +330,8 @@ static tpm_status oneshot_chunk(cpu_rank *R, const uint8_t *in, uint8_t *out, si
         load_tile(region(R, 0, p) + e0 * es, dt, m, acc);
         for (int i = 1; i < R->world; i++) {
             load_tile(region(R, i, p) + e0 * es, dt, m, tmp);
-            for (size_t k = 0; k < m; k++) acc[k] += tmp[k];
+            for (size_t k = 0; k < m; k++)
+                acc[k] += tmp[k];
         }
         store_tile(acc, m, out + e0 * es, dt);
     }
@@ -338,8 +354,8 @@ static seg_range segment(size_t n, size_t sblk, int j) {
     return s;
 }
 
-static tpm_status twoshot_chunk(cpu_rank *R, const uint8_t *in, uint8_t *out, size_t n, tpm_dtype dt,
-                                tpm_codec codec, int first) {
+static tpm_status twoshot_chunk(cpu_rank *R, const uint8_t *in, uint8_t *out, size_t n,
+                                tpm_dtype dt, tpm_codec codec, int first) {
     const int W = R->world, me = R->rank;
     const size_t es = tpm_dtype_size(dt);
     const int p = (int)(R->chunk_seq & 1);
@@ -378,7 +394,8 @@ static tpm_status twoshot_chunk(cpu_rank *R, const uint8_t *in, uint8_t *out, si
             else
                 tpm_codec_dequantize(codec, recv_slot(R, me, p, i, stride), s.nblk, term);
             if (i > 0)
-                for (size_t k = 0; k < nv; k++) R->acc[k] += term[k];
+                for (size_t k = 0; k < nv; k++)
+                    R->acc[k] += term[k];
         }
         size_t bytes;
         if (codec == TPM_CODEC_NONE) {
@@ -388,7 +405,8 @@ static tpm_status twoshot_chunk(cpu_rank *R, const uint8_t *in, uint8_t *out, si
             tpm_codec_quantize(codec, R->acc, s.nblk, mine);
             bytes = tpm_codec_wire_bytes(codec, s.nblk);
         }
-        for (int t = 1; t < W; t++) memcpy(gather_slot(R, (me + t) % W, p, me, stride), mine, bytes);
+        for (int t = 1; t < W; t++)
+            memcpy(gather_slot(R, (me + t) % W, p, me, stride), mine, bytes);
     }
     uint32_t s2 = R->step + 1;
     publish(R, s2);
@@ -433,12 +451,15 @@ static tpm_status cpu_allreduce(struct tpm_comm *c, const void *in, void *out, s
     cpu_rank *R = (cpu_rank *)c->impl;
     if (atomic_load_explicit(&R->hdr->abort_rank, memory_order_acquire)) return abort_error(R);
     if (algo != TPM_ALGO_ONESHOT && algo != TPM_ALGO_TWOSHOT)
-        return tpm_err(TPM_ERR_INTERNAL, "cpu all-reduce: algo %s reached the backend", tpm_algo_name(algo));
+        return tpm_err(TPM_ERR_INTERNAL, "cpu all-reduce: algo %s reached the backend",
+                       tpm_algo_name(algo));
     if (algo == TPM_ALGO_ONESHOT && codec != TPM_CODEC_NONE)
-        return tpm_err(TPM_ERR_INTERNAL, "cpu all-reduce: one-shot with codec %s reached the backend",
+        return tpm_err(TPM_ERR_INTERNAL,
+                       "cpu all-reduce: one-shot with codec %s reached the backend",
                        tpm_codec_name(codec));
     size_t chunk = tpm_cpu_chunk_elems(algo, codec, dt, R->world, R->half_bytes);
-    if (chunk == 0) return tpm_err(TPM_ERR_INTERNAL, "cpu all-reduce: buffer too small for one block");
+    if (chunk == 0)
+        return tpm_err(TPM_ERR_INTERNAL, "cpu all-reduce: buffer too small for one block");
     size_t scratch = algo == TPM_ALGO_ONESHOT ? CPU_TILE : chunk / (size_t)R->world;
     if (scratch < CPU_TILE) scratch = CPU_TILE;
     tpm_status st = ensure_scratch(R, scratch);
@@ -460,9 +481,9 @@ static tpm_status cpu_allreduce(struct tpm_comm *c, const void *in, void *out, s
     uint8_t *dst = (uint8_t *)out;
     for (size_t off = 0; off < count; off += chunk) {
         size_t n = count - off < chunk ? count - off : chunk;
-        st = algo == TPM_ALGO_ONESHOT ? oneshot_chunk(R, src + off * es, dst + off * es, n, dt, off == 0)
-                                      : twoshot_chunk(R, src + off * es, dst + off * es, n, dt, codec,
-                                                      off == 0);
+        st = algo == TPM_ALGO_ONESHOT
+                 ? oneshot_chunk(R, src + off * es, dst + off * es, n, dt, off == 0)
+                 : twoshot_chunk(R, src + off * es, dst + off * es, n, dt, codec, off == 0);
         if (st != TPM_OK) break;
         R->chunk_seq++;
     }
@@ -511,8 +532,8 @@ tpm_status tpm_cpu_comm_init_all(struct tpm_comm **comms, int n) {
     tpm_cpu_arena_layout(n, comms[0]->cfg.buffer_bytes, &region, &off, &total);
     void *mem = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED)
-        return tpm_err(TPM_ERR_NO_MEMORY, "cpu comm: cannot map a %zu-byte arena for %d ranks: %s", total,
-                       n, strerror(errno));
+        return tpm_err(TPM_ERR_NO_MEMORY, "cpu comm: cannot map a %zu-byte arena for %d ranks: %s",
+                       total, n, strerror(errno));
     cpu_hdr *h = (cpu_hdr *)mem;
     tpm_cpu_arena_format(h, n, region, off, total);
     atomic_store(&h->refs, n);

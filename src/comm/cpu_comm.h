@@ -40,7 +40,8 @@ extern "C" {
 #define TPM_CPU_MIN_REGION 4096
 #define TPM_CPU_ABORT_MSG_LEN 384
 
-_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the shared-memory protocol needs lock-free 32-bit atomics");
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2,
+               "the shared-memory protocol needs lock-free 32-bit atomics");
 
 /* One rank's counter: the number of protocol steps it has published. Only
  * grows (mod 2^32). waiters counts sleepers in futex_wait, so a publish

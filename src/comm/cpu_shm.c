@@ -77,23 +77,29 @@ static void sleep_ms(int ms) {
 }
 
 /* Send or receive exactly n bytes before the deadline. */
-static tpm_status io_full(const shm_ctx *x, int fd, void *buf, size_t n, int sending, const char *what) {
+static tpm_status io_full(const shm_ctx *x, int fd, void *buf, size_t n, int sending,
+                          const char *what) {
     uint8_t *p = (uint8_t *)buf;
     while (n) {
         struct pollfd pfd = {fd, (short)(sending ? POLLOUT : POLLIN), 0};
         int left = ms_left(x);
         if (left == 0)
-            return tpm_err(TPM_ERR_TIMEOUT, "rank %d: rendezvous timed out (%d ms) while %s", x->c->rank,
-                           x->c->cfg.timeout_ms, what);
+            return tpm_err(TPM_ERR_TIMEOUT, "rank %d: rendezvous timed out (%d ms) while %s",
+                           x->c->rank, x->c->cfg.timeout_ms, what);
         int r = poll(&pfd, 1, left);
         if (r < 0 && errno == EINTR) continue;
-        if (r < 0) return tpm_err(TPM_ERR_SYSTEM, "rank %d: poll while %s: %s", x->c->rank, what, strerror(errno));
+        if (r < 0)
+            return tpm_err(TPM_ERR_SYSTEM, "rank %d: poll while %s: %s", x->c->rank, what,
+                           strerror(errno));
         if (r == 0) continue;
         ssize_t k = sending ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
         if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         if (k < 0)
-            return tpm_err(TPM_ERR_PEER, "rank %d: socket error while %s: %s", x->c->rank, what, strerror(errno));
-        if (k == 0) return tpm_err(TPM_ERR_PEER, "rank %d: the peer closed the socket while %s", x->c->rank, what);
+            return tpm_err(TPM_ERR_PEER, "rank %d: socket error while %s: %s", x->c->rank, what,
+                           strerror(errno));
+        if (k == 0)
+            return tpm_err(TPM_ERR_PEER, "rank %d: the peer closed the socket while %s", x->c->rank,
+                           what);
         p += k;
         n -= (size_t)k;
     }
@@ -115,18 +121,22 @@ static tpm_status check_dir(const shm_ctx *x, int create) {
             if (mkdir(x->dir, 0700) == 0 || errno == EEXIST) return check_dir(x, 0);
         }
         return tpm_err(errno == ENOENT ? TPM_ERR_TIMEOUT : TPM_ERR_SYSTEM,
-                       "rank %d: rendezvous directory '%s': %s", x->c->rank, x->dir, strerror(errno));
+                       "rank %d: rendezvous directory '%s': %s", x->c->rank, x->dir,
+                       strerror(errno));
     }
     if (!S_ISDIR(sb.st_mode))
-        return tpm_err(TPM_ERR_CONFIG, "rendezvous path '%s' is not a directory (or is a symlink)", x->dir);
+        return tpm_err(TPM_ERR_CONFIG, "rendezvous path '%s' is not a directory (or is a symlink)",
+                       x->dir);
     if (sb.st_uid != geteuid())
-        return tpm_err(TPM_ERR_CONFIG, "rendezvous directory '%s' is owned by uid %u, not by this user (%u)",
+        return tpm_err(TPM_ERR_CONFIG,
+                       "rendezvous directory '%s' is owned by uid %u, not by this user (%u)",
                        x->dir, (unsigned)sb.st_uid, (unsigned)geteuid());
     if (sb.st_mode & 077)
-        return tpm_err(TPM_ERR_CONFIG,
-                       "rendezvous directory '%s' has mode %04o: it must not be group/other accessible "
-                       "(chmod 700 it or use a fresh mkdtemp directory)",
-                       x->dir, (unsigned)(sb.st_mode & 07777));
+        return tpm_err(
+            TPM_ERR_CONFIG,
+            "rendezvous directory '%s' has mode %04o: it must not be group/other accessible "
+            "(chmod 700 it or use a fresh mkdtemp directory)",
+            x->dir, (unsigned)(sb.st_mode & 07777));
     return TPM_OK;
 }
 
@@ -138,7 +148,8 @@ static tpm_status create_arena(struct tpm_comm *c, char *name, size_t name_len, 
     int fd = -1;
     for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
         uint64_t rnd = 0;
-        if (getrandom(&rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) rnd = tpm_now_ns() ^ ((uint64_t)getpid() << 32);
+        if (getrandom(&rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+            rnd = tpm_now_ns() ^ ((uint64_t)getpid() << 32);
         snprintf(name, name_len, "/tpmoe-%d-%016llx", (int)getpid(), (unsigned long long)rnd);
         fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
         if (fd < 0 && errno != EEXIST) break;
@@ -148,14 +159,16 @@ static tpm_status create_arena(struct tpm_comm *c, char *name, size_t name_len, 
         int e = errno;
         close(fd);
         shm_unlink(name);
-        return tpm_err(TPM_ERR_SYSTEM, "rank 0: sizing the %zu-byte shared arena: %s", total, strerror(e));
+        return tpm_err(TPM_ERR_SYSTEM, "rank 0: sizing the %zu-byte shared arena: %s", total,
+                       strerror(e));
     }
     void *mem = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     int e = errno;
     close(fd);
     if (mem == MAP_FAILED) {
         shm_unlink(name);
-        return tpm_err(TPM_ERR_SYSTEM, "rank 0: mapping the %zu-byte shared arena: %s", total, strerror(e));
+        return tpm_err(TPM_ERR_SYSTEM, "rank 0: mapping the %zu-byte shared arena: %s", total,
+                       strerror(e));
     }
     tpm_cpu_arena_format((cpu_hdr *)mem, c->world, region, off, total);
     ((cpu_hdr *)mem)->pid[0] = (int32_t)getpid();
@@ -165,8 +178,8 @@ static tpm_status create_arena(struct tpm_comm *c, char *name, size_t name_len, 
 }
 
 /* Compare a peer's hello with rank 0's view; on mismatch write the message. */
-static tpm_status check_hello(const struct tpm_comm *c, const shm_hello *h, const int *seen, char *msg,
-                              size_t len) {
+static tpm_status check_hello(const struct tpm_comm *c, const shm_hello *h, const int *seen,
+                              char *msg, size_t len) {
     const tpm_resolved_config *k = &c->cfg;
     if (h->magic != TPM_CPU_MAGIC) {
         snprintf(msg, len, "handshake: a connection without the tpmoe magic (got 0x%016llx)",
@@ -174,21 +187,23 @@ static tpm_status check_hello(const struct tpm_comm *c, const shm_hello *h, cons
         return TPM_ERR_MISMATCH;
     }
     if (h->proto != TPM_CPU_PROTO_VERSION) {
-        snprintf(msg, len, "handshake: rank %d speaks protocol version %u, rank 0 speaks %u", h->rank,
-                 h->proto, TPM_CPU_PROTO_VERSION);
+        snprintf(msg, len, "handshake: rank %d speaks protocol version %u, rank 0 speaks %u",
+                 h->rank, h->proto, TPM_CPU_PROTO_VERSION);
         return TPM_ERR_MISMATCH;
     }
     if (h->world != c->world) {
-        snprintf(msg, len, "handshake: rank %d has world size %d, rank 0 has world size %d", h->rank,
-                 h->world, c->world);
+        snprintf(msg, len, "handshake: rank %d has world size %d, rank 0 has world size %d",
+                 h->rank, h->world, c->world);
         return TPM_ERR_MISMATCH;
     }
     if (h->rank < 1 || h->rank >= c->world) {
-        snprintf(msg, len, "handshake: a peer claims rank %d, outside 1..%d", h->rank, c->world - 1);
+        snprintf(msg, len, "handshake: a peer claims rank %d, outside 1..%d", h->rank,
+                 c->world - 1);
         return TPM_ERR_MISMATCH;
     }
     if (seen[h->rank]) {
-        snprintf(msg, len, "handshake: duplicate rank %d (pids %d and %d)", h->rank, seen[h->rank], h->pid);
+        snprintf(msg, len, "handshake: duplicate rank %d (pids %d and %d)", h->rank, seen[h->rank],
+                 h->pid);
         return TPM_ERR_MISMATCH;
     }
     if (h->dtype != (int32_t)k->dtype) {
@@ -203,7 +218,8 @@ static tpm_status check_hello(const struct tpm_comm *c, const shm_hello *h, cons
     }
     if (h->hash != k->hash) {
         snprintf(msg, len,
-                 "handshake: rank %d has config hash 0x%016llx, rank 0 has 0x%016llx (the ranks resolved "
+                 "handshake: rank %d has config hash 0x%016llx, rank 0 has 0x%016llx (the ranks "
+                 "resolved "
                  "different configurations: compare their TPMOE_* environments)",
                  h->rank, (unsigned long long)h->hash, (unsigned long long)k->hash);
         return TPM_ERR_MISMATCH;
@@ -215,7 +231,8 @@ static tpm_status rank0_init(shm_ctx *x) {
     struct tpm_comm *c = x->c;
     const int W = c->world;
     int fds[TPM_CPU_MAX_WORLD], seen[TPM_CPU_MAX_WORLD] = {0};
-    for (int i = 0; i < W; i++) fds[i] = -1;
+    for (int i = 0; i < W; i++)
+        fds[i] = -1;
     int lfd = -1, unlinked = 0;
     char name[64] = "";
     cpu_hdr *h = NULL;
@@ -235,7 +252,8 @@ static tpm_status rank0_init(shm_ctx *x) {
     addr.sun_family = AF_UNIX;
     memcpy(addr.sun_path, x->sock, strlen(x->sock) + 1);
     unlink(x->sock); /* a stale socket of an earlier run in our private directory */
-    if (bind(lfd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(lfd, TPM_CPU_MAX_WORLD) != 0) {
+    if (bind(lfd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
+        listen(lfd, TPM_CPU_MAX_WORLD) != 0) {
         st = tpm_err(TPM_ERR_SYSTEM, "rank 0: listening on %s: %s", x->sock, strerror(errno));
         goto fail;
     }
@@ -249,8 +267,10 @@ static tpm_status rank0_init(shm_ctx *x) {
         if (left == 0) {
             char missing[64] = "";
             for (int r = 1; r < W; r++)
-                if (!seen[r]) snprintf(missing + strlen(missing), sizeof missing - strlen(missing), " %d", r);
-            st = tpm_err(TPM_ERR_TIMEOUT, "rank 0: rendezvous timed out after %d ms: ranks%s never connected to %s",
+                if (!seen[r])
+                    snprintf(missing + strlen(missing), sizeof missing - strlen(missing), " %d", r);
+            st = tpm_err(TPM_ERR_TIMEOUT,
+                         "rank 0: rendezvous timed out after %d ms: ranks%s never connected to %s",
                          c->cfg.timeout_ms, missing, x->sock);
             goto fail;
         }
@@ -279,7 +299,8 @@ static tpm_status rank0_init(shm_ctx *x) {
     }
 
     /* Everyone is here: publish pids, hand out the arena, collect the acks. */
-    for (int r = 1; r < W; r++) h->pid[r] = hello[r].pid;
+    for (int r = 1; r < W; r++)
+        h->pid[r] = hello[r].pid;
     for (int r = 1; r < W; r++) {
         shm_reply rep;
         reply_init(&rep, TPM_OK, NULL);
@@ -289,7 +310,8 @@ static tpm_status rank0_init(shm_ctx *x) {
     }
     for (int r = 1; r < W; r++) {
         shm_reply ack;
-        TPM_TRY_GOTO(io_full(x, fds[r], &ack, sizeof ack, 0, "waiting for a peer to map the arena"));
+        TPM_TRY_GOTO(
+            io_full(x, fds[r], &ack, sizeof ack, 0, "waiting for a peer to map the arena"));
         if (ack.magic != TPM_CPU_MAGIC || ack.status != TPM_OK) {
             snprintf(msg, sizeof msg, "rank %d could not map the arena: %.200s", r, ack.msg);
             st = tpm_err(TPM_ERR_PEER, "%s", msg);
@@ -345,7 +367,8 @@ static tpm_status peer_connect(shm_ctx *x, int *out_fd) {
         tpm_status st = check_dir(x, 0);
         if (st == TPM_OK) {
             int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-            if (fd < 0) return tpm_err(TPM_ERR_SYSTEM, "rank %d: socket: %s", x->c->rank, strerror(errno));
+            if (fd < 0)
+                return tpm_err(TPM_ERR_SYSTEM, "rank %d: socket: %s", x->c->rank, strerror(errno));
             if (connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0) {
                 *out_fd = fd;
                 return TPM_OK;
@@ -353,12 +376,14 @@ static tpm_status peer_connect(shm_ctx *x, int *out_fd) {
             int e = errno;
             close(fd);
             if (e != ENOENT && e != ECONNREFUSED && e != EAGAIN)
-                return tpm_err(TPM_ERR_SYSTEM, "rank %d: connect(%s): %s", x->c->rank, x->sock, strerror(e));
+                return tpm_err(TPM_ERR_SYSTEM, "rank %d: connect(%s): %s", x->c->rank, x->sock,
+                               strerror(e));
         } else if (st != TPM_ERR_TIMEOUT) {
             return st; /* the directory exists but is unsafe */
         }
         if (ms_left(x) == 0)
-            return tpm_err(TPM_ERR_TIMEOUT, "rank %d: rendezvous timed out after %d ms: no rank 0 listening at %s",
+            return tpm_err(TPM_ERR_TIMEOUT,
+                           "rank %d: rendezvous timed out after %d ms: no rank 0 listening at %s",
                            x->c->rank, x->c->cfg.timeout_ms, x->sock);
         sleep_ms(nap);
         if (nap < 20) nap *= 2;
@@ -409,11 +434,12 @@ static tpm_status peer_init(shm_ctx *x) {
         }
     }
     if (!h) {
-        st = tpm_err(TPM_ERR_SYSTEM, "rank %d: mapping the shared arena %s: %s", c->rank, rep.shm_name,
-                     strerror(errno));
-    } else if (h->magic != TPM_CPU_MAGIC || h->world != (uint32_t)c->world || h->total_bytes != bytes) {
-        st = tpm_err(TPM_ERR_MISMATCH, "rank %d: the shared arena %s has an unexpected header", c->rank,
-                     rep.shm_name);
+        st = tpm_err(TPM_ERR_SYSTEM, "rank %d: mapping the shared arena %s: %s", c->rank,
+                     rep.shm_name, strerror(errno));
+    } else if (h->magic != TPM_CPU_MAGIC || h->world != (uint32_t)c->world ||
+               h->total_bytes != bytes) {
+        st = tpm_err(TPM_ERR_MISMATCH, "rank %d: the shared arena %s has an unexpected header",
+                     c->rank, rep.shm_name);
     } else {
         st = TPM_OK;
     }
@@ -441,7 +467,8 @@ fail:
 
 /* MARK: entry point */
 tpm_status tpm_cpu_comm_init(struct tpm_comm *c) {
-    TPM_ASSERT(c && c->world >= 1 && c->world <= TPM_CPU_MAX_WORLD && c->rank >= 0 && c->rank < c->world);
+    TPM_ASSERT(c && c->world >= 1 && c->world <= TPM_CPU_MAX_WORLD && c->rank >= 0 &&
+               c->rank < c->world);
     if (c->world == 1) {
         struct tpm_comm *one[1] = {c};
         return tpm_cpu_comm_init_all(one, 1);
@@ -457,9 +484,11 @@ tpm_status tpm_cpu_comm_init(struct tpm_comm *c) {
                        "(cfg.rendezvous or TPMOE_RENDEZVOUS)",
                        c->rank, c->world);
     size_t dl = strlen(c->cfg.rendezvous);
-    while (dl > 1 && c->cfg.rendezvous[dl - 1] == '/') dl--;
+    while (dl > 1 && c->cfg.rendezvous[dl - 1] == '/')
+        dl--;
     if (dl >= sizeof x.dir || dl + sizeof "/sock" > sizeof x.sock)
-        return tpm_err(TPM_ERR_INVALID_ARG, "rendezvous path '%s' is too long for a Unix socket (max %zu)",
+        return tpm_err(TPM_ERR_INVALID_ARG,
+                       "rendezvous path '%s' is too long for a Unix socket (max %zu)",
                        c->cfg.rendezvous, sizeof x.sock - sizeof "/sock");
     memcpy(x.dir, c->cfg.rendezvous, dl);
     x.dir[dl] = '\0';

@@ -49,8 +49,10 @@
     "--backend cpu --ranks " #w " --algo $a --bytes B --iters 1000; done, B = " pts
 
 static const tpm_dispatch_entry dispatch_table[] = {
-    {TPM_BACKEND_CPU, 2, ANY_DTYPE, ANY_CODEC, 1 * KB, -1, CPU_SRC(2, "64,1K,4K,16K,64K (equal <= 1K)")},
-    {TPM_BACKEND_CPU, 4, ANY_DTYPE, ANY_CODEC, 2 * KB, -1, CPU_SRC(4, "256,1K,4K,16K (crossover 1K-4K)")},
+    {TPM_BACKEND_CPU, 2, ANY_DTYPE, ANY_CODEC, 1 * KB, -1,
+     CPU_SRC(2, "64,1K,4K,16K,64K (equal <= 1K)")},
+    {TPM_BACKEND_CPU, 4, ANY_DTYPE, ANY_CODEC, 2 * KB, -1,
+     CPU_SRC(4, "256,1K,4K,16K (crossover 1K-4K)")},
     {TPM_BACKEND_CPU, 8, ANY_DTYPE, ANY_CODEC, 512, -1, CPU_SRC(8, "256,1K,4K (crossover 256-1K)")},
     {TPM_BACKEND_CPU, 0, ANY_DTYPE, ANY_CODEC, 1 * KB, -1,
      "cpu, worlds 1/3/5/6/7: between the measured world 2/4/8 crossovers"},
@@ -72,17 +74,19 @@ static const tpm_dispatch_entry *lookup(tpm_backend b, int world, tpm_dtype dt, 
 }
 
 /* Thresholds after the config overrides. */
-static void thresholds(const tpm_resolved_config *cfg, const tpm_dispatch_entry *e, int64_t *oneshot_max,
-                       int64_t *custom_max) {
-    *oneshot_max = cfg->oneshot_max_bytes >= 0 ? cfg->oneshot_max_bytes : e ? e->oneshot_max_bytes : 0;
+static void thresholds(const tpm_resolved_config *cfg, const tpm_dispatch_entry *e,
+                       int64_t *oneshot_max, int64_t *custom_max) {
+    *oneshot_max = cfg->oneshot_max_bytes >= 0 ? cfg->oneshot_max_bytes
+                   : e                         ? e->oneshot_max_bytes
+                                               : 0;
     int64_t cm = cfg->custom_max_bytes >= 0 ? cfg->custom_max_bytes : e ? e->custom_max_bytes : -1;
     if (cm == TPM_DISPATCH_PEER_BUFFER) cm = cfg->buffer_bytes;
     *custom_max = cm;
 }
 
-tpm_status tpm_dispatch_plan(const tpm_resolved_config *cfg, tpm_backend backend, int world, size_t bytes,
-                             tpm_dtype dt, tpm_codec codec_req, tpm_algo algo_req, int nccl_available,
-                             tpm_algo *algo, tpm_codec *codec) {
+tpm_status tpm_dispatch_plan(const tpm_resolved_config *cfg, tpm_backend backend, int world,
+                             size_t bytes, tpm_dtype dt, tpm_codec codec_req, tpm_algo algo_req,
+                             int nccl_available, tpm_algo *algo, tpm_codec *codec) {
     TPM_ARG_CHECK(cfg && algo && codec, "tpm_dispatch_plan: null argument");
     TPM_ARG_CHECK(codec_req == TPM_CODEC_DEFAULT || (unsigned)codec_req < TPM_CODEC_COUNT_,
                   "codec %d is out of range", (int)codec_req);
@@ -105,7 +109,8 @@ tpm_status tpm_dispatch_plan(const tpm_resolved_config *cfg, tpm_backend backend
     /* 2. explicit (argument or config) algorithms */
     if (a == TPM_ALGO_NCCL && !nccl_available) {
         if (algo_arg)
-            return tpm_err(TPM_ERR_UNSUPPORTED, "algo nccl: NCCL is not available on the %s backend",
+            return tpm_err(TPM_ERR_UNSUPPORTED,
+                           "algo nccl: NCCL is not available on the %s backend",
                            backend == TPM_BACKEND_CPU ? "cpu" : "this");
         /* configured (TPMOE_ALGO=nccl) without NCCL: the plain exact two-shot */
         a = TPM_ALGO_TWOSHOT;
@@ -113,10 +118,13 @@ tpm_status tpm_dispatch_plan(const tpm_resolved_config *cfg, tpm_backend backend
     } else if (a == TPM_ALGO_NCCL) {
         if (c != TPM_CODEC_NONE) {
             if (codec_arg && algo_arg)
-                return tpm_err(TPM_ERR_UNSUPPORTED, "algo nccl is exact only: codec %s needs the two-shot",
+                return tpm_err(TPM_ERR_UNSUPPORTED,
+                               "algo nccl is exact only: codec %s needs the two-shot",
                                tpm_codec_name(c));
-            if (codec_arg) a = TPM_ALGO_TWOSHOT;
-            else c = TPM_CODEC_NONE;
+            if (codec_arg)
+                a = TPM_ALGO_TWOSHOT;
+            else
+                c = TPM_CODEC_NONE;
         }
     }
     if (a == TPM_ALGO_ONESHOT && c != TPM_CODEC_NONE) {
@@ -124,8 +132,10 @@ tpm_status tpm_dispatch_plan(const tpm_resolved_config *cfg, tpm_backend backend
             return tpm_err(TPM_ERR_UNSUPPORTED,
                            "one-shot is exact only: codec %s needs the two-shot (or codec none)",
                            tpm_codec_name(c));
-        if (codec_arg) a = TPM_ALGO_TWOSHOT;
-        else c = TPM_CODEC_NONE;
+        if (codec_arg)
+            a = TPM_ALGO_TWOSHOT;
+        else
+            c = TPM_CODEC_NONE;
     }
     if (a != TPM_ALGO_AUTO) {
         *algo = a;
@@ -204,11 +214,14 @@ void tpm_dispatch_describe(const tpm_resolved_config *cfg, char *buf, size_t len
     }
     if (cfg->oneshot_max_bytes >= 0) {
         fmt_bytes(a, sizeof a, cfg->oneshot_max_bytes);
-        APPEND("  override: one-shot up to %s (TPMOE_ONESHOT_MAX_BYTES / cfg.oneshot_max_bytes)\n", a);
+        APPEND("  override: one-shot up to %s (TPMOE_ONESHOT_MAX_BYTES / cfg.oneshot_max_bytes)\n",
+               a);
     }
     if (cfg->custom_max_bytes >= 0) {
         fmt_bytes(a, sizeof a, cfg->custom_max_bytes);
-        APPEND("  override: custom kernels up to %s (TPMOE_CUSTOM_MAX_BYTES / cfg.custom_max_bytes)\n", a);
+        APPEND(
+            "  override: custom kernels up to %s (TPMOE_CUSTOM_MAX_BYTES / cfg.custom_max_bytes)\n",
+            a);
     }
     fmt_bytes(a, sizeof a, cfg->quant_min_bytes);
     fmt_bytes(b, sizeof b, cfg->quant_max_bytes);
