@@ -26,11 +26,11 @@ def main():
             codecs.append(r["codec"])
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5))
     for c in codecs:
-        rs = [r for r in rows if r["codec"] == c]
+        rs = [r for r in rows if r["codec"] == c and "us" in r]
         xs = [r["bytes"] for r in rs]
         ax1.plot(xs, [r["us"] for r in rs], marker="o", label="tpmoe " + c)
-        ax2.plot(xs, [r["nccl_us"] / r["us"] for r in rs if "nccl_us" in r], marker="o",
-                 label="tpmoe " + c)
+        sp = [(r["bytes"], r["nccl_us"] / r["us"]) for r in rs if "nccl_us" in r]
+        ax2.plot([x for x, _ in sp], [y for _, y in sp], marker="o", label="tpmoe " + c)
     exact = [r for r in rows if r["codec"] == codecs[0]]
     xs = [r["bytes"] for r in exact]
     if all("nccl_us" in r for r in exact):
