@@ -150,13 +150,16 @@ typedef struct tpm_config {
     int32_t tp;               /* tensor-parallel size for policy; -1: world */
     int32_t ep;               /* expert-parallel size for policy; -1: 1 */
     void *nccl_comm;          /* optional existing ncclComm_t for fallback */
+    int64_t oneshot_max_bytes; /* -1: TPMOE_ONESHOT_MAX_BYTES, else table */
+    int64_t custom_max_bytes;  /* -1: TPMOE_CUSTOM_MAX_BYTES, else table */
 } tpm_config;
 
 #define TPM_CONFIG_INIT                                                      \
     {                                                                        \
         sizeof(tpm_config), TPM_CONFIG_VERSION, TPM_BACKEND_AUTO, -1, -1,    \
             NULL, -1, TPM_AR_UNSET, TPM_CODEC_DEFAULT, -1, -1,                \
-            TPM_ALGO_AUTO, -1, -1, TPM_DTYPE_BF16, NULL, -1, -1, -1, NULL    \
+            TPM_ALGO_AUTO, -1, -1, TPM_DTYPE_BF16, NULL, -1, -1, -1, NULL,   \
+            -1, -1                                                           \
     }
 
 /* The configuration after environment, API fields and per-model rules. */
@@ -172,8 +175,15 @@ typedef struct tpm_resolved_config {
     tpm_dtype dtype;
     int32_t fuse_shared; /* 0 or 1 after rules */
     int32_t tp, ep;
+    int64_t oneshot_max_bytes; /* -1: from the dispatch table */
+    int64_t custom_max_bytes;  /* -1: from the dispatch table */
+    char rendezvous[256];      /* "" when none */
+    char model[64];            /* "" when none */
     uint64_t hash;       /* over the fields every rank must agree on */
 } tpm_resolved_config;
+
+/* Unlimited quant_max_bytes / custom_max_bytes. */
+#define TPM_BYTES_UNLIMITED INT64_MAX
 
 /* Resolve a config (env + fields + rules) without creating anything.
  * report (optional) receives a human-readable multi-line text of every
