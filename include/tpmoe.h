@@ -294,7 +294,7 @@ typedef struct tpm_moe_info {
     int32_t expert_begin, expert_end; /* routed experts of this EP rank */
     int32_t local_experts;        /* expert slots stacked here (routed + fused shared) */
     int32_t inter_local;          /* per expert intermediate on this TP rank */
-    char fuse_reason[160];        /* why fusion is on or off */
+    char fuse_reason[512];        /* why fusion is on or off */
 } tpm_moe_info;
 
 /* What the last forward did (on this rank). Times in seconds. */

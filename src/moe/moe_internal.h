@@ -69,7 +69,7 @@ struct tpm_moe {
     int hidden, n_experts, top_k, inter, n_shared, shared_inter;
     int tp_rank, tp_size, ep_rank, ep_size, rank, world;
     int fuse;                /* shared experts fused as slots */
-    char fuse_reason[160];
+    char fuse_reason[512];
     tpm_dtype dtype;
     tpm_backend backend;
     tpm_codec codec;

@@ -142,9 +142,11 @@ static tpm_status resolve_fusion(struct tpm_moe *m, int requested) {
         snprintf(why, wl, "off (requested)");
         return TPM_OK;
     }
-    /* auto: the policy (environment + model rules) decides, then our rules. */
+    /* auto: the policy (TPMOE_FUSE_SHARED_EXPERTS + model rules) decides;
+     * its reason is the report's "fuse shared" line. */
     tpm_config c = TPM_CONFIG_INIT;
     tpm_resolved_config rc;
+    char report[4096];
     c.backend = TPM_BACKEND_CPU;
     c.rank = 0;
     c.world_size = m->world;
@@ -152,19 +154,15 @@ static tpm_status resolve_fusion(struct tpm_moe *m, int requested) {
     c.tp = m->tp_size;
     c.ep = m->ep_size;
     c.dtype = m->dtype;
-    tpm_status st = tpm_config_resolve(&c, &rc, NULL, 0);
-    if (st != TPM_OK) return st;
-    if (m->ep_size > 1)
-        snprintf(why, wl, "off (auto): EP %d > 1: token-partitioned shared work is correct but "
-                          "unbalanced at decode; fuse_shared=1 enables it", m->ep_size);
-    else if (!same_size || !same_fmt)
-        snprintf(why, wl, "off (auto): shared expert (inter %d) differs from routed (inter %d) "
-                          "in size or format", m->shared_inter, m->inter);
-    else if (!rc.fuse_shared)
-        snprintf(why, wl, "off (auto): policy (TPMOE_FUSE_SHARED_EXPERTS or a model rule)");
-    else {
-        m->fuse = 1;
-        snprintf(why, wl, "on (auto): shared expert matches the routed experts (inter %d)", m->inter);
+    TPM_TRY(tpm_config_resolve(&c, &rc, report, sizeof report));
+    m->fuse = rc.fuse_shared && same_size && same_fmt;
+    const char *line = strstr(report, "fuse shared");
+    const char *paren = line ? strchr(line, '(') : NULL;
+    if (paren) {
+        size_t n = strcspn(paren, "\n");
+        snprintf(why, wl, "%s (auto, policy %.*s)", m->fuse ? "on" : "off", (int)(n - 1), paren + 1);
+    } else {
+        snprintf(why, wl, "%s (auto, policy)", m->fuse ? "on" : "off");
     }
     return TPM_OK;
 }
@@ -388,6 +386,7 @@ static tpm_status finish_create(struct tpm_moe *m, const tpm_moe_weights *w) {
 
 tpm_status tpm_moe_create_from_weights(tpm_moe_t *moe, const tpm_moe_config *cfg, tpm_comm_t comm,
                                        const tpm_moe_weights *w) {
+    TPM_ARG_CHECK(moe != NULL, "tpm_moe_create: moe out-pointer is NULL");
     struct tpm_moe *m = NULL;
     const tpm_preset *p = NULL;
     tpm_status st = create_common(&m, cfg, comm, &p);
@@ -395,7 +394,7 @@ tpm_status tpm_moe_create_from_weights(tpm_moe_t *moe, const tpm_moe_config *cfg
     if (st == TPM_OK) st = finish_create(m, w);
     if (st != TPM_OK) {
         moe_free(m);
-        if (moe) *moe = NULL;
+        *moe = NULL;
         return st;
     }
     *moe = m;
@@ -403,6 +402,7 @@ tpm_status tpm_moe_create_from_weights(tpm_moe_t *moe, const tpm_moe_config *cfg
 }
 
 tpm_status tpm_moe_create(tpm_moe_t *moe, const tpm_moe_config *cfg, tpm_comm_t comm) {
+    TPM_ARG_CHECK(moe != NULL, "tpm_moe_create: moe out-pointer is NULL");
     struct tpm_moe *m = NULL;
     const tpm_preset *p = NULL;
     tpm_moe_weights w;
@@ -422,7 +422,7 @@ tpm_status tpm_moe_create(tpm_moe_t *moe, const tpm_moe_config *cfg, tpm_comm_t 
     tpm_moe_weights_free(&w);
     if (st != TPM_OK) {
         moe_free(m);
-        if (moe) *moe = NULL;
+        *moe = NULL;
         return st;
     }
     *moe = m;

@@ -96,8 +96,8 @@ static void keep_groups(const tpm_router_params *rp, const float *q, float *gsco
     int gs = rp->n_experts / rp->n_groups;
     int top2 = gs < 2 ? gs : 2;
     for (int g = 0; g < rp->n_groups; g++) {
-        int32_t bid[2];
-        float bv[2];
+        int32_t bid[2] = {0, 0};
+        float bv[2] = {-INFINITY, -INFINITY};
         int nb = 0;
         for (int i = 0; i < gs; i++) topk_insert(bid, bv, &nb, top2, g * gs + i, q[g * gs + i]);
         float s = bv[0];
@@ -108,7 +108,7 @@ static void keep_groups(const tpm_router_params *rp, const float *q, float *gsco
     float gv[TPM_MOE_MAX_EXPERTS];
     int ng = 0;
     for (int g = 0; g < rp->n_groups; g++) topk_insert(gid, gv, &ng, rp->topk_groups, g, gscore[g]);
-    memset(keep, 0, (size_t)rp->n_groups);
+    for (int g = 0; g < rp->n_groups; g++) keep[g] = 0;
     for (int i = 0; i < ng; i++) keep[gid[i]] = 1;
 }
 
