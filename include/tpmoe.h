@@ -287,6 +287,8 @@ typedef struct tpm_moe_info {
     char preset[32];
     tpm_backend backend;
     tpm_dtype dtype;
+    tpm_codec codec;              /* all-reduce codec (TPM_CODEC_DEFAULT: the comm's) */
+    tpm_algo algo;
     int32_t hidden, n_experts, top_k, inter, n_shared, shared_inter;
     int32_t tp_rank, tp_size, ep_rank, ep_size;
     int32_t fuse_shared;          /* resolved: 0 or 1 */
@@ -317,6 +319,11 @@ TPM_API tpm_status tpm_moe_destroy(tpm_moe_t moe);
  * cudaStream_t on the CUDA backend, ignored on the CPU. */
 TPM_API tpm_status tpm_moe_forward(tpm_moe_t moe, tpm_comm_t comm, const void *x, void *y,
                                    size_t ntokens, tpm_dtype dtype, void *stream);
+/* Change the all-reduce codec (TPM_CODEC_DEFAULT: the comm's) and algorithm
+ * (AUTO: the comm's dispatch, which applies a lossy codec only between the
+ * policy's min and max sizes; an explicit algorithm forces the codec) used
+ * by the following forwards. Every rank must use the same. */
+TPM_API tpm_status tpm_moe_set_allreduce(tpm_moe_t moe, tpm_codec codec, tpm_algo algo);
 TPM_API tpm_status tpm_moe_get_info(tpm_moe_t moe, tpm_moe_info *info);
 TPM_API tpm_status tpm_moe_last_stats(tpm_moe_t moe, tpm_moe_stats *stats);
 /* The last forward's routing: topk_ids / topk_weights [ntokens x top_k]

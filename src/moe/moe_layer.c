@@ -464,12 +464,25 @@ tpm_status tpm_moe_forward(tpm_moe_t m, tpm_comm_t comm, const void *x, void *y,
     return fail_on(m, st);
 }
 
+tpm_status tpm_moe_set_allreduce(tpm_moe_t m, tpm_codec codec, tpm_algo algo) {
+    TPM_ARG_CHECK(m != NULL, "tpm_moe_set_allreduce: moe is NULL");
+    if ((int)codec < -1 || codec >= TPM_CODEC_COUNT_ || (int)algo < 0 || algo >= TPM_ALGO_COUNT_)
+        return fail_on(m, tpm_err(TPM_ERR_INVALID_ARG,
+                                  "tpm_moe_set_allreduce: codec %d / algo %d out of range",
+                                  (int)codec, (int)algo));
+    m->codec = codec;
+    m->algo = algo;
+    return TPM_OK;
+}
+
 tpm_status tpm_moe_get_info(tpm_moe_t m, tpm_moe_info *info) {
     TPM_ARG_CHECK(m != NULL && info != NULL, "tpm_moe_get_info: NULL argument");
     memset(info, 0, sizeof *info);
     snprintf(info->preset, sizeof info->preset, "%s", m->preset->name);
     info->backend = m->backend;
     info->dtype = m->dtype;
+    info->codec = m->codec;
+    info->algo = m->algo;
     info->hidden = m->hidden;
     info->n_experts = m->n_experts;
     info->top_k = m->top_k;
