@@ -59,18 +59,19 @@ static int teardown(void **state) {
 static void moe_runs_and_checks(void **state) {
     (void)state;
     expect("moe --help", 0, "--fuse-shared");
-    expect("moe --preset m3-mini --tokens 16 --backend cpu --tp 2 --iters 1 --check", 0,
+    expect("moe --preset m3-mini --tokens 8 --backend cpu --tp 2 --iters 1 --check", 0,
            "check vs fp64");
     assert_non_null(strstr(out, ": ok"));
     assert_non_null(strstr(out, "ranks agree (routing and output bits): yes"));
     assert_non_null(strstr(out, "fused as slot 32"));
-    expect("moe --preset m3-mini --tokens 8 --ep 2 --fuse-shared 1 --iters 1 --check", 0, ": ok");
-    assert_non_null(strstr(out, "token t on EP rank t % ep"));
-    expect("moe --preset m3-mini --tokens 8 --ep 2 --iters 1", 0, "unfused dense MLP");
-    expect("moe --preset deepseek-v3-mini --tokens 8 --tp 2 --iters 1 --check --dtype fp32", 0,
+    expect("moe --preset m3-mini --tokens 4 --ep 2 --fuse-shared 1 --codec int8 --iters 1 --check", 0,
            ": ok");
-    expect("moe --preset gpt-oss-mini --tokens 8 --tp 2 --iters 1 --check", 0, "shared expert: none");
-    expect("moe --preset m3-mini --tokens 8 --tp 2 --iters 1 --codec int8 --check", 0, ": ok");
+    assert_non_null(strstr(out, "token t on EP rank t % ep"));
+    assert_non_null(strstr(out, "codec int8, algo twoshot"));
+    expect("moe --preset m3-mini --tokens 4 --tp 2 --ep 2 --iters 1", 0, "unfused dense MLP");
+    expect("moe --preset deepseek-v3-mini --tokens 4 --tp 2 --iters 1 --check --dtype fp32", 0,
+           ": ok");
+    expect("moe --preset gpt-oss-mini --tokens 4 --tp 2 --iters 1 --check", 0, "shared expert: none");
 }
 
 static void moe_files(void **state) {
@@ -177,7 +178,7 @@ static void moe_bad_options(void **state) {
 static void accuracy_runs(void **state) {
     (void)state;
     expect("accuracy --help", 0, "--codecs");
-    expect("accuracy --preset m3-mini --layers 2 --tp 2 --tokens 8 --codecs none,int8,int4_h --data all", 0,
+    expect("accuracy --preset m3-mini --layers 2 --tp 2 --tokens 2 --codecs int8,int4_h --data all", 0,
            "final cos sim");
     assert_non_null(strstr(out, "data outlier"));
     assert_non_null(strstr(out, "int4_h"));

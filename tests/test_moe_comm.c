@@ -56,7 +56,8 @@ static void run_threads(const char *preset, const tpm_moe_weights *w, int world,
     assert_int_equal(tpm_comm_init_all(comms, world, NULL, &cfg), TPM_OK);
     pthread_t th[8];
     for (int r = 0; r < world; r++) {
-        jobs[r] = (job){preset, w, comms[r], ep, fuse, codec, algo, x, ys[r], TPM_OK, {0}};
+        jobs[r] = (job){.preset = preset, .w = w, .comm = comms[r], .ep = ep, .fuse = fuse,
+                        .codec = codec, .algo = algo, .x = x, .y = ys[r], .st = TPM_OK};
         assert_int_equal(pthread_create(&th[r], NULL, rank_main, &jobs[r]), 0);
     }
     for (int r = 0; r < world; r++) pthread_join(th[r], NULL);
@@ -86,7 +87,7 @@ static void threads_match_single_rank(void **state) {
 
     const struct { int world, ep, fuse; } shapes[] = {{2, 1, -1}, {4, 2, 0}, {4, 2, 1}, {2, 2, 1}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        void *ys[8];
+        void *ys[8] = {0};
         job jobs[8];
         int world = shapes[s].world;
         for (int r = 0; r < world; r++) ys[r] = bf16_buf(n);

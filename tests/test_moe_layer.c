@@ -15,7 +15,7 @@
 #include "moe/moe_internal.h"
 #include "test_moe_common.h"
 
-#define T_TOKENS 6
+#define T_TOKENS 4
 
 static tpm_moe_config mk_cfg(const char *preset, int tp, int tp_rank, int ep, int ep_rank,
                              int fuse, tpm_dtype dt) {
@@ -125,7 +125,7 @@ static void fused_equals_unfused(void **state) {
         for (int d = 0; d < 2; d++) {
             tpm_dtype dt = d ? TPM_DTYPE_BF16 : TPM_DTYPE_FP32;
             void *x = trand_input(5, n, dt), *yf = poisoned(n, dt), *yu = poisoned(n, dt);
-            for (int tp = 1; tp <= 2; tp++) {
+            for (int tp = 1; tp <= 2 - (pi == 1); tp++) {
                 run_world(p->name, &w, tp, 1, 1, dt, x, T_TOKENS, yf, NULL);
                 run_world(p->name, &w, tp, 1, 0, dt, x, T_TOKENS, yu, NULL);
                 /* the same operations in the same order (weight 1.0 is exact):
@@ -147,7 +147,7 @@ static void tp_equals_tp1(void **state) {
         tpm_moe_weights w;
         tmake_weights(p, 31, &w);
         const size_t n = T_TOKENS * (size_t)p->hidden;
-        for (int d = 0; d < 2; d++) {
+        for (int d = pi == 0 ? 0 : 1; d < 2; d++) {
             tpm_dtype dt = d ? TPM_DTYPE_BF16 : TPM_DTYPE_FP32;
             void *x = trand_input(6, n, dt), *y1 = poisoned(n, dt), *yt = poisoned(n, dt);
             run_world(p->name, &w, 1, 1, -1, dt, x, T_TOKENS, y1, NULL);
@@ -177,7 +177,7 @@ static void ep_equals_ep1(void **state) {
         void *x = trand_input(7, n, dt), *y1 = poisoned(n, dt), *ye = poisoned(n, dt);
         run_world(p->name, &w, 1, 1, 0, dt, x, T_TOKENS, y1, NULL);
         const int shapes[3][2] = {{1, 2}, {2, 2}, {1, 4}}; /* tp, ep */
-        for (int s = 0; s < 3; s++)
+        for (int s = 0; s < (pi == 0 ? 3 : 2); s++)
             for (int fuse = 0; fuse <= 1; fuse++) {
                 tpm_moe_stats st[8];
                 run_world(p->name, &w, shapes[s][0], shapes[s][1], fuse, dt, x, T_TOKENS, ye, st);

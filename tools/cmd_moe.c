@@ -139,9 +139,9 @@ static int load_input(const opts *o, const tpm_preset *p, void **x, size_t *T, t
         return cli_usage_error(CMD, "--input: %s (want x [B, %d] bf16/f16/f32)", tpm_last_error(), p->hidden);
     }
     if (o->tokens_set && t->shape[0] != o->tokens) {
+        long long rows = (long long)t->shape[0];
         tpm_st_close(f);
-        return cli_usage_error(CMD, "--tokens %lld but --input x has %lld rows", o->tokens,
-                               (long long)t->shape[0]);
+        return cli_usage_error(CMD, "--tokens %lld but --input x has %lld rows", o->tokens, rows);
     }
     *dt = t->dtype == TPM_ST_BF16 ? TPM_DTYPE_BF16 : t->dtype == TPM_ST_F16 ? TPM_DTYPE_FP16 : TPM_DTYPE_FP32;
     *T = (size_t)t->shape[0];

@@ -160,7 +160,7 @@ static tpm_status resolve_fusion(struct tpm_moe *m, int requested) {
     const char *paren = line ? strchr(line, '(') : NULL;
     if (paren) {
         size_t n = strcspn(paren, "\n");
-        snprintf(why, wl, "%s (auto, policy %.*s)", m->fuse ? "on" : "off", (int)(n - 1), paren + 1);
+        snprintf(why, wl, "%s (auto, policy %.*s)", m->fuse ? "on" : "off", (int)(n > 1 ? n - 2 : 0), paren + 1);
     } else {
         snprintf(why, wl, "%s (auto, policy)", m->fuse ? "on" : "off");
     }
