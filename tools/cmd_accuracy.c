@@ -7,7 +7,8 @@
  * codec, on the same input. Prints each layer's relative error of h against
  * the exact run and the final hidden state's cosine similarity and relative
  * error, for Gaussian, heavy-tailed (Student-t, 3 dof) and outlier-channel
- * (every 97th channel x30) inputs. docs/accuracy.md records a run.
+ * (every 97th channel x30) inputs, and how often a token's set of experts
+ * changed (a flipped expert turns a small codec error into a large one). docs/accuracy.md records a run.
  */
 #include "cli.h"
 #include "internal.h"
@@ -57,6 +58,8 @@ typedef struct stack_job {
     tpm_algo algo;
     const void *h0;
     float *rec;      /* rank 0: [layers x T x H] hidden state after each block */
+    int32_t *ids;    /* rank 0: [layers x T x k] expert ids of each block */
+    int top_k;
     tpm_status st;
     char err[TPM_ERRMSG_LEN];
 } stack_job;
@@ -98,8 +101,10 @@ static void *stack_main(void *arg) {
         }
         for (size_t i = 0; i < n; i++)
             tpm_store_f32(h, (int)j->dt, i, tpm_load_f32(h, (int)j->dt, i) + tpm_load_f32(y, (int)j->dt, i));
-        if (j->record)
+        if (j->record) {
             for (size_t i = 0; i < n; i++) j->rec[(size_t)l * n + i] = tpm_load_f32(h, (int)j->dt, i);
+            tpm_moe_last_routing(j->moe[l], j->ids + (size_t)l * j->T * (size_t)j->top_k, NULL, NULL, j->T);
+        }
     }
 out:
     free(h);
@@ -129,19 +134,58 @@ static void gen_input(int kind, uint64_t seed, size_t T, int H, tpm_dtype dt, vo
 
 /* Run the whole stack once on every rank with one codec. */
 static int run_stack(tpm_moe_t (*moes)[MAX_LAYERS], tpm_comm_t *comms, int world, int layers,
-                     int H, size_t T, tpm_dtype dt, tpm_codec codec, const void *h0, float *rec) {
+                     int H, int k, size_t T, tpm_dtype dt, tpm_codec codec, const void *h0, float *rec,
+                     int32_t *ids) {
     stack_job jobs[MAX_RANKS];
     pthread_t th[MAX_RANKS];
     for (int r = 0; r < world; r++) {
-        jobs[r] = (stack_job){moes[r], comms[r], layers, H, r == 0, T, dt, codec,
-                              codec == TPM_CODEC_NONE ? TPM_ALGO_AUTO : TPM_ALGO_TWOSHOT, h0,
-                              rec, TPM_OK, ""};
+        jobs[r] = (stack_job){.moe = moes[r], .comm = comms[r], .layers = layers, .hidden = H,
+                              .record = r == 0, .T = T, .dt = dt, .codec = codec,
+                              .algo = codec == TPM_CODEC_NONE ? TPM_ALGO_AUTO : TPM_ALGO_TWOSHOT,
+                              .h0 = h0, .rec = rec, .ids = ids, .top_k = k, .st = TPM_OK};
         pthread_create(&th[r], NULL, stack_main, &jobs[r]);
     }
     for (int r = 0; r < world; r++) pthread_join(th[r], NULL);
     for (int r = 0; r < world; r++)
         if (jobs[r].st != TPM_OK) return cli_fail(CMD, tpm_codec_name(codec), jobs[r].st, jobs[r].err);
     return 0;
+}
+
+/* Per-layer relative error of a vs b ([L x n]), then the final cosine
+ * similarity and relative error. */
+static void print_errors(const float *run, const float *exact, int L, size_t n) {
+    double cs = 0, rel = 0;
+    for (int l = 0; l < L; l++) {
+        const float *a = run + (size_t)l * n, *b = exact + (size_t)l * n;
+        double num = 0, den = 0, ab = 0, aa = 0;
+        for (size_t i = 0; i < n; i++) {
+            double da = a[i], db = b[i];
+            num += (da - db) * (da - db);
+            den += db * db;
+            ab += da * db;
+            aa += da * da;
+        }
+        rel = sqrt(num / (den > 0 ? den : 1));
+        cs = ab / sqrt((aa > 0 ? aa : 1) * (den > 0 ? den : 1));
+        printf("   %9.3e", rel);
+    }
+    printf("  %13.9f  %13.3e", cs, rel);
+}
+
+/* Fraction of (layer, token) whose set of experts differs between runs. */
+static double route_diff(const int32_t *a, const int32_t *b, int L, size_t T, int k) {
+    size_t diff = 0;
+    for (size_t lt = 0; lt < (size_t)L * T; lt++) {
+        const int32_t *x = a + lt * (size_t)k, *y = b + lt * (size_t)k;
+        int same = 1;
+        for (int i = 0; i < k && same; i++) {
+            int found = 0;
+            for (int j = 0; j < k; j++) found |= x[i] == y[j];
+            same = found;
+        }
+        diff += !same;
+    }
+    return (double)diff / (double)((size_t)L * T);
 }
 
 int cmd_accuracy(int argc, char **argv) {
@@ -209,13 +253,18 @@ int cmd_accuracy(int argc, char **argv) {
     const int L = (int)layers, H = p->hidden;
     const size_t T = (size_t)tokens, n = T * (size_t)H;
     tpm_comm_t comms[MAX_RANKS] = {0};
-    tpm_moe_t moes[MAX_RANKS][MAX_LAYERS];
+    tpm_moe_t moes[MAX_RANKS][MAX_LAYERS], moes32[MAX_RANKS][MAX_LAYERS];
     memset(moes, 0, sizeof moes);
+    memset(moes32, 0, sizeof moes32);
+    const int base = dt != TPM_DTYPE_FP32; /* also run fp32 activations as a baseline */
     float *exact = malloc((size_t)L * n * sizeof *exact), *run = malloc((size_t)L * n * sizeof *run);
     void *h0 = malloc(n * tpm_dtype_size(dt));
+    float *h0_32 = malloc(n * sizeof(float));
+    const size_t nk = (size_t)L * T * (size_t)p->top_k;
+    int32_t *ids_exact = malloc(nk * sizeof(int32_t)), *ids_run = malloc(nk * sizeof(int32_t));
     int ret = 1;
     tpm_status st;
-    if (!exact || !run || !h0) goto done;
+    if (!exact || !run || !h0 || !h0_32 || !ids_exact || !ids_run) goto done;
 
     tpm_config cfg = TPM_CONFIG_INIT;
     cfg.backend = TPM_BACKEND_CPU;
@@ -246,6 +295,8 @@ int cmd_accuracy(int argc, char **argv) {
             mc.backend = TPM_BACKEND_CPU;
             mc.dtype = dt;
             st = tpm_moe_create_from_weights(&moes[r][l], &mc, comms[r], &w);
+            mc.dtype = TPM_DTYPE_FP32;
+            if (st == TPM_OK && base) st = tpm_moe_create_from_weights(&moes32[r][l], &mc, comms[r], &w);
         }
         tpm_moe_weights_free(&w);
         if (st != TPM_OK) {
@@ -260,41 +311,45 @@ int cmd_accuracy(int argc, char **argv) {
     for (int d = 0; d < DATA_N; d++) {
         if (!all_data && d != data) continue;
         gen_input(d, (uint64_t)seed, T, H, dt, h0);
-        if (run_stack(moes, comms, world, L, H, T, dt, TPM_CODEC_NONE, h0, exact)) goto done;
+        if (run_stack(moes, comms, world, L, H, p->top_k, T, dt, TPM_CODEC_NONE, h0, exact, ids_exact))
+            goto done;
         printf("\ndata %s (%s): relative error of the hidden state vs the exact run\n", data_names[d],
                data_desc[d]);
         printf("  %-7s", "codec");
         for (int l = 0; l < L; l++) printf("   layer %-3d", l + 1);
-        printf("  final cos sim  final rel err\n");
+        printf("  final cos sim  final rel err  routing changed\n");
+        if (base) printf("  (fp32*: the same stack with fp32 activations, exact: the %s rounding itself)\n", tpm_dtype_name(dt));
+        if (base) {
+            for (size_t i = 0; i < n; i++) h0_32[i] = tpm_load_f32(h0, (int)dt, i);
+            if (run_stack(moes32, comms, world, L, H, p->top_k, T, TPM_DTYPE_FP32, TPM_CODEC_NONE, h0_32,
+                          run, ids_run))
+                goto done;
+            printf("  %-7s", "fp32*");
+            print_errors(run, exact, L, n);
+            printf("  %14.1f%%\n", 100.0 * route_diff(ids_run, ids_exact, L, T, p->top_k));
+        }
         for (int c = 0; c < nc; c++) {
-            if (run_stack(moes, comms, world, L, H, T, dt, codecs[c], h0, run)) goto done;
+            if (run_stack(moes, comms, world, L, H, p->top_k, T, dt, codecs[c], h0, run, ids_run))
+                goto done;
             printf("  %-7s", tpm_codec_name(codecs[c]));
-            double cs = 0, rel = 0;
-            for (int l = 0; l < L; l++) {
-                const float *a = run + (size_t)l * n, *b = exact + (size_t)l * n;
-                double num = 0, den = 0, ab = 0, aa = 0;
-                for (size_t i = 0; i < n; i++) {
-                    double da = a[i], db = b[i];
-                    num += (da - db) * (da - db);
-                    den += db * db;
-                    ab += da * db;
-                    aa += da * da;
-                }
-                rel = sqrt(num / (den > 0 ? den : 1));
-                cs = ab / sqrt((aa > 0 ? aa : 1) * (den > 0 ? den : 1));
-                printf("   %9.3e", rel);
-            }
-            printf("  %13.9f  %13.3e\n", cs, rel);
+            print_errors(run, exact, L, n);
+            printf("  %14.1f%%\n", 100.0 * route_diff(ids_run, ids_exact, L, T, p->top_k));
         }
     }
     ret = 0;
 done:
     for (int r = 0; r < world; r++)
-        for (int l = 0; l < L; l++) tpm_moe_destroy(moes[r][l]);
+        for (int l = 0; l < L; l++) {
+            tpm_moe_destroy(moes[r][l]);
+            tpm_moe_destroy(moes32[r][l]);
+        }
     for (int r = 0; r < world; r++)
         if (comms[r]) tpm_comm_destroy(comms[r]);
     free(exact);
     free(run);
     free(h0);
+    free(h0_32);
+    free(ids_exact);
+    free(ids_run);
     return ret;
 }
