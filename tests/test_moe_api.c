@@ -55,7 +55,8 @@ static void create_random_and_file(void **state) {
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     close(fd);
-    assert_int_equal(tpm_moe_weights_generate(p, 17, 2, p->routed_format, path, NULL, NULL), TPM_OK);
+    assert_int_equal(tpm_moe_weights_generate(p, 17, 2, p->routed_format, path, NULL, NULL),
+                     TPM_OK);
     c.weights = path;
     assert_int_equal(tpm_moe_create(&f, &c, NULL), TPM_OK);
     void *yf = forward(f, x, n, dt);
@@ -114,8 +115,8 @@ static void fp16_activations(void **state) {
     tpm_moe_ref_layer L;
     tpm_moe_ref_layer_from_weights(&w, ev, NULL, &L);
     double *ref = malloc(n * sizeof *ref);
-    assert_int_equal(tpm_moe_reference_f64(&m->rp, &m->ap, &L, x, TPM_DTYPE_FP16, NT, ids, ref, NULL),
-                     TPM_OK);
+    assert_int_equal(
+        tpm_moe_reference_f64(&m->rp, &m->ap, &L, x, TPM_DTYPE_FP16, NT, ids, ref, NULL), TPM_OK);
     double e = trel_rms_vs_f64(y, TPM_DTYPE_FP16, ref, n);
     print_message("  gpt-oss-mini fp16: rel rms vs fp64 %.3g\n", e);
     assert_true(e < 1e-3);

@@ -64,25 +64,28 @@ static void moe_runs_and_checks(void **state) {
     assert_non_null(strstr(out, ": ok"));
     assert_non_null(strstr(out, "ranks agree (routing and output bits): yes"));
     assert_non_null(strstr(out, "fused as slot 32"));
-    expect("moe --preset m3-mini --tokens 4 --ep 2 --fuse-shared 1 --codec int8 --iters 1 --check", 0,
-           ": ok");
+    expect("moe --preset m3-mini --tokens 4 --ep 2 --fuse-shared 1 --codec int8 --iters 1 --check",
+           0, ": ok");
     assert_non_null(strstr(out, "token t on EP rank t % ep"));
     assert_non_null(strstr(out, "codec int8, algo twoshot"));
-    expect("moe --preset deepseek-v3-mini --tokens 4 --tp 2 --fuse-shared 0 --iters 1 --check --dtype fp32",
+    expect("moe --preset deepseek-v3-mini --tokens 4 --tp 2 --fuse-shared 0 --iters 1 --check "
+           "--dtype fp32",
            0, ": ok");
     assert_non_null(strstr(out, "unfused dense MLP"));
-    expect("moe --preset gpt-oss-mini --tokens 4 --tp 2 --iters 1 --check", 0, "shared expert: none");
+    expect("moe --preset gpt-oss-mini --tokens 4 --tp 2 --iters 1 --check", 0,
+           "shared expert: none");
 }
 
 static void moe_files(void **state) {
     (void)state;
     char args[2048];
     /* output, then the same x back through --input: same y */
-    snprintf(args, sizeof args, "moe --preset m3-mini --tokens 6 --tp 2 --iters 1 --seed 3 --output %s/a.st",
-             dir);
+    snprintf(args, sizeof args,
+             "moe --preset m3-mini --tokens 6 --tp 2 --iters 1 --seed 3 --output %s/a.st", dir);
     expect(args, 0, "wrote");
-    snprintf(args, sizeof args, "moe --preset m3-mini --tp 1 --iters 1 --seed 3 --input %s/a.st --output %s/b.st",
-             dir, dir);
+    snprintf(args, sizeof args,
+             "moe --preset m3-mini --tp 1 --iters 1 --seed 3 --input %s/a.st --output %s/b.st", dir,
+             dir);
     expect(args, 0, "wrote");
     char pa[512], pb[512];
     snprintf(pa, sizeof pa, "%s/a.st", dir);
@@ -128,10 +131,13 @@ static void moe_files(void **state) {
     /* weights written by gen-weights == the random weights of that seed */
     snprintf(args, sizeof args, "gen-weights --preset m3-mini --seed 5 --layers 1 -o %s/w.st", dir);
     expect(args, 0, NULL);
-    snprintf(args, sizeof args, "moe --preset m3-mini --tokens 4 --iters 1 --seed 5 --weights %s/w.st --output %s/c.st --check",
+    snprintf(args, sizeof args,
+             "moe --preset m3-mini --tokens 4 --iters 1 --seed 5 --weights %s/w.st --output "
+             "%s/c.st --check",
              dir, dir);
     expect(args, 0, ": ok");
-    snprintf(args, sizeof args, "moe --preset m3-mini --tokens 4 --iters 1 --seed 5 --output %s/d.st", dir);
+    snprintf(args, sizeof args,
+             "moe --preset m3-mini --tokens 4 --iters 1 --seed 5 --output %s/d.st", dir);
     expect(args, 0, NULL);
     snprintf(pa, sizeof pa, "%s/c.st", dir);
     snprintf(pb, sizeof pb, "%s/d.st", dir);
@@ -145,8 +151,8 @@ static void moe_files(void **state) {
     tpm_st_close(fa);
     tpm_st_close(fb);
     /* malformed weights: truncated file, garbage, a file of another preset */
-    snprintf(args, sizeof args, "sh -c 'head -c 100000 %s/w.st > %s/t.st; printf garbage > %s/g.st'", dir,
-             dir, dir);
+    snprintf(args, sizeof args,
+             "sh -c 'head -c 100000 %s/w.st > %s/t.st; printf garbage > %s/g.st'", dir, dir, dir);
     assert_int_equal(system(args + 0 + 0), 0);
     snprintf(args, sizeof args, "moe --preset m3-mini --weights %s/t.st", dir);
     expect(args, 2, "--weights");
@@ -178,8 +184,8 @@ static void moe_bad_options(void **state) {
 static void accuracy_runs(void **state) {
     (void)state;
     expect("accuracy --help", 0, "--codecs");
-    expect("accuracy --preset m3-mini --layers 1 --tp 2 --tokens 2 --codecs int8,int4_h --data all", 0,
-           "final cos sim");
+    expect("accuracy --preset m3-mini --layers 1 --tp 2 --tokens 2 --codecs int8,int4_h --data all",
+           0, "final cos sim");
     assert_non_null(strstr(out, "data outlier"));
     assert_non_null(strstr(out, "int4_h"));
     expect("accuracy --tp 1", 2, ">= 2");
@@ -190,8 +196,10 @@ static void accuracy_runs(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(moe_runs_and_checks), cmocka_unit_test(moe_files),
-        cmocka_unit_test(moe_bad_options), cmocka_unit_test(accuracy_runs),
+        cmocka_unit_test(moe_runs_and_checks),
+        cmocka_unit_test(moe_files),
+        cmocka_unit_test(moe_bad_options),
+        cmocka_unit_test(accuracy_runs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

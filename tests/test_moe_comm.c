@@ -41,7 +41,8 @@ static void *rank_main(void *arg) {
     if (j->st != TPM_OK) return NULL;
     tpm_moe_get_info(m, &j->info);
     j->st = tpm_moe_set_allreduce(m, j->codec, j->algo);
-    if (j->st == TPM_OK) j->st = tpm_moe_forward(m, j->comm, j->x, j->y, T_TOKENS, TPM_DTYPE_BF16, NULL);
+    if (j->st == TPM_OK)
+        j->st = tpm_moe_forward(m, j->comm, j->x, j->y, T_TOKENS, TPM_DTYPE_BF16, NULL);
     tpm_moe_destroy(m);
     return NULL;
 }
@@ -56,17 +57,28 @@ static void run_threads(const char *preset, const tpm_moe_weights *w, int world,
     assert_int_equal(tpm_comm_init_all(comms, world, NULL, &cfg), TPM_OK);
     pthread_t th[8];
     for (int r = 0; r < world; r++) {
-        jobs[r] = (job){.preset = preset, .w = w, .comm = comms[r], .ep = ep, .fuse = fuse,
-                        .codec = codec, .algo = algo, .x = x, .y = ys[r], .st = TPM_OK};
+        jobs[r] = (job){.preset = preset,
+                        .w = w,
+                        .comm = comms[r],
+                        .ep = ep,
+                        .fuse = fuse,
+                        .codec = codec,
+                        .algo = algo,
+                        .x = x,
+                        .y = ys[r],
+                        .st = TPM_OK};
         assert_int_equal(pthread_create(&th[r], NULL, rank_main, &jobs[r]), 0);
     }
-    for (int r = 0; r < world; r++) pthread_join(th[r], NULL);
-    for (int r = 0; r < world; r++) tpm_comm_destroy(comms[r]);
+    for (int r = 0; r < world; r++)
+        pthread_join(th[r], NULL);
+    for (int r = 0; r < world; r++)
+        tpm_comm_destroy(comms[r]);
 }
 
 static void *bf16_buf(size_t n) {
     uint16_t *p = malloc(n * 2);
-    for (size_t i = 0; i < n; i++) p[i] = 0x7fc1; /* NaN poison */
+    for (size_t i = 0; i < n; i++)
+        p[i] = 0x7fc1; /* NaN poison */
     return p;
 }
 
@@ -90,9 +102,10 @@ static void threads_match_single_rank(void **state) {
         void *ys[8] = {0};
         job jobs[8];
         int world = shapes[s].world;
-        for (int r = 0; r < world; r++) ys[r] = bf16_buf(n);
-        run_threads(p->name, &w, world, shapes[s].ep, shapes[s].fuse, TPM_CODEC_NONE, TPM_ALGO_AUTO, x,
-                    ys, jobs);
+        for (int r = 0; r < world; r++)
+            ys[r] = bf16_buf(n);
+        run_threads(p->name, &w, world, shapes[s].ep, shapes[s].fuse, TPM_CODEC_NONE, TPM_ALGO_AUTO,
+                    x, ys, jobs);
         for (int r = 0; r < world; r++) {
             assert_int_equal(jobs[r].st, TPM_OK);
             /* layout derived from the comm: rank = ep_rank * tp + tp_rank */
@@ -105,7 +118,8 @@ static void threads_match_single_rank(void **state) {
         print_message("  world %d ep %d fuse %d vs 1 rank: rel rms %.3g\n", world, shapes[s].ep,
                       shapes[s].fuse, e);
         assert_true(e < 8e-3);
-        for (int r = 0; r < world; r++) free(ys[r]);
+        for (int r = 0; r < world; r++)
+            free(ys[r]);
     }
     /* a lossy codec, forced by the explicit algorithm */
     const tpm_codec codecs[] = {TPM_CODEC_INT8, TPM_CODEC_INT4};

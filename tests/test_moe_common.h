@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct trng { uint64_t s; } trng;
+typedef struct trng {
+    uint64_t s;
+} trng;
 
 static inline uint64_t trng_next(trng *r) {
     uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
@@ -25,7 +27,9 @@ static inline uint64_t trng_next(trng *r) {
     return z ^ (z >> 31);
 }
 
-static inline double trng_uniform(trng *r) { return (double)(trng_next(r) >> 11) * 0x1.0p-53; }
+static inline double trng_uniform(trng *r) {
+    return (double)(trng_next(r) >> 11) * 0x1.0p-53;
+}
 
 static inline double trng_normal(trng *r) {
     double u1 = trng_uniform(r), u2 = trng_uniform(r);
@@ -63,10 +67,13 @@ static inline void tmake_weights(const tpm_preset *p, uint64_t seed, tpm_moe_wei
     w->n_shared = p->n_shared;
     w->shared_inter = p->shared_inter;
     w->interleaved = p->act == TPM_ACT_SWIGLU_OAI_INTERLEAVED;
-    w->router = trand_bf16(&r, (size_t)p->n_experts * (size_t)p->hidden, 1.0 / sqrt((double)p->hidden));
-    if (p->router != TPM_ROUTER_SOFTMAX_TOPK) w->router_bias = trand_bf16(&r, (size_t)p->n_experts, 0.05);
+    w->router =
+        trand_bf16(&r, (size_t)p->n_experts * (size_t)p->hidden, 1.0 / sqrt((double)p->hidden));
+    if (p->router != TPM_ROUTER_SOFTMAX_TOPK)
+        w->router_bias = trand_bf16(&r, (size_t)p->n_experts, 0.05);
     w->experts = calloc((size_t)p->n_experts, sizeof *w->experts);
-    for (int e = 0; e < p->n_experts; e++) tfill_expert(&r, &w->experts[e], p->hidden, p->inter, p->expert_bias);
+    for (int e = 0; e < p->n_experts; e++)
+        tfill_expert(&r, &w->experts[e], p->hidden, p->inter, p->expert_bias);
     if (p->n_shared) {
         w->shared = calloc((size_t)p->n_shared, sizeof *w->shared);
         for (int s = 0; s < p->n_shared; s++)
@@ -82,8 +89,10 @@ static inline void tfree_expert(tpm_expert_weights *e) {
 }
 
 static inline void tfree_weights(tpm_moe_weights *w) {
-    for (int e = 0; e < w->n_experts; e++) tfree_expert(&w->experts[e]);
-    for (int s = 0; s < w->n_shared && w->shared; s++) tfree_expert(&w->shared[s]);
+    for (int e = 0; e < w->n_experts; e++)
+        tfree_expert(&w->experts[e]);
+    for (int s = 0; s < w->n_shared && w->shared; s++)
+        tfree_expert(&w->shared[s]);
     free(w->experts);
     free(w->shared);
     free(w->router);
@@ -95,7 +104,8 @@ static inline void tfree_weights(tpm_moe_weights *w) {
 static inline void *trand_input(uint64_t seed, size_t n, tpm_dtype dt) {
     trng r = {seed};
     void *x = malloc(n * tpm_dtype_size(dt));
-    for (size_t i = 0; i < n; i++) tpm_store_f32(x, (int)dt, i, (float)trng_normal(&r));
+    for (size_t i = 0; i < n; i++)
+        tpm_store_f32(x, (int)dt, i, (float)trng_normal(&r));
     return x;
 }
 

@@ -36,7 +36,8 @@ static int64_t ulp_dist32(float a, float b) {
 }
 
 static int bf16_dist(uint16_t a, uint16_t b) {
-    int ia = (a & 0x8000) ? -(int)(a & 0x7fff) : (int)a, ib = (b & 0x8000) ? -(int)(b & 0x7fff) : (int)b;
+    int ia = (a & 0x8000) ? -(int)(a & 0x7fff) : (int)a,
+        ib = (b & 0x8000) ? -(int)(b & 0x7fff) : (int)b;
     return abs(ia - ib);
 }
 
@@ -65,15 +66,19 @@ static void run_preset(int pi) {
     if (regen && *regen && strcmp(regen, "0")) {
         FILE *f = fopen(path, "w");
         assert_non_null(f);
-        fprintf(f, "# tpmoe MoE golden: preset %s, tokens %d, bf16, tp 1, fused; see "
-                   "tests/test_moe_golden.c\n", p->name, GT);
-        for (size_t i = 0; i < GT * k; i++) fprintf(f, "%d%c", ids[i], (i + 1) % k ? ' ' : '\n');
+        fprintf(f,
+                "# tpmoe MoE golden: preset %s, tokens %d, bf16, tp 1, fused; see "
+                "tests/test_moe_golden.c\n",
+                p->name, GT);
+        for (size_t i = 0; i < GT * k; i++)
+            fprintf(f, "%d%c", ids[i], (i + 1) % k ? ' ' : '\n');
         for (size_t i = 0; i < GT * k; i++) {
             uint32_t b;
             memcpy(&b, &wts[i], 4);
             fprintf(f, "%08x%c", b, (i + 1) % k ? ' ' : '\n');
         }
-        for (size_t i = 0; i < GT * H; i++) fprintf(f, "%04x%c", y[i], (i + 1) % 16 ? ' ' : '\n');
+        for (size_t i = 0; i < GT * H; i++)
+            fprintf(f, "%04x%c", y[i], (i + 1) % 16 ? ' ' : '\n');
         fclose(f);
         print_message("  wrote %s\n", path);
     } else {
@@ -116,7 +121,8 @@ static void run_preset(int pi) {
 
 static void golden_layers(void **state) {
     (void)state;
-    for (int pi = 0; pi < 3; pi++) run_preset(pi);
+    for (int pi = 0; pi < 3; pi++)
+        run_preset(pi);
 }
 
 int main(void) {

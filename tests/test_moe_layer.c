@@ -17,8 +17,8 @@
 
 #define T_TOKENS 4
 
-static tpm_moe_config mk_cfg(const char *preset, int tp, int tp_rank, int ep, int ep_rank,
-                             int fuse, tpm_dtype dt) {
+static tpm_moe_config mk_cfg(const char *preset, int tp, int tp_rank, int ep, int ep_rank, int fuse,
+                             tpm_dtype dt) {
     tpm_moe_config c = TPM_MOE_CONFIG_INIT;
     c.preset = preset;
     c.tp_size = tp;
@@ -45,16 +45,20 @@ static void run_world(const char *preset, const tpm_moe_weights *w, int tp, int 
         if (world == 1) {
             assert_int_equal(tpm_moe_forward(m, NULL, x, y, T, dt, NULL), TPM_OK);
         } else {
-            for (size_t i = 0; i < n; i++) part[i] = NAN;
+            for (size_t i = 0; i < n; i++)
+                part[i] = NAN;
             assert_int_equal(tpm_moe_cpu_partial(m, x, T, part), TPM_OK);
-            for (size_t i = 0; i < n; i++) tpm_store_f32(rounded, (int)dt, i, part[i]);
-            for (size_t i = 0; i < n; i++) sum[i] += tpm_load_f32(rounded, (int)dt, i);
+            for (size_t i = 0; i < n; i++)
+                tpm_store_f32(rounded, (int)dt, i, part[i]);
+            for (size_t i = 0; i < n; i++)
+                sum[i] += tpm_load_f32(rounded, (int)dt, i);
         }
         if (rank_stats) assert_int_equal(tpm_moe_last_stats(m, &rank_stats[r]), TPM_OK);
         tpm_moe_destroy(m);
     }
     if (world > 1)
-        for (size_t i = 0; i < n; i++) tpm_store_f32(y, (int)dt, i, sum[i]);
+        for (size_t i = 0; i < n; i++)
+            tpm_store_f32(y, (int)dt, i, sum[i]);
     free(sum);
     free(part);
     free(rounded);
@@ -62,7 +66,8 @@ static void run_world(const char *preset, const tpm_moe_weights *w, int tp, int 
 
 static void *poisoned(size_t n, tpm_dtype dt) {
     void *p = malloc(n * tpm_dtype_size(dt));
-    for (size_t i = 0; i < n; i++) tpm_store_f32(p, (int)dt, i, NAN);
+    for (size_t i = 0; i < n; i++)
+        tpm_store_f32(p, (int)dt, i, NAN);
     return p;
 }
 
@@ -88,7 +93,8 @@ static void layer_vs_f64(void **state) {
             float wts[T_TOKENS * 8];
             assert_int_equal(tpm_moe_last_routing(m, ids, wts, counts, T), TPM_OK);
             int64_t total = 0;
-            for (int e = 0; e < p->n_experts; e++) total += counts[e];
+            for (int e = 0; e < p->n_experts; e++)
+                total += counts[e];
             assert_int_equal(total, (int64_t)(T * k));
             if (p->n_shared) assert_int_equal(counts[p->n_experts], (int)T);
             tpm_expert_view ev[64], sv[1];
@@ -100,7 +106,8 @@ static void layer_vs_f64(void **state) {
             double err = trel_rms_vs_f64(y, dt, ref, T * H);
             print_message("  %-17s %s: rel rms vs fp64 %.3g\n", p->name, tpm_dtype_name(dt), err);
             assert_true(err < (d ? 6e-3 : 2e-6));
-            for (size_t i = 0; i < T * k; i++) assert_true(fabs(wts[i] - rw[i]) < 1e-5 * (1 + rw[i]));
+            for (size_t i = 0; i < T * k; i++)
+                assert_true(fabs(wts[i] - rw[i]) < 1e-5 * (1 + rw[i]));
             /* the routing of the fp32 router is the top-k of its own scores */
             tpm_moe_stats st;
             assert_int_equal(tpm_moe_last_stats(m, &st), TPM_OK);
@@ -154,8 +161,8 @@ static void tp_equals_tp1(void **state) {
             for (int tp = 2; tp <= 4; tp *= 2) {
                 run_world(p->name, &w, tp, 1, -1, dt, x, T_TOKENS, yt, NULL);
                 double e = trel_rms(yt, y1, dt, n);
-                print_message("  %-17s %s tp %d vs tp 1: rel rms %.3g\n", p->name, tpm_dtype_name(dt),
-                              tp, e);
+                print_message("  %-17s %s tp %d vs tp 1: rel rms %.3g\n", p->name,
+                              tpm_dtype_name(dt), tp, e);
                 assert_true(e < (d ? 8e-3 : 1e-6));
             }
             free(x);
@@ -191,7 +198,8 @@ static void ep_equals_ep1(void **state) {
                     if (r % shapes[s][0] == 0) pairs += st[r].local_pairs;
                 int64_t want = (int64_t)T_TOKENS * p->top_k;
                 if (p->n_shared)
-                    want += fuse ? T_TOKENS : (int64_t)T_TOKENS * shapes[s][1]; /* unfused: every rank */
+                    want += fuse ? T_TOKENS
+                                 : (int64_t)T_TOKENS * shapes[s][1]; /* unfused: every rank */
                 assert_int_equal(pairs, want);
             }
         free(x);
@@ -214,7 +222,8 @@ static void empty_experts(void **state) {
     run_world(p->name, &w, 1, 1, 1, dt, x, 1, y1, NULL);
     run_world(p->name, &w, 1, 2, 1, dt, x, 1, y2, NULL);
     assert_true(trel_rms(y2, y1, dt, H) < 1e-6);
-    for (size_t e = 0; e < E; e++) w.router_bias[e] = e < E / 2 ? 10.0f : -10.0f;
+    for (size_t e = 0; e < E; e++)
+        w.router_bias[e] = e < E / 2 ? 10.0f : -10.0f;
     for (int fuse = 0; fuse <= 1; fuse++) {
         tpm_moe_stats st[2];
         run_world(p->name, &w, 1, 1, fuse, dt, x, 4, y1, NULL);
@@ -318,10 +327,13 @@ static void bad_arguments(void **state) {
     assert_int_equal(tpm_moe_create_from_weights(&m, &c, NULL, &w), TPM_OK);
     const size_t n = 2 * (size_t)p->hidden;
     void *x = trand_input(9, n, TPM_DTYPE_BF16), *y = poisoned(n, TPM_DTYPE_BF16);
-    assert_int_equal(tpm_moe_forward(NULL, NULL, x, y, 2, TPM_DTYPE_BF16, NULL), TPM_ERR_INVALID_ARG);
-    assert_int_equal(tpm_moe_forward(m, NULL, NULL, y, 2, TPM_DTYPE_BF16, NULL), TPM_ERR_INVALID_ARG);
+    assert_int_equal(tpm_moe_forward(NULL, NULL, x, y, 2, TPM_DTYPE_BF16, NULL),
+                     TPM_ERR_INVALID_ARG);
+    assert_int_equal(tpm_moe_forward(m, NULL, NULL, y, 2, TPM_DTYPE_BF16, NULL),
+                     TPM_ERR_INVALID_ARG);
     assert_non_null(strstr(tpm_moe_last_error(m), "NULL"));
-    assert_int_equal(tpm_moe_forward(m, NULL, x, NULL, 2, TPM_DTYPE_BF16, NULL), TPM_ERR_INVALID_ARG);
+    assert_int_equal(tpm_moe_forward(m, NULL, x, NULL, 2, TPM_DTYPE_BF16, NULL),
+                     TPM_ERR_INVALID_ARG);
     assert_int_equal(tpm_moe_forward(m, NULL, x, y, 2, TPM_DTYPE_FP16, NULL), TPM_ERR_INVALID_ARG);
     assert_non_null(strstr(tpm_moe_last_error(m), "dtype"));
     assert_int_equal(tpm_moe_forward(m, NULL, x, y, 0, TPM_DTYPE_BF16, NULL), TPM_OK);

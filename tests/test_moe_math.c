@@ -25,7 +25,9 @@ static tpm_router_params sig_params(int E, int k, float rsf) {
     return p;
 }
 
-static double sigm(double x) { return 1.0 / (1.0 + exp(-x)); }
+static double sigm(double x) {
+    return 1.0 / (1.0 + exp(-x));
+}
 
 /* Poison, select, and check the invariants every selection must keep. */
 static void select_checked(const tpm_router_params *p, const float *logits, const float *bias,
@@ -39,7 +41,8 @@ static void select_checked(const tpm_router_params *p, const float *logits, cons
     double sum = 0.0;
     for (int j = 0; j < p->top_k; j++) {
         assert_true(ids[j] >= 0 && ids[j] < p->n_experts);
-        for (int i = 0; i < j; i++) assert_int_not_equal(ids[i], ids[j]);
+        for (int i = 0; i < j; i++)
+            assert_int_not_equal(ids[i], ids[j]);
         assert_true(isfinite(w[j]) && w[j] >= 0.0f);
         sum += w[j];
     }
@@ -56,7 +59,8 @@ static void dot_fixed_order(void **state) {
     }
     for (size_t n = 0; n <= 45; n++) {
         float l[8] = {0};
-        for (size_t i = 0; i < n; i++) l[i % 8] += a[i] * b[i];
+        for (size_t i = 0; i < n; i++)
+            l[i % 8] += a[i] * b[i];
         float want = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
         float got = tpm_dot_f32(a, b, n);
         assert_memory_equal(&got, &want, sizeof got); /* bitwise */
@@ -132,17 +136,20 @@ static void router_nan_inf(void **state) {
     assert_int_equal(ids[2], 6);
     assert_int_equal(ids[3], 7);
     /* all NaN: the lowest indices, uniform weights */
-    for (int e = 0; e < 8; e++) l[e] = NAN;
+    for (int e = 0; e < 8; e++)
+        l[e] = NAN;
     select_checked(&p, l, NULL, ids, w);
     for (int j = 0; j < 4; j++) {
         assert_int_equal(ids[j], j);
         assert_true(fabs(w[j] - 0.5f) < 1e-6);
     }
     /* all -Inf: every s is 0, uniform; a NaN expert ranks below -Inf's s=0 */
-    for (int e = 0; e < 8; e++) l[e] = -INFINITY;
+    for (int e = 0; e < 8; e++)
+        l[e] = -INFINITY;
     l[0] = NAN;
     select_checked(&p, l, NULL, ids, w);
-    for (int j = 0; j < 4; j++) assert_int_equal(ids[j], j + 1);
+    for (int j = 0; j < 4; j++)
+        assert_int_equal(ids[j], j + 1);
     /* NaN bias: that expert is out */
     const float l2[8] = {5.0f, 4.0f, 3.0f, 2.0f, 1.0f, 0.0f, -1.0f, -2.0f};
     const float b2[8] = {NAN, 0, 0, 0, 0, 0, 0, 0};
@@ -177,7 +184,8 @@ static void router_grouped(void **state) {
     p.topk_groups = 2;
     assert_int_equal(tpm_router_params_check(&p), TPM_OK);
     float l[16];
-    for (int e = 0; e < 16; e++) l[e] = -3.0f;
+    for (int e = 0; e < 16; e++)
+        l[e] = -3.0f;
     /* group 0: the single best expert, but a weak second: top-2 sum low */
     l[0] = 4.0f;
     /* group 1: two good experts (sum beats group 0) */
@@ -300,7 +308,8 @@ static void activations_hand(void **state) {
     }
     ap.kind = TPM_ACT_SILU_GLU;
     tpm_act_apply(&ap, hu, 4, ou);
-    for (int i = 0; i < 4; i++) assert_true(ou[i] == tpm_act_silu_glu(g[i], u[i]));
+    for (int i = 0; i < 4; i++)
+        assert_true(ou[i] == tpm_act_silu_glu(g[i], u[i]));
     /* no limit: preset limit 0 -> +Inf */
     tpm_preset pr;
     memset(&pr, 0, sizeof pr);
@@ -321,26 +330,31 @@ static void expert_vs_f64(void **state) {
         tpm_expert_view v = {ew.gate_up, ew.gate_up_bias, ew.down, ew.down_bias};
         tpm_act_params ap = {(tpm_act_kind)kind, 1.702f, 7.0f, 1.0f};
         float *x = trand_bf16(&r, (size_t)n * H, 4.0);
-        float *h = malloc((size_t)n * 3 * I * sizeof *h), *out = malloc((size_t)n * H * sizeof *out);
-        for (int i = 0; i < n * H; i++) out[i] = NAN;
+        float *h = malloc((size_t)n * 3 * I * sizeof *h),
+              *out = malloc((size_t)n * H * sizeof *out);
+        for (int i = 0; i < n * H; i++)
+            out[i] = NAN;
         tpm_expert_forward(&ap, &v, H, I, x, (size_t)n, h, out);
         int clamped = 0;
         for (int t = 0; t < n; t++) {
             double hh[24], a[12];
             for (int rr = 0; rr < 2 * I; rr++) {
                 double s = ew.gate_up_bias[rr];
-                for (int i = 0; i < H; i++) s += (double)ew.gate_up[rr * H + i] * x[t * H + i];
+                for (int i = 0; i < H; i++)
+                    s += (double)ew.gate_up[rr * H + i] * x[t * H + i];
                 hh[rr] = s;
             }
             for (int i = 0; i < I; i++) {
-                double gg = kind == 1 ? hh[2 * i] : hh[i], uu = kind == 1 ? hh[2 * i + 1] : hh[I + i];
+                double gg = kind == 1 ? hh[2 * i] : hh[i],
+                       uu = kind == 1 ? hh[2 * i + 1] : hh[I + i];
                 clamped += gg > 7.0 || fabs(uu) > 7.0;
                 a[i] = kind == 2 ? tpm_act_silu_glu_f64(gg, uu)
                                  : tpm_act_swiglu_oai_f64(gg, uu, 1.702f, 7.0, 1.0);
             }
             for (int o = 0; o < H; o++) {
                 double s = ew.down_bias[o];
-                for (int i = 0; i < I; i++) s += (double)ew.down[o * I + i] * a[i];
+                for (int i = 0; i < I; i++)
+                    s += (double)ew.down[o * I + i] * a[i];
                 assert_true(fabs(out[t * H + o] - s) < 1e-4 * (1.0 + fabs(s)));
             }
         }
@@ -354,10 +368,10 @@ static void expert_vs_f64(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(dot_fixed_order),     cmocka_unit_test(router_sigmoid_hand),
+        cmocka_unit_test(dot_fixed_order),         cmocka_unit_test(router_sigmoid_hand),
         cmocka_unit_test(router_ties_lower_index), cmocka_unit_test(router_nan_inf),
-        cmocka_unit_test(router_grouped),      cmocka_unit_test(router_softmax_topk),
-        cmocka_unit_test(activations_hand),    cmocka_unit_test(expert_vs_f64),
+        cmocka_unit_test(router_grouped),          cmocka_unit_test(router_softmax_topk),
+        cmocka_unit_test(activations_hand),        cmocka_unit_test(expert_vs_f64),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

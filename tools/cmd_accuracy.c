@@ -8,7 +8,8 @@
  * the exact run and the final hidden state's cosine similarity and relative
  * error, for Gaussian, heavy-tailed (Student-t, 3 dof) and outlier-channel
  * (every 97th channel x30) inputs, and how often a token's set of experts
- * changed (a flipped expert turns a small codec error into a large one). docs/accuracy.md records a run.
+ * changed (a flipped expert turns a small codec error into a large one). docs/accuracy.md records a
+ * run.
  */
 #include "cli.h"
 #include "internal.h"
@@ -29,8 +30,10 @@
 
 static void help(void) {
     printf("usage: tpmoe accuracy [options]\n"
-           "Residual stack of L MoE blocks (RMSNorm -> MoE -> all-reduce with a codec -> residual add),\n"
-           "run exactly and once per codec; per-layer relative error of the hidden state, final cosine\n"
+           "Residual stack of L MoE blocks (RMSNorm -> MoE -> all-reduce with a codec -> residual "
+           "add),\n"
+           "run exactly and once per codec; per-layer relative error of the hidden state, final "
+           "cosine\n"
            "similarity and relative error against the exact run.\n\n"
            "  --preset P     model preset (default m3-mini)\n"
            "  --layers L     blocks (default 4, at most %d)\n"
@@ -46,7 +49,8 @@ static void help(void) {
 
 enum { DATA_GAUSS = 0, DATA_HEAVY = 1, DATA_OUTLIER = 2, DATA_N = 3 };
 static const char *const data_names[DATA_N] = {"gaussian", "heavy", "outlier"};
-static const char *const data_desc[DATA_N] = {"N(0,1)", "Student-t 3 dof", "N(0,1), every 97th channel x30"};
+static const char *const data_desc[DATA_N] = {"N(0,1)", "Student-t 3 dof",
+                                              "N(0,1), every 97th channel x30"};
 
 typedef struct stack_job {
     tpm_moe_t *moe; /* [layers] of this rank */
@@ -57,8 +61,8 @@ typedef struct stack_job {
     tpm_codec codec;
     tpm_algo algo;
     const void *h0;
-    float *rec;      /* rank 0: [layers x T x H] hidden state after each block */
-    int32_t *ids;    /* rank 0: [layers x T x k] expert ids of each block */
+    float *rec;   /* rank 0: [layers x T x H] hidden state after each block */
+    int32_t *ids; /* rank 0: [layers x T x k] expert ids of each block */
     int top_k;
     tpm_status st;
     char err[TPM_ERRMSG_LEN];
@@ -100,10 +104,13 @@ static void *stack_main(void *arg) {
             goto out;
         }
         for (size_t i = 0; i < n; i++)
-            tpm_store_f32(h, (int)j->dt, i, tpm_load_f32(h, (int)j->dt, i) + tpm_load_f32(y, (int)j->dt, i));
+            tpm_store_f32(h, (int)j->dt, i,
+                          tpm_load_f32(h, (int)j->dt, i) + tpm_load_f32(y, (int)j->dt, i));
         if (j->record) {
-            for (size_t i = 0; i < n; i++) j->rec[(size_t)l * n + i] = tpm_load_f32(h, (int)j->dt, i);
-            tpm_moe_last_routing(j->moe[l], j->ids + (size_t)l * j->T * (size_t)j->top_k, NULL, NULL, j->T);
+            for (size_t i = 0; i < n; i++)
+                j->rec[(size_t)l * n + i] = tpm_load_f32(h, (int)j->dt, i);
+            tpm_moe_last_routing(j->moe[l], j->ids + (size_t)l * j->T * (size_t)j->top_k, NULL,
+                                 NULL, j->T);
         }
     }
 out:
@@ -133,21 +140,33 @@ static void gen_input(int kind, uint64_t seed, size_t T, int H, tpm_dtype dt, vo
 }
 
 /* Run the whole stack once on every rank with one codec. */
-static int run_stack(tpm_moe_t (*moes)[MAX_LAYERS], tpm_comm_t *comms, int world, int layers,
-                     int H, int k, size_t T, tpm_dtype dt, tpm_codec codec, const void *h0, float *rec,
+static int run_stack(tpm_moe_t (*moes)[MAX_LAYERS], tpm_comm_t *comms, int world, int layers, int H,
+                     int k, size_t T, tpm_dtype dt, tpm_codec codec, const void *h0, float *rec,
                      int32_t *ids) {
     stack_job jobs[MAX_RANKS];
     pthread_t th[MAX_RANKS];
     for (int r = 0; r < world; r++) {
-        jobs[r] = (stack_job){.moe = moes[r], .comm = comms[r], .layers = layers, .hidden = H,
-                              .record = r == 0, .T = T, .dt = dt, .codec = codec,
+        jobs[r] = (stack_job){.moe = moes[r],
+                              .comm = comms[r],
+                              .layers = layers,
+                              .hidden = H,
+                              .record = r == 0,
+                              .T = T,
+                              .dt = dt,
+                              .codec = codec,
                               .algo = codec == TPM_CODEC_NONE ? TPM_ALGO_AUTO : TPM_ALGO_TWOSHOT,
-                              .h0 = h0, .rec = rec, .ids = ids, .top_k = k, .st = TPM_OK};
+                              .h0 = h0,
+                              .rec = rec,
+                              .ids = ids,
+                              .top_k = k,
+                              .st = TPM_OK};
         pthread_create(&th[r], NULL, stack_main, &jobs[r]);
     }
-    for (int r = 0; r < world; r++) pthread_join(th[r], NULL);
     for (int r = 0; r < world; r++)
-        if (jobs[r].st != TPM_OK) return cli_fail(CMD, tpm_codec_name(codec), jobs[r].st, jobs[r].err);
+        pthread_join(th[r], NULL);
+    for (int r = 0; r < world; r++)
+        if (jobs[r].st != TPM_OK)
+            return cli_fail(CMD, tpm_codec_name(codec), jobs[r].st, jobs[r].err);
     return 0;
 }
 
@@ -180,7 +199,8 @@ static double route_diff(const int32_t *a, const int32_t *b, int L, size_t T, in
         int same = 1;
         for (int i = 0; i < k && same; i++) {
             int found = 0;
-            for (int j = 0; j < k; j++) found |= x[i] == y[j];
+            for (int j = 0; j < k; j++)
+                found |= x[i] == y[j];
             same = found;
         }
         diff += !same;
@@ -201,30 +221,45 @@ int cmd_accuracy(int argc, char **argv) {
         }
         if (i + 1 >= argc) return cli_usage_error(CMD, "%s needs a value", a);
         const char *v = argv[++i];
-        if (!strcmp(a, "--preset")) preset = v;
-        else if (!strcmp(a, "--codecs")) codec_list = v;
+        if (!strcmp(a, "--preset"))
+            preset = v;
+        else if (!strcmp(a, "--codecs"))
+            codec_list = v;
         else if (!strcmp(a, "--layers")) {
-            if (cli_parse_int(v, 1, MAX_LAYERS, &layers)) return cli_usage_error(CMD, "--layers '%s': want 1..%d", v, MAX_LAYERS);
+            if (cli_parse_int(v, 1, MAX_LAYERS, &layers))
+                return cli_usage_error(CMD, "--layers '%s': want 1..%d", v, MAX_LAYERS);
         } else if (!strcmp(a, "--tp")) {
-            if (cli_parse_int(v, 1, MAX_RANKS, &tp)) return cli_usage_error(CMD, "--tp '%s': want 1..%d", v, MAX_RANKS);
+            if (cli_parse_int(v, 1, MAX_RANKS, &tp))
+                return cli_usage_error(CMD, "--tp '%s': want 1..%d", v, MAX_RANKS);
         } else if (!strcmp(a, "--ep")) {
-            if (cli_parse_int(v, 1, MAX_RANKS, &ep)) return cli_usage_error(CMD, "--ep '%s': want 1..%d", v, MAX_RANKS);
+            if (cli_parse_int(v, 1, MAX_RANKS, &ep))
+                return cli_usage_error(CMD, "--ep '%s': want 1..%d", v, MAX_RANKS);
         } else if (!strcmp(a, "--tokens")) {
-            if (cli_parse_int(v, 1, 1 << 16, &tokens)) return cli_usage_error(CMD, "--tokens '%s': want 1..65536", v);
+            if (cli_parse_int(v, 1, 1 << 16, &tokens))
+                return cli_usage_error(CMD, "--tokens '%s': want 1..65536", v);
         } else if (!strcmp(a, "--seed")) {
-            if (cli_parse_int(v, 0, INT64_MAX, &seed)) return cli_usage_error(CMD, "--seed '%s': want >= 0", v);
+            if (cli_parse_int(v, 0, INT64_MAX, &seed))
+                return cli_usage_error(CMD, "--seed '%s': want >= 0", v);
         } else if (!strcmp(a, "--dtype")) {
-            if (tpm_dtype_parse(v, &dt) != TPM_OK) return cli_usage_error(CMD, "--dtype '%s': want bf16, fp16 or fp32", v);
+            if (tpm_dtype_parse(v, &dt) != TPM_OK)
+                return cli_usage_error(CMD, "--dtype '%s': want bf16, fp16 or fp32", v);
         } else if (!strcmp(a, "--fuse-shared")) {
-            if (!strcmp(v, "auto")) fuse = -1;
-            else if (!strcmp(v, "0") || !strcmp(v, "1")) fuse = v[0] - '0';
-            else return cli_usage_error(CMD, "--fuse-shared '%s': want auto, 0 or 1", v);
+            if (!strcmp(v, "auto"))
+                fuse = -1;
+            else if (!strcmp(v, "0") || !strcmp(v, "1"))
+                fuse = v[0] - '0';
+            else
+                return cli_usage_error(CMD, "--fuse-shared '%s': want auto, 0 or 1", v);
         } else if (!strcmp(a, "--data")) {
             int k;
-            for (k = 0; k < DATA_N && strcmp(v, data_names[k]); k++) {}
-            if (!strcmp(v, "all")) all_data = 1;
-            else if (k == DATA_N) return cli_usage_error(CMD, "--data '%s': want gaussian, heavy, outlier or all", v);
-            else data = k;
+            for (k = 0; k < DATA_N && strcmp(v, data_names[k]); k++) {
+            }
+            if (!strcmp(v, "all"))
+                all_data = 1;
+            else if (k == DATA_N)
+                return cli_usage_error(CMD, "--data '%s': want gaussian, heavy, outlier or all", v);
+            else
+                data = k;
         } else {
             return cli_usage_error(CMD, "unknown option '%s'", a);
         }
@@ -232,19 +267,28 @@ int cmd_accuracy(int argc, char **argv) {
     const tpm_preset *p = tpm_preset_find(preset);
     if (!p) return cli_usage_error(CMD, "--preset '%s': unknown", preset);
     const int world = (int)(tp * ep);
-    if (world < 2) return cli_usage_error(CMD, "--tp x --ep must be >= 2: one rank has no all-reduce");
-    if (world > MAX_RANKS) return cli_usage_error(CMD, "--tp x --ep = %d ranks > %d", world, MAX_RANKS);
-    if (p->inter % tp) return cli_usage_error(CMD, "--tp %lld does not divide the intermediate %d", tp, p->inter);
-    if (p->n_experts % ep) return cli_usage_error(CMD, "--ep %lld does not divide the %d experts", ep, p->n_experts);
+    if (world < 2)
+        return cli_usage_error(CMD, "--tp x --ep must be >= 2: one rank has no all-reduce");
+    if (world > MAX_RANKS)
+        return cli_usage_error(CMD, "--tp x --ep = %d ranks > %d", world, MAX_RANKS);
+    if (p->inter % tp)
+        return cli_usage_error(CMD, "--tp %lld does not divide the intermediate %d", tp, p->inter);
+    if (p->n_experts % ep)
+        return cli_usage_error(CMD, "--ep %lld does not divide the %d experts", ep, p->n_experts);
     tpm_codec codecs[MAX_CODECS];
     int nc = 0;
     {
         char buf[256];
-        if (strlen(codec_list) >= sizeof buf) return cli_usage_error(CMD, "--codecs: list too long");
+        if (strlen(codec_list) >= sizeof buf)
+            return cli_usage_error(CMD, "--codecs: list too long");
         strcpy(buf, codec_list);
-        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+             tok = strtok_r(NULL, ",", &save)) {
             if (nc == MAX_CODECS || tpm_codec_parse(tok, &codecs[nc]) != TPM_OK)
-                return cli_usage_error(CMD, "--codecs: '%s' is not a codec (none, int8, int6, int4, fp8, int4_h, int6_h)", tok);
+                return cli_usage_error(
+                    CMD,
+                    "--codecs: '%s' is not a codec (none, int8, int6, int4, fp8, int4_h, int6_h)",
+                    tok);
             nc++;
         }
         if (nc == 0) return cli_usage_error(CMD, "--codecs: empty list");
@@ -257,7 +301,8 @@ int cmd_accuracy(int argc, char **argv) {
     memset(moes, 0, sizeof moes);
     memset(moes32, 0, sizeof moes32);
     const int base = dt != TPM_DTYPE_FP32; /* also run fp32 activations as a baseline */
-    float *exact = malloc((size_t)L * n * sizeof *exact), *run = malloc((size_t)L * n * sizeof *run);
+    float *exact = malloc((size_t)L * n * sizeof *exact),
+          *run = malloc((size_t)L * n * sizeof *run);
     void *h0 = malloc(n * tpm_dtype_size(dt));
     float *h0_32 = malloc(n * sizeof(float));
     const size_t nk = (size_t)L * T * (size_t)p->top_k;
@@ -296,7 +341,8 @@ int cmd_accuracy(int argc, char **argv) {
             mc.dtype = dt;
             st = tpm_moe_create_from_weights(&moes[r][l], &mc, comms[r], &w);
             mc.dtype = TPM_DTYPE_FP32;
-            if (st == TPM_OK && base) st = tpm_moe_create_from_weights(&moes32[r][l], &mc, comms[r], &w);
+            if (st == TPM_OK && base)
+                st = tpm_moe_create_from_weights(&moes32[r][l], &mc, comms[r], &w);
         }
         tpm_moe_weights_free(&w);
         if (st != TPM_OK) {
@@ -304,25 +350,33 @@ int cmd_accuracy(int argc, char **argv) {
             goto done;
         }
     }
-    printf("accuracy: preset %s, %d layers (weights: seed %lld, layer l), tp %lld x ep %lld ranks, %zu "
-           "tokens %s, RMSNorm(w=1, eps=1e-6) -> MoE -> all-reduce(codec, two-shot) -> residual add "
-           "(setup %.1f s)\n",
-           p->name, L, seed, tp, ep, T, tpm_dtype_name(dt), tpm_now_s() - t0);
+    printf(
+        "accuracy: preset %s, %d layers (weights: seed %lld, layer l), tp %lld x ep %lld ranks, "
+        "%zu "
+        "tokens %s, RMSNorm(w=1, eps=1e-6) -> MoE -> all-reduce(codec, two-shot) -> residual add "
+        "(setup %.1f s)\n",
+        p->name, L, seed, tp, ep, T, tpm_dtype_name(dt), tpm_now_s() - t0);
     for (int d = 0; d < DATA_N; d++) {
         if (!all_data && d != data) continue;
         gen_input(d, (uint64_t)seed, T, H, dt, h0);
-        if (run_stack(moes, comms, world, L, H, p->top_k, T, dt, TPM_CODEC_NONE, h0, exact, ids_exact))
+        if (run_stack(moes, comms, world, L, H, p->top_k, T, dt, TPM_CODEC_NONE, h0, exact,
+                      ids_exact))
             goto done;
-        printf("\ndata %s (%s): relative error of the hidden state vs the exact run\n", data_names[d],
-               data_desc[d]);
+        printf("\ndata %s (%s): relative error of the hidden state vs the exact run\n",
+               data_names[d], data_desc[d]);
         printf("  %-7s", "codec");
-        for (int l = 0; l < L; l++) printf("   layer %-3d", l + 1);
+        for (int l = 0; l < L; l++)
+            printf("   layer %-3d", l + 1);
         printf("  final cos sim  final rel err  routing changed\n");
-        if (base) printf("  (fp32*: the same stack with fp32 activations, exact: the %s rounding itself)\n", tpm_dtype_name(dt));
+        if (base)
+            printf(
+                "  (fp32*: the same stack with fp32 activations, exact: the %s rounding itself)\n",
+                tpm_dtype_name(dt));
         if (base) {
-            for (size_t i = 0; i < n; i++) h0_32[i] = tpm_load_f32(h0, (int)dt, i);
-            if (run_stack(moes32, comms, world, L, H, p->top_k, T, TPM_DTYPE_FP32, TPM_CODEC_NONE, h0_32,
-                          run, ids_run))
+            for (size_t i = 0; i < n; i++)
+                h0_32[i] = tpm_load_f32(h0, (int)dt, i);
+            if (run_stack(moes32, comms, world, L, H, p->top_k, T, TPM_DTYPE_FP32, TPM_CODEC_NONE,
+                          h0_32, run, ids_run))
                 goto done;
             printf("  %-7s", "fp32*");
             print_errors(run, exact, L, n);

@@ -76,46 +76,68 @@ static int parse(int argc, char **argv, opts *o) {
         }
         if (i + 1 >= argc) return cli_usage_error(CMD, "%s needs a value", a);
         const char *v = argv[++i];
-        if (!strcmp(a, "--preset")) o->preset = v;
-        else if (!strcmp(a, "--weights")) o->weights = v;
-        else if (!strcmp(a, "--input")) o->input = v;
-        else if (!strcmp(a, "--output")) o->output = v;
+        if (!strcmp(a, "--preset"))
+            o->preset = v;
+        else if (!strcmp(a, "--weights"))
+            o->weights = v;
+        else if (!strcmp(a, "--input"))
+            o->input = v;
+        else if (!strcmp(a, "--output"))
+            o->output = v;
         else if (!strcmp(a, "--tokens")) {
             if (cli_parse_int(v, 1, 1 << 20, &o->tokens))
                 return cli_usage_error(CMD, "--tokens '%s': want 1..1048576", v);
             o->tokens_set = 1;
         } else if (!strcmp(a, "--tp")) {
-            if (cli_parse_int(v, 1, MAX_RANKS, &o->tp)) return cli_usage_error(CMD, "--tp '%s': want 1..%d", v, MAX_RANKS);
+            if (cli_parse_int(v, 1, MAX_RANKS, &o->tp))
+                return cli_usage_error(CMD, "--tp '%s': want 1..%d", v, MAX_RANKS);
         } else if (!strcmp(a, "--ep")) {
-            if (cli_parse_int(v, 1, MAX_RANKS, &o->ep)) return cli_usage_error(CMD, "--ep '%s': want 1..%d", v, MAX_RANKS);
+            if (cli_parse_int(v, 1, MAX_RANKS, &o->ep))
+                return cli_usage_error(CMD, "--ep '%s': want 1..%d", v, MAX_RANKS);
         } else if (!strcmp(a, "--layer")) {
-            if (cli_parse_int(v, 0, 1000000, &o->layer)) return cli_usage_error(CMD, "--layer '%s': want >= 0", v);
+            if (cli_parse_int(v, 0, 1000000, &o->layer))
+                return cli_usage_error(CMD, "--layer '%s': want >= 0", v);
             o->layer_set = 1;
         } else if (!strcmp(a, "--seed")) {
-            if (cli_parse_int(v, 0, INT64_MAX, &o->seed)) return cli_usage_error(CMD, "--seed '%s': want >= 0", v);
+            if (cli_parse_int(v, 0, INT64_MAX, &o->seed))
+                return cli_usage_error(CMD, "--seed '%s': want >= 0", v);
         } else if (!strcmp(a, "--iters")) {
-            if (cli_parse_int(v, 1, 100000, &o->iters)) return cli_usage_error(CMD, "--iters '%s': want >= 1", v);
+            if (cli_parse_int(v, 1, 100000, &o->iters))
+                return cli_usage_error(CMD, "--iters '%s': want >= 1", v);
         } else if (!strcmp(a, "--fuse-shared")) {
-            if (!strcmp(v, "auto")) o->fuse = -1;
-            else if (!strcmp(v, "0")) o->fuse = 0;
-            else if (!strcmp(v, "1")) o->fuse = 1;
-            else return cli_usage_error(CMD, "--fuse-shared '%s': want auto, 0 or 1", v);
+            if (!strcmp(v, "auto"))
+                o->fuse = -1;
+            else if (!strcmp(v, "0"))
+                o->fuse = 0;
+            else if (!strcmp(v, "1"))
+                o->fuse = 1;
+            else
+                return cli_usage_error(CMD, "--fuse-shared '%s': want auto, 0 or 1", v);
         } else if (!strcmp(a, "--backend")) {
-            if (!strcmp(v, "cpu")) o->backend = TPM_BACKEND_CPU;
-            else if (!strcmp(v, "cuda")) o->backend = TPM_BACKEND_CUDA;
-            else if (!strcmp(v, "auto")) o->backend = TPM_BACKEND_AUTO;
-            else return cli_usage_error(CMD, "--backend '%s': want cpu, cuda or auto", v);
+            if (!strcmp(v, "cpu"))
+                o->backend = TPM_BACKEND_CPU;
+            else if (!strcmp(v, "cuda"))
+                o->backend = TPM_BACKEND_CUDA;
+            else if (!strcmp(v, "auto"))
+                o->backend = TPM_BACKEND_AUTO;
+            else
+                return cli_usage_error(CMD, "--backend '%s': want cpu, cuda or auto", v);
         } else if (!strcmp(a, "--dtype")) {
             if (tpm_dtype_parse(v, &o->dtype) != TPM_OK)
                 return cli_usage_error(CMD, "--dtype '%s': want bf16, fp16 or fp32", v);
         } else if (!strcmp(a, "--codec")) {
             if (tpm_codec_parse(v, &o->codec) != TPM_OK)
-                return cli_usage_error(CMD, "--codec '%s': want none, int8, int6, int4, fp8, int4_h or int6_h", v);
+                return cli_usage_error(
+                    CMD, "--codec '%s': want none, int8, int6, int4, fp8, int4_h or int6_h", v);
         } else if (!strcmp(a, "--algo")) {
-            if (!strcmp(v, "auto")) o->algo = TPM_ALGO_AUTO;
-            else if (!strcmp(v, "oneshot")) o->algo = TPM_ALGO_ONESHOT;
-            else if (!strcmp(v, "twoshot")) o->algo = TPM_ALGO_TWOSHOT;
-            else return cli_usage_error(CMD, "--algo '%s': want auto, oneshot or twoshot", v);
+            if (!strcmp(v, "auto"))
+                o->algo = TPM_ALGO_AUTO;
+            else if (!strcmp(v, "oneshot"))
+                o->algo = TPM_ALGO_ONESHOT;
+            else if (!strcmp(v, "twoshot"))
+                o->algo = TPM_ALGO_TWOSHOT;
+            else
+                return cli_usage_error(CMD, "--algo '%s': want auto, oneshot or twoshot", v);
             o->algo_set = 1;
         } else {
             return cli_usage_error(CMD, "unknown option '%s'", a);
@@ -132,18 +154,22 @@ static int load_input(const opts *o, const tpm_preset *p, void **x, size_t *T, t
     if (st != TPM_OK) return cli_usage_error(CMD, "--input: %s", tpm_last_error());
     int64_t shape[2] = {-1, p->hidden};
     const tpm_st_tensor *t = NULL;
-    st = tpm_st_get(f, "x", TPM_ST_MASK(TPM_ST_BF16) | TPM_ST_MASK(TPM_ST_F16) | TPM_ST_MASK(TPM_ST_F32),
-                    2, shape, &t);
+    st = tpm_st_get(f, "x",
+                    TPM_ST_MASK(TPM_ST_BF16) | TPM_ST_MASK(TPM_ST_F16) | TPM_ST_MASK(TPM_ST_F32), 2,
+                    shape, &t);
     if (st != TPM_OK) {
         tpm_st_close(f);
-        return cli_usage_error(CMD, "--input: %s (want x [B, %d] bf16/f16/f32)", tpm_last_error(), p->hidden);
+        return cli_usage_error(CMD, "--input: %s (want x [B, %d] bf16/f16/f32)", tpm_last_error(),
+                               p->hidden);
     }
     if (o->tokens_set && t->shape[0] != o->tokens) {
         long long rows = (long long)t->shape[0];
         tpm_st_close(f);
         return cli_usage_error(CMD, "--tokens %lld but --input x has %lld rows", o->tokens, rows);
     }
-    *dt = t->dtype == TPM_ST_BF16 ? TPM_DTYPE_BF16 : t->dtype == TPM_ST_F16 ? TPM_DTYPE_FP16 : TPM_DTYPE_FP32;
+    *dt = t->dtype == TPM_ST_BF16  ? TPM_DTYPE_BF16
+          : t->dtype == TPM_ST_F16 ? TPM_DTYPE_FP16
+                                   : TPM_DTYPE_FP32;
     *T = (size_t)t->shape[0];
     *x = malloc(t->nbytes);
     if (*x) memcpy(*x, t->data, t->nbytes);
@@ -158,7 +184,9 @@ static tpm_status write_output(const opts *o, const tpm_preset *p, const tpm_moe
     tpm_st_writer *wr = NULL;
     tpm_status st = tpm_st_writer_create(&wr);
     if (st != TPM_OK) return st;
-    tpm_st_dtype sd = dt == TPM_DTYPE_BF16 ? TPM_ST_BF16 : dt == TPM_DTYPE_FP16 ? TPM_ST_F16 : TPM_ST_F32;
+    tpm_st_dtype sd = dt == TPM_DTYPE_BF16   ? TPM_ST_BF16
+                      : dt == TPM_DTYPE_FP16 ? TPM_ST_F16
+                                             : TPM_ST_F32;
     int64_t sx[2] = {(int64_t)T, p->hidden}, sk[2] = {(int64_t)T, p->top_k};
     char buf[64];
     st = tpm_st_writer_metadata(wr, "tpmoe_preset", p->name);
@@ -172,8 +200,12 @@ static tpm_status write_output(const opts *o, const tpm_preset *p, const tpm_moe
     if (st == TPM_OK) st = tpm_st_writer_metadata(wr, "tpmoe_layer", buf);
     snprintf(buf, sizeof buf, "%lld", o->seed);
     if (st == TPM_OK) st = tpm_st_writer_metadata(wr, "tpmoe_seed", buf);
-    if (st == TPM_OK) st = tpm_st_writer_metadata(wr, "tpmoe_weights", o->weights ? o->weights : "random");
-    if (st == TPM_OK) st = tpm_st_writer_metadata(wr, "tpmoe_codec", tpm_codec_name(info->codec == TPM_CODEC_DEFAULT ? TPM_CODEC_NONE : info->codec));
+    if (st == TPM_OK)
+        st = tpm_st_writer_metadata(wr, "tpmoe_weights", o->weights ? o->weights : "random");
+    if (st == TPM_OK)
+        st = tpm_st_writer_metadata(
+            wr, "tpmoe_codec",
+            tpm_codec_name(info->codec == TPM_CODEC_DEFAULT ? TPM_CODEC_NONE : info->codec));
     if (st == TPM_OK) st = tpm_st_writer_add(wr, "x", sd, 2, sx, x);
     if (st == TPM_OK) st = tpm_st_writer_add(wr, "y", sd, 2, sx, y);
     if (st == TPM_OK) st = tpm_st_writer_add(wr, "topk_ids", TPM_ST_I32, 2, sk, ids);
@@ -214,11 +246,13 @@ static void *rank_main(void *arg) {
 static double median_field(const tpm_moe_stats *s, int n, size_t off) {
     double v[1024];
     if (n > 1024) n = 1024;
-    for (int i = 0; i < n; i++) v[i] = *(const double *)((const char *)&s[i] + off);
+    for (int i = 0; i < n; i++)
+        v[i] = *(const double *)((const char *)&s[i] + off);
     return cli_median(v, n);
 }
 
-static void print_routing(const tpm_preset *p, const int32_t *counts, size_t T, const tpm_moe_info *info) {
+static void print_routing(const tpm_preset *p, const int32_t *counts, size_t T,
+                          const tpm_moe_info *info) {
     const int E = p->n_experts;
     int distinct = 0, mn = INT32_MAX, mx = 0;
     for (int e = 0; e < E; e++) {
@@ -227,13 +261,15 @@ static void print_routing(const tpm_preset *p, const int32_t *counts, size_t T, 
         if (counts[e] > mx) mx = counts[e];
     }
     double expect = E * (1.0 - pow(1.0 - (double)p->top_k / E, (double)T));
-    printf("routing: %zu tokens x top-%d over %d experts: %d distinct experts touched (uniform routing "
+    printf("routing: %zu tokens x top-%d over %d experts: %d distinct experts touched (uniform "
+           "routing "
            "would touch %.1f); tokens per expert min %d, mean %.2f, max %d\n",
            T, p->top_k, E, distinct, expect, mn, (double)T * p->top_k / E, mx);
     printf("tokens per expert:\n");
     for (int e = 0; e < E; e += 16) {
         printf("  %4d:", e);
-        for (int i = e; i < E && i < e + 16; i++) printf(" %4d", counts[i]);
+        for (int i = e; i < E && i < e + 16; i++)
+            printf(" %4d", counts[i]);
         printf("\n");
     }
     if (p->n_shared == 0)
@@ -285,9 +321,12 @@ static int check_f64(const tpm_moe_t m0, const tpm_moe_weights *w, const void *x
         /* bound: a few output roundings of the activation dtype, more for a
          * lossy all-reduce codec (docs/moe.md) */
         double bound = dt == TPM_DTYPE_FP32 ? 1e-5 : dt == TPM_DTYPE_FP16 ? 2e-3 : 1e-2;
-        if (codec == TPM_CODEC_INT8) bound += 2e-2;
-        else if (codec == TPM_CODEC_INT6 || codec == TPM_CODEC_INT6_H) bound += 6e-2;
-        else if (codec != TPM_CODEC_NONE && codec != TPM_CODEC_DEFAULT) bound += 0.25;
+        if (codec == TPM_CODEC_INT8)
+            bound += 2e-2;
+        else if (codec == TPM_CODEC_INT6 || codec == TPM_CODEC_INT6_H)
+            bound += 6e-2;
+        else if (codec != TPM_CODEC_NONE && codec != TPM_CODEC_DEFAULT)
+            bound += 0.25;
         bad = !(rel <= bound) || nonfinite > 0;
         printf("check vs fp64 (same expert ids, fp64 weights and math; %.2f s): relative RMS %.3e, "
                "max abs %.3e (max |ref| %.3g), non-finite %zu: %s (bound %.1e)\n",
@@ -306,17 +345,24 @@ int cmd_moe(int argc, char **argv) {
     if (!p) {
         char names[256] = "";
         for (const tpm_preset *const *q = tpm_preset_list(); *q; q++)
-            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", (*q)->name, q[1] ? ", " : "");
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", (*q)->name,
+                     q[1] ? ", " : "");
         return cli_usage_error(CMD, "--preset '%s': unknown (known: %s)", o.preset, names);
     }
     if (!o.layer_set) o.layer = 0;
     const int world = (int)(o.tp * o.ep);
-    if (world > MAX_RANKS) return cli_usage_error(CMD, "--tp x --ep = %d ranks > %d", world, MAX_RANKS);
-    if (p->inter % o.tp) return cli_usage_error(CMD, "--tp %lld does not divide the expert intermediate %d of %s", o.tp, p->inter, p->name);
-    if (p->n_experts % o.ep) return cli_usage_error(CMD, "--ep %lld does not divide the %d experts of %s", o.ep, p->n_experts, p->name);
+    if (world > MAX_RANKS)
+        return cli_usage_error(CMD, "--tp x --ep = %d ranks > %d", world, MAX_RANKS);
+    if (p->inter % o.tp)
+        return cli_usage_error(CMD, "--tp %lld does not divide the expert intermediate %d of %s",
+                               o.tp, p->inter, p->name);
+    if (p->n_experts % o.ep)
+        return cli_usage_error(CMD, "--ep %lld does not divide the %d experts of %s", o.ep,
+                               p->n_experts, p->name);
     tpm_codec codec = o.codec;
     tpm_algo algo = o.algo;
-    if (codec != TPM_CODEC_DEFAULT && codec != TPM_CODEC_NONE && !o.algo_set) algo = TPM_ALGO_TWOSHOT;
+    if (codec != TPM_CODEC_DEFAULT && codec != TPM_CODEC_NONE && !o.algo_set)
+        algo = TPM_ALGO_TWOSHOT;
 
     /* input */
     void *x = NULL;
@@ -329,7 +375,8 @@ int cmd_moe(int argc, char **argv) {
         x = malloc(T * (size_t)p->hidden * tpm_dtype_size(dt));
         if (!x) return cli_fail(CMD, "input", TPM_ERR_NO_MEMORY, "");
         cli_rng r = {(uint64_t)o.seed ^ 0x5eed0f1a7e5ull};
-        for (size_t i = 0; i < T * (size_t)p->hidden; i++) tpm_store_f32(x, (int)dt, i, (float)cli_rng_normal(&r));
+        for (size_t i = 0; i < T * (size_t)p->hidden; i++)
+            tpm_store_f32(x, (int)dt, i, (float)cli_rng_normal(&r));
     }
     const size_t n = T * (size_t)p->hidden;
 
@@ -403,20 +450,32 @@ int cmd_moe(int argc, char **argv) {
         ys[r] = malloc(n * tpm_dtype_size(dt));
         if (!ys[r]) goto done;
         memset(ys[r], 0xff, n * tpm_dtype_size(dt)); /* poison: NaN */
-        jobs[r] = (rank_job){moes[r], comms[r], x, ys[r], T, dt, (int)o.iters,
-                             stats + (size_t)r * (size_t)(o.iters + 1), TPM_OK, ""};
+        jobs[r] = (rank_job){moes[r],
+                             comms[r],
+                             x,
+                             ys[r],
+                             T,
+                             dt,
+                             (int)o.iters,
+                             stats + (size_t)r * (size_t)(o.iters + 1),
+                             TPM_OK,
+                             ""};
     }
     tpm_moe_info info;
     tpm_moe_get_info(moes[0], &info);
-    printf("moe: preset %s (hidden %d, %d experts top-%d, inter %d, shared %d), layer %lld, %zu tokens "
+    printf("moe: preset %s (hidden %d, %d experts top-%d, inter %d, shared %d), layer %lld, %zu "
+           "tokens "
            "%s, %s weights (%.2f s)\n",
            p->name, p->hidden, p->n_experts, p->top_k, p->inter, p->n_shared, o.layer, T,
            tpm_dtype_name(dt), o.weights ? o.weights : "random", tw1 - tw0);
-    printf("ranks: tp %lld x ep %lld = %d (threads), backend cpu, all-reduce codec %s, algo %s\n", o.tp,
-           o.ep, world, codec == TPM_CODEC_DEFAULT ? "from config" : tpm_codec_name(codec), tpm_algo_name(algo));
+    printf("ranks: tp %lld x ep %lld = %d (threads), backend cpu, all-reduce codec %s, algo %s\n",
+           o.tp, o.ep, world, codec == TPM_CODEC_DEFAULT ? "from config" : tpm_codec_name(codec),
+           tpm_algo_name(algo));
 
-    for (int r = 0; r < world; r++) pthread_create(&th[r], NULL, rank_main, &jobs[r]);
-    for (int r = 0; r < world; r++) pthread_join(th[r], NULL);
+    for (int r = 0; r < world; r++)
+        pthread_create(&th[r], NULL, rank_main, &jobs[r]);
+    for (int r = 0; r < world; r++)
+        pthread_join(th[r], NULL);
     for (int r = 0; r < world; r++)
         if (jobs[r].st != TPM_OK) {
             ret = cli_fail(CMD, "forward", jobs[r].st, jobs[r].err);
@@ -436,7 +495,8 @@ int cmd_moe(int argc, char **argv) {
     int32_t *ids_r = malloc(nk * sizeof *ids_r);
     for (int r = 1; r < world && ids_r; r++) {
         tpm_moe_last_routing(moes[r], ids_r, NULL, NULL, T);
-        if (memcmp(ids_r, ids, nk * sizeof *ids) || memcmp(ys[r], ys[0], n * tpm_dtype_size(dt))) agree = 0;
+        if (memcmp(ids_r, ids, nk * sizeof *ids) || memcmp(ys[r], ys[0], n * tpm_dtype_size(dt)))
+            agree = 0;
     }
     free(ids_r);
 
@@ -456,15 +516,19 @@ int cmd_moe(int argc, char **argv) {
                r / (int)o.tp, s[0].local_active_experts, (long long)s[0].local_pairs, tr * 1e3,
                te * 1e3, tc * 1e3, ta * 1e3, tt * 1e3);
     }
-    printf("layer: %.3f ms per forward (slowest rank), %.0f tokens/s; ranks agree (routing and output "
-           "bits): %s\n", tot_max * 1e3, tot_max > 0 ? (double)T / tot_max : 0.0, agree ? "yes" : "NO");
+    printf(
+        "layer: %.3f ms per forward (slowest rank), %.0f tokens/s; ranks agree (routing and output "
+        "bits): %s\n",
+        tot_max * 1e3, tot_max > 0 ? (double)T / tot_max : 0.0, agree ? "yes" : "NO");
     ret = agree ? 0 : 1;
     if (o.check && check_f64(moes[0], &w, x, ys[0], ids, T, dt, codec)) ret = 1;
     if (o.output) {
         st = write_output(&o, p, &info, x, ys[0], ids, wts, T, dt);
-        if (st != TPM_OK) ret = cli_fail(CMD, "--output", st, tpm_last_error());
-        else printf("wrote %s (x, y [%zu, %d] %s; topk_ids i32, topk_weights f32 [%zu, %d])\n", o.output,
-                    T, p->hidden, tpm_dtype_name(dt), T, p->top_k);
+        if (st != TPM_OK)
+            ret = cli_fail(CMD, "--output", st, tpm_last_error());
+        else
+            printf("wrote %s (x, y [%zu, %d] %s; topk_ids i32, topk_weights f32 [%zu, %d])\n",
+                   o.output, T, p->hidden, tpm_dtype_name(dt), T, p->top_k);
     }
 
 done:
@@ -472,7 +536,8 @@ done:
         tpm_moe_destroy(moes[r]);
         if (ys) free(ys[r]);
     }
-    for (int r = 0; r < ncomm; r++) tpm_comm_destroy(comms[r]);
+    for (int r = 0; r < ncomm; r++)
+        tpm_comm_destroy(comms[r]);
     free(ys);
     free(stats);
     free(ids);

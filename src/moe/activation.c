@@ -29,7 +29,9 @@ float tpm_act_swiglu_oai(float g, float u, float alpha, float limit, float beta)
     return (gate * sig) * (up + beta);
 }
 
-float tpm_act_silu_glu(float g, float u) { return (g / (1.0f + expf(-g))) * u; }
+float tpm_act_silu_glu(float g, float u) {
+    return (g / (1.0f + expf(-g))) * u;
+}
 
 double tpm_act_swiglu_oai_f64(double g, double u, double alpha, double limit, double beta) {
     double gate = g > limit ? limit : g;
@@ -37,7 +39,9 @@ double tpm_act_swiglu_oai_f64(double g, double u, double alpha, double limit, do
     return gate / (1.0 + exp(-(alpha * gate))) * (up + beta);
 }
 
-double tpm_act_silu_glu_f64(double g, double u) { return g / (1.0 + exp(-g)) * u; }
+double tpm_act_silu_glu_f64(double g, double u) {
+    return g / (1.0 + exp(-g)) * u;
+}
 
 void tpm_act_apply(const tpm_act_params *ap, const float *h, int inter, float *out) {
     switch (ap->kind) {
@@ -51,7 +55,8 @@ void tpm_act_apply(const tpm_act_params *ap, const float *h, int inter, float *o
         break;
     case TPM_ACT_SILU_GLU:
     default:
-        for (int i = 0; i < inter; i++) out[i] = tpm_act_silu_glu(h[i], h[inter + i]);
+        for (int i = 0; i < inter; i++)
+            out[i] = tpm_act_silu_glu(h[i], h[inter + i]);
         break;
     }
 }

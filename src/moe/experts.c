@@ -17,8 +17,10 @@ float tpm_dot_f32(const float *a, const float *b, size_t n) {
     float l[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     size_t i = 0;
     for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++) l[j] += a[i + j] * b[i + j];
-    for (int j = 0; i < n; i++, j++) l[j] += a[i] * b[i];
+        for (int j = 0; j < 8; j++)
+            l[j] += a[i + j] * b[i + j];
+    for (int j = 0; i < n; i++, j++)
+        l[j] += a[i] * b[i];
     return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
 }
 
@@ -51,30 +53,36 @@ static void dot4_f32(const float *w, const float *x0, const float *x1, const flo
 }
 
 /* out[t * stride] = dot(w, x + t * n) for t < nt (groups of four, then one by one). */
-static void row_dots(const float *w, const float *x, size_t n, size_t nt, float *out, size_t stride) {
+static void row_dots(const float *w, const float *x, size_t n, size_t nt, float *out,
+                     size_t stride) {
     size_t t = 0;
     for (; t + 4 <= nt; t += 4) {
         float o[4];
         dot4_f32(w, x + t * n, x + (t + 1) * n, x + (t + 2) * n, x + (t + 3) * n, n, o);
-        for (int k = 0; k < 4; k++) out[(t + (size_t)k) * stride] = o[k];
+        for (int k = 0; k < 4; k++)
+            out[(t + (size_t)k) * stride] = o[k];
     }
-    for (; t < nt; t++) out[t * stride] = tpm_dot_f32(w, x + t * n, n);
+    for (; t < nt; t++)
+        out[t * stride] = tpm_dot_f32(w, x + t * n, n);
 }
 
 void tpm_expert_forward(const tpm_act_params *ap, const tpm_expert_view *e, int hidden, int inter,
                         const float *x, size_t n, float *h_scratch, float *out) {
     const size_t H = (size_t)hidden, I = (size_t)inter, I2 = 2 * I;
-    float *h = h_scratch;         /* [n x 2I] */
+    float *h = h_scratch;          /* [n x 2I] */
     float *a = h_scratch + n * I2; /* [n x I] */
     for (size_t r = 0; r < I2; r++) {
         row_dots(e->gate_up + r * H, x, H, n, h + r, I2);
         if (e->gate_up_bias)
-            for (size_t t = 0; t < n; t++) h[t * I2 + r] += e->gate_up_bias[r];
+            for (size_t t = 0; t < n; t++)
+                h[t * I2 + r] += e->gate_up_bias[r];
     }
-    for (size_t t = 0; t < n; t++) tpm_act_apply(ap, h + t * I2, inter, a + t * I);
+    for (size_t t = 0; t < n; t++)
+        tpm_act_apply(ap, h + t * I2, inter, a + t * I);
     for (size_t o = 0; o < H; o++) {
         row_dots(e->down + o * I, a, I, n, out + o, H);
         if (e->down_bias)
-            for (size_t t = 0; t < n; t++) out[t * H + o] += e->down_bias[o];
+            for (size_t t = 0; t < n; t++)
+                out[t * H + o] += e->down_bias[o];
     }
 }

@@ -131,10 +131,12 @@ static void group_pairs(const struct tpm_moe *m, cpu_state *s, size_t T) {
             }
         }
         if (pass == 0)
-            for (int i = 0; i < nloc; i++) start[i + 1] += start[i];
+            for (int i = 0; i < nloc; i++)
+                start[i + 1] += start[i];
     }
     /* pass 1 advanced start[i] to the end of slot i: shift back */
-    for (int i = nloc; i > 0; i--) start[i] = start[i - 1];
+    for (int i = nloc; i > 0; i--)
+        start[i] = start[i - 1];
     start[0] = 0;
 }
 
@@ -146,7 +148,8 @@ tpm_status tpm_moe_cpu_partial(struct tpm_moe *m, const void *x, size_t T, float
     double t0 = tpm_now_s();
 
     /* 1. widen + route */
-    for (size_t i = 0; i < T * H; i++) s->xf[i] = tpm_load_f32(x, (int)m->dtype, i);
+    for (size_t i = 0; i < T * H; i++)
+        s->xf[i] = tpm_load_f32(x, (int)m->dtype, i);
     float *logits = s->rscratch, *sel = s->rscratch + E;
     for (size_t t = 0; t < T; t++) {
         tpm_router_logits(s->xf + t * H, m->router, m->hidden, E, logits);
@@ -155,10 +158,13 @@ tpm_status tpm_moe_cpu_partial(struct tpm_moe *m, const void *x, size_t T, float
     }
     m->last_ntokens = T;
     memset(m->counts, 0, (size_t)(E + m->n_shared) * sizeof *m->counts);
-    for (size_t i = 0; i < T * k; i++) m->counts[m->last_ids[i]]++;
-    for (int sh = 0; sh < m->n_shared; sh++) m->counts[E + sh] = (int32_t)T;
+    for (size_t i = 0; i < T * k; i++)
+        m->counts[m->last_ids[i]]++;
+    for (int sh = 0; sh < m->n_shared; sh++)
+        m->counts[E + sh] = (int32_t)T;
     int distinct = 0;
-    for (int e = 0; e < E; e++) distinct += m->counts[e] > 0;
+    for (int e = 0; e < E; e++)
+        distinct += m->counts[e] > 0;
     double t1 = tpm_now_s();
 
     /* 2-3. grouped expert runs */
@@ -170,11 +176,13 @@ tpm_status tpm_moe_cpu_partial(struct tpm_moe *m, const void *x, size_t T, float
         active++;
         size_t n = (size_t)(e - b);
         for (size_t i = 0; i < n; i++)
-            memcpy(s->xg + i * H, s->xf + (size_t)s->pair_tok[b + (int32_t)i] * H, H * sizeof(float));
+            memcpy(s->xg + i * H, s->xf + (size_t)s->pair_tok[b + (int32_t)i] * H,
+                   H * sizeof(float));
         tpm_expert_view v = tpm_moe_stack_view(&m->experts, m->hidden, slot);
         tpm_expert_forward(&m->ap, &v, m->hidden, m->experts.inter, s->xg, n, s->h, s->og);
         for (size_t i = 0; i < n; i++) {
-            size_t at = (size_t)s->pair_tok[b + (int32_t)i] * S + (size_t)s->pair_slot[b + (int32_t)i];
+            size_t at =
+                (size_t)s->pair_tok[b + (int32_t)i] * S + (size_t)s->pair_slot[b + (int32_t)i];
             memcpy(s->slot_out + at * H, s->og + i * H, H * sizeof(float));
             s->present[at] = 1;
         }
@@ -184,12 +192,14 @@ tpm_status tpm_moe_cpu_partial(struct tpm_moe *m, const void *x, size_t T, float
     /* 4. combine in slot order */
     for (size_t t = 0; t < T; t++) {
         float *acc = partial + t * H;
-        for (size_t o = 0; o < H; o++) acc[o] = 0.0f;
+        for (size_t o = 0; o < H; o++)
+            acc[o] = 0.0f;
         for (size_t j = 0; j < S; j++) {
             if (!s->present[t * S + j]) continue;
             float w = j < k ? m->last_weights[t * k + j] : 1.0f;
             const float *v = s->slot_out + (t * S + j) * H;
-            for (size_t o = 0; o < H; o++) acc[o] += w * v[o];
+            for (size_t o = 0; o < H; o++)
+                acc[o] += w * v[o];
         }
     }
     double t3 = tpm_now_s();
@@ -199,7 +209,8 @@ tpm_status tpm_moe_cpu_partial(struct tpm_moe *m, const void *x, size_t T, float
         tpm_expert_view v = tpm_moe_stack_view(&m->shared, m->hidden, sh);
         tpm_expert_forward(&m->ap, &v, m->hidden, m->shared.inter, s->xf, T, s->h, s->og);
         double ta = tpm_now_s();
-        for (size_t i = 0; i < T * H; i++) partial[i] += s->og[i];
+        for (size_t i = 0; i < T * H; i++)
+            partial[i] += s->og[i];
         t_sh += tpm_now_s() - ta;
         active++;
     }
@@ -217,8 +228,8 @@ tpm_status tpm_moe_cpu_partial(struct tpm_moe *m, const void *x, size_t T, float
     return TPM_OK;
 }
 
-static tpm_status cpu_forward(struct tpm_moe *m, tpm_comm_t comm, const void *x, void *y,
-                              size_t T, void *stream) {
+static tpm_status cpu_forward(struct tpm_moe *m, tpm_comm_t comm, const void *x, void *y, size_t T,
+                              void *stream) {
     cpu_state *s = m->impl;
     double t0 = tpm_now_s();
     if (T == 0) {
@@ -232,9 +243,11 @@ static tpm_status cpu_forward(struct tpm_moe *m, tpm_comm_t comm, const void *x,
     const size_t n = T * (size_t)m->hidden;
     double ta = tpm_now_s();
     if (m->world == 1) {
-        for (size_t i = 0; i < n; i++) tpm_store_f32(y, (int)m->dtype, i, s->partial[i]);
+        for (size_t i = 0; i < n; i++)
+            tpm_store_f32(y, (int)m->dtype, i, s->partial[i]);
     } else {
-        for (size_t i = 0; i < n; i++) tpm_store_f32(s->pbuf, (int)m->dtype, i, s->partial[i]);
+        for (size_t i = 0; i < n; i++)
+            tpm_store_f32(s->pbuf, (int)m->dtype, i, s->partial[i]);
         TPM_TRY(tpm_allreduce_ex(comm, s->pbuf, y, n, m->dtype, m->codec, m->algo, stream));
     }
     double tb = tpm_now_s();

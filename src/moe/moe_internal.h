@@ -45,8 +45,8 @@ typedef struct tpm_moe_ops {
 
 /* A stack of expert slots, all with the same intermediate shard. */
 typedef struct tpm_moe_stack {
-    int n;          /* slots */
-    int inter;      /* per slot intermediate (local shard) */
+    int n;                                            /* slots */
+    int inter;                                        /* per slot intermediate (local shard) */
     float *gate_up, *gate_up_bias, *down, *down_bias; /* see above */
 } tpm_moe_stack;
 
@@ -68,7 +68,7 @@ struct tpm_moe {
     tpm_act_params ap;
     int hidden, n_experts, top_k, inter, n_shared, shared_inter;
     int tp_rank, tp_size, ep_rank, ep_size, rank, world;
-    int fuse;                /* shared experts fused as slots */
+    int fuse; /* shared experts fused as slots */
     char fuse_reason[512];
     tpm_dtype dtype;
     tpm_backend backend;
@@ -77,21 +77,21 @@ struct tpm_moe {
     int device;
 
     /* Weights (host fp32). */
-    float *router;           /* [E x H], replicated */
-    float *router_bias;      /* [E] or NULL */
+    float *router;                /* [E x H], replicated */
+    float *router_bias;           /* [E] or NULL */
     int expert_begin, expert_end; /* routed experts of this EP rank */
-    tpm_moe_stack experts;   /* routed local slots + fused shared slots */
-    tpm_moe_stack shared;    /* unfused shared experts (n = 0 when fused) */
+    tpm_moe_stack experts;        /* routed local slots + fused shared slots */
+    tpm_moe_stack shared;         /* unfused shared experts (n = 0 when fused) */
 
     /* The last forward. */
     size_t last_ntokens, routing_cap;
-    int32_t *last_ids;       /* [cap x k] */
-    float *last_weights;     /* [cap x k] */
-    int32_t *counts;         /* [E + n_shared] */
+    int32_t *last_ids;   /* [cap x k] */
+    float *last_weights; /* [cap x k] */
+    int32_t *counts;     /* [E + n_shared] */
     tpm_moe_stats stats;
 
     char last_error[TPM_ERRMSG_LEN];
-    void *impl;              /* backend state */
+    void *impl; /* backend state */
 };
 
 /* Create one rank's layer from weights already in memory (the CLI loads a

@@ -43,9 +43,11 @@ static tpm_status check_config(const tpm_moe_config *cfg) {
     TPM_ARG_CHECK((int)cfg->algo >= 0 && cfg->algo < TPM_ALGO_COUNT_,
                   "tpm_moe_create: config.algo %d is not an algorithm", (int)cfg->algo);
     TPM_ARG_CHECK(cfg->tp_size == -1 || (cfg->tp_size >= 1 && cfg->tp_size <= MAX_WORLD),
-                  "tpm_moe_create: config.tp_size %d outside [1, %d]", (int)cfg->tp_size, MAX_WORLD);
+                  "tpm_moe_create: config.tp_size %d outside [1, %d]", (int)cfg->tp_size,
+                  MAX_WORLD);
     TPM_ARG_CHECK(cfg->ep_size == -1 || (cfg->ep_size >= 1 && cfg->ep_size <= MAX_WORLD),
-                  "tpm_moe_create: config.ep_size %d outside [1, %d]", (int)cfg->ep_size, MAX_WORLD);
+                  "tpm_moe_create: config.ep_size %d outside [1, %d]", (int)cfg->ep_size,
+                  MAX_WORLD);
     return TPM_OK;
 }
 
@@ -98,7 +100,8 @@ static tpm_status check_shapes(const struct tpm_moe *m) {
     TPM_ARG_CHECK(m->inter % m->tp_size == 0,
                   "preset %s: expert intermediate %d is not divisible by tp_size %d", pn, m->inter,
                   m->tp_size);
-    TPM_ARG_CHECK(m->ap.kind == TPM_ACT_SWIGLU_OAI || m->ap.kind == TPM_ACT_SWIGLU_OAI_INTERLEAVED ||
+    TPM_ARG_CHECK(m->ap.kind == TPM_ACT_SWIGLU_OAI ||
+                      m->ap.kind == TPM_ACT_SWIGLU_OAI_INTERLEAVED ||
                       m->ap.kind == TPM_ACT_SILU_GLU,
                   "preset %s: activation kind %d unknown", pn, (int)m->ap.kind);
     if (m->n_shared > 0) {
@@ -119,7 +122,8 @@ static tpm_status resolve_fusion(struct tpm_moe *m, int requested) {
     m->fuse = 0;
     if (m->n_shared == 0) {
         snprintf(why, wl, "off: preset %s has no shared expert", p->name);
-        if (requested == 1) TPM_LOG_I("moe: fuse_shared=1 ignored: preset %s has no shared expert", p->name);
+        if (requested == 1)
+            TPM_LOG_I("moe: fuse_shared=1 ignored: preset %s has no shared expert", p->name);
         return TPM_OK;
     }
     int same_size = m->shared_inter == m->inter, same_fmt = p->shared_format == p->routed_format;
@@ -132,7 +136,8 @@ static tpm_status resolve_fusion(struct tpm_moe *m, int requested) {
                            (int)p->routed_format);
         m->fuse = 1;
         if (m->ep_size > 1)
-            snprintf(why, wl, "on (requested); EP %d: token t's shared slot runs on EP rank t %% %d",
+            snprintf(why, wl,
+                     "on (requested); EP %d: token t's shared slot runs on EP rank t %% %d",
                      m->ep_size, m->ep_size);
         else
             snprintf(why, wl, "on (requested)");
@@ -160,7 +165,8 @@ static tpm_status resolve_fusion(struct tpm_moe *m, int requested) {
     const char *paren = line ? strchr(line, '(') : NULL;
     if (paren) {
         size_t n = strcspn(paren, "\n");
-        snprintf(why, wl, "%s (auto, policy %.*s)", m->fuse ? "on" : "off", (int)(n > 1 ? n - 2 : 0), paren + 1);
+        snprintf(why, wl, "%s (auto, policy %.*s)", m->fuse ? "on" : "off",
+                 (int)(n > 1 ? n - 2 : 0), paren + 1);
     } else {
         snprintf(why, wl, "%s (auto, policy)", m->fuse ? "on" : "off");
     }
@@ -210,7 +216,8 @@ static void copy_shard(tpm_moe_stack *s, int i, const tpm_expert_weights *src, i
         memcpy(gu + l * H, src->gate_up + fr * H, H * sizeof(float));
         if (gub && src->gate_up_bias) gub[l] = src->gate_up_bias[fr];
     }
-    for (size_t o = 0; o < H; o++) memcpy(dn + o * Il, src->down + o * I + r0, Il * sizeof(float));
+    for (size_t o = 0; o < H; o++)
+        memcpy(dn + o * Il, src->down + o * I + r0, Il * sizeof(float));
     if (dnb && src->down_bias && keep_down_bias) memcpy(dnb, src->down_bias, H * sizeof(float));
 }
 
@@ -227,9 +234,8 @@ static tpm_status check_weights(const struct tpm_moe *m, const tpm_moe_weights *
                       (m->n_shared == 0 || w->shared_inter == m->shared_inter),
                   "moe weights (hidden %d, experts %d, inter %d, shared %d x %d) do not match "
                   "preset %s (hidden %d, experts %d, inter %d, shared %d x %d)",
-                  w->hidden, w->n_experts, w->inter, w->n_shared, w->shared_inter,
-                  m->preset->name, m->hidden, m->n_experts, m->inter, m->n_shared,
-                  m->shared_inter);
+                  w->hidden, w->n_experts, w->inter, w->n_shared, w->shared_inter, m->preset->name,
+                  m->hidden, m->n_experts, m->inter, m->n_shared, m->shared_inter);
     TPM_ARG_CHECK(w->interleaved == (m->ap.kind == TPM_ACT_SWIGLU_OAI_INTERLEAVED),
                   "moe weights: gate_up layout (interleaved %d) does not match preset %s",
                   w->interleaved, m->preset->name);
@@ -264,12 +270,13 @@ static tpm_status build_shard(struct tpm_moe *m, const tpm_moe_weights *w) {
     for (int i = 0; i < per; i++)
         copy_shard(&m->experts, i, &mine[i], H, m->inter, m->tp_rank, m->tp_size, il, 1);
     for (int s = 0; s < nfs; s++)
-        copy_shard(&m->experts, per + s, &w->shared[s], H, m->shared_inter, m->tp_rank,
-                   m->tp_size, il, 1);
+        copy_shard(&m->experts, per + s, &w->shared[s], H, m->shared_inter, m->tp_rank, m->tp_size,
+                   il, 1);
     if (!m->fuse && m->n_shared > 0) {
         int ns = m->n_shared;
         TPM_TRY(alloc_stack(&m->shared, ns, m->shared_inter / m->world, H,
-                            any_bias(w->shared, ns, 0), m->rank == 0 && any_bias(w->shared, ns, 1)));
+                            any_bias(w->shared, ns, 0),
+                            m->rank == 0 && any_bias(w->shared, ns, 1)));
         for (int s = 0; s < ns; s++)
             copy_shard(&m->shared, s, &w->shared[s], H, m->shared_inter, m->rank, m->world, il, 1);
     }
@@ -525,4 +532,6 @@ tpm_status tpm_moe_last_routing(tpm_moe_t m, int32_t *topk_ids, float *topk_weig
     return TPM_OK;
 }
 
-const char *tpm_moe_last_error(tpm_moe_t m) { return m ? m->last_error : tpm_last_error(); }
+const char *tpm_moe_last_error(tpm_moe_t m) {
+    return m ? m->last_error : tpm_last_error();
+}

@@ -28,10 +28,10 @@ extern "C" {
 /* MARK: router */
 typedef struct tpm_router_params {
     tpm_router_kind kind;
-    int n_experts;   /* routed experts E */
-    int top_k;       /* routed slots per token, 1..E (<= TPM_MOE_MAX_TOPK) */
-    int n_groups;    /* grouped kind: E % n_groups == 0; else 1 */
-    int topk_groups; /* grouped kind: groups kept, topk_groups*E/n_groups >= k */
+    int n_experts;               /* routed experts E */
+    int top_k;                   /* routed slots per token, 1..E (<= TPM_MOE_MAX_TOPK) */
+    int n_groups;                /* grouped kind: E % n_groups == 0; else 1 */
+    int topk_groups;             /* grouped kind: groups kept, topk_groups*E/n_groups >= k */
     float routed_scaling_factor; /* folded into the routed weights */
 } tpm_router_params;
 
@@ -105,8 +105,8 @@ void tpm_expert_forward(const tpm_act_params *ap, const tpm_expert_view *e, int 
 /* Full (unsharded) weights of one layer for the fp64 evaluation. */
 typedef struct tpm_moe_ref_layer {
     int hidden, n_experts, inter, n_shared, shared_inter;
-    const float *router;      /* [E x H] */
-    const float *router_bias; /* [E] or NULL */
+    const float *router;            /* [E x H] */
+    const float *router_bias;       /* [E] or NULL */
     const tpm_expert_view *experts; /* [E] */
     const tpm_expert_view *shared;  /* [n_shared] or NULL */
 } tpm_moe_ref_layer;

@@ -27,7 +27,8 @@ static void expert_f64(const tpm_act_params *ap, const tpm_expert_view *e, int h
     const size_t H = (size_t)hidden, I = (size_t)inter;
     for (size_t r = 0; r < 2 * I; r++) {
         double s = 0.0;
-        for (size_t i = 0; i < H; i++) s += (double)e->gate_up[r * H + i] * x[i];
+        for (size_t i = 0; i < H; i++)
+            s += (double)e->gate_up[r * H + i] * x[i];
         h[r] = s + (e->gate_up_bias ? (double)e->gate_up_bias[r] : 0.0);
     }
     int il = ap->kind == TPM_ACT_SWIGLU_OAI_INTERLEAVED;
@@ -37,7 +38,8 @@ static void expert_f64(const tpm_act_params *ap, const tpm_expert_view *e, int h
     }
     for (size_t o = 0; o < H; o++) {
         double s = 0.0;
-        for (size_t i = 0; i < I; i++) s += (double)e->down[o * I + i] * h[i];
+        for (size_t i = 0; i < I; i++)
+            s += (double)e->down[o * I + i] * h[i];
         s += e->down_bias ? (double)e->down_bias[o] : 0.0;
         acc[o] += w * s;
     }
@@ -51,7 +53,8 @@ static void weights_f64(const tpm_router_params *rp, const tpm_moe_ref_layer *L,
     double l[TPM_MOE_MAX_TOPK], sum = 0.0, m = -INFINITY;
     for (int j = 0; j < k; j++) {
         double s = 0.0;
-        for (size_t i = 0; i < H; i++) s += (double)L->router[(size_t)ids[j] * H + i] * x[i];
+        for (size_t i = 0; i < H; i++)
+            s += (double)L->router[(size_t)ids[j] * H + i] * x[i];
         l[j] = s;
     }
     if (rp->kind == TPM_ROUTER_SOFTMAX_TOPK) {
@@ -59,7 +62,8 @@ static void weights_f64(const tpm_router_params *rp, const tpm_moe_ref_layer *L,
             if (L->router_bias) l[j] += (double)L->router_bias[ids[j]];
             if (l[j] > m) m = l[j];
         }
-        for (int j = 0; j < k; j++) sum += (w[j] = isfinite(m) ? exp(l[j] - m) : 1.0);
+        for (int j = 0; j < k; j++)
+            sum += (w[j] = isfinite(m) ? exp(l[j] - m) : 1.0);
     } else {
         for (int j = 0; j < k; j++) {
             w[j] = 1.0 / (1.0 + exp(-l[j]));
@@ -91,15 +95,19 @@ tpm_status tpm_moe_reference_f64(const tpm_router_params *rp, const tpm_act_para
         const int32_t *id = ids + t * (size_t)k;
         double w[TPM_MOE_MAX_TOPK];
         double *acc = y + t * H;
-        for (size_t i = 0; i < H; i++) xd[i] = (double)tpm_load_f32(x, (int)dt, t * H + i);
-        for (size_t i = 0; i < H; i++) acc[i] = 0.0;
+        for (size_t i = 0; i < H; i++)
+            xd[i] = (double)tpm_load_f32(x, (int)dt, t * H + i);
+        for (size_t i = 0; i < H; i++)
+            acc[i] = 0.0;
         weights_f64(rp, L, xd, id, w);
         for (int j = 0; j < k; j++) {
             if (id[j] < 0 || id[j] >= L->n_experts) {
                 free(xd);
                 free(h);
-                return tpm_err(TPM_ERR_INVALID_ARG, "fp64 reference: token %zu slot %d: expert %d "
-                               "out of range", t, j, (int)id[j]);
+                return tpm_err(TPM_ERR_INVALID_ARG,
+                               "fp64 reference: token %zu slot %d: expert %d "
+                               "out of range",
+                               t, j, (int)id[j]);
             }
             expert_f64(ap, &L->experts[id[j]], L->hidden, L->inter, xd, w[j], h, acc);
             if (weights_out) weights_out[t * (size_t)k + (size_t)j] = w[j];

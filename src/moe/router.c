@@ -39,8 +39,8 @@ tpm_status tpm_router_params_check(const tpm_router_params *rp) {
                       "router: topk_groups %d outside [1, n_groups %d]", rp->topk_groups,
                       rp->n_groups);
         TPM_ARG_CHECK(rp->topk_groups * (rp->n_experts / rp->n_groups) >= rp->top_k,
-                      "router: %d kept groups of %d experts cannot hold top_k %d",
-                      rp->topk_groups, rp->n_experts / rp->n_groups, rp->top_k);
+                      "router: %d kept groups of %d experts cannot hold top_k %d", rp->topk_groups,
+                      rp->n_experts / rp->n_groups, rp->top_k);
     }
     return TPM_OK;
 }
@@ -55,8 +55,7 @@ tpm_status tpm_router_params_from_preset(const tpm_preset *p, tpm_router_params 
     rp->topk_groups = p->router == TPM_ROUTER_GROUPED_SIGMOID ? p->topk_groups : 1;
     rp->routed_scaling_factor = p->routed_scaling_factor;
     tpm_status st = tpm_router_params_check(rp);
-    if (st != TPM_OK)
-        return tpm_err(st, "preset %s: %s", p->name ? p->name : "?", tpm_err_msg());
+    if (st != TPM_OK) return tpm_err(st, "preset %s: %s", p->name ? p->name : "?", tpm_err_msg());
     return TPM_OK;
 }
 
@@ -67,7 +66,9 @@ void tpm_router_logits(const float *x, const float *wr, int hidden, int n_expert
 
 /* MARK: top-k under the (score desc, index asc) order */
 
-static inline float sanitize(float v) { return isnan(v) ? -INFINITY : v; }
+static inline float sanitize(float v) {
+    return isnan(v) ? -INFINITY : v;
+}
 
 /* Insert (id, v) into the sorted list ids/vals of length *n (capacity k).
  * Candidates must arrive in increasing id order: an equal score then never
@@ -89,7 +90,9 @@ static void topk_insert(int32_t *ids, float *vals, int *n, int k, int32_t id, fl
     ids[j] = id;
 }
 
-static float sigmoid_f32(float l) { return 1.0f / (1.0f + expf(-l)); }
+static float sigmoid_f32(float l) {
+    return 1.0f / (1.0f + expf(-l));
+}
 
 /* Grouped selection: mark kept groups in keep[] (1/0). q: sanitized keys. */
 static void keep_groups(const tpm_router_params *rp, const float *q, float *gscore, char *keep) {
@@ -99,7 +102,8 @@ static void keep_groups(const tpm_router_params *rp, const float *q, float *gsco
         int32_t bid[2] = {0, 0};
         float bv[2] = {-INFINITY, -INFINITY};
         int nb = 0;
-        for (int i = 0; i < gs; i++) topk_insert(bid, bv, &nb, top2, g * gs + i, q[g * gs + i]);
+        for (int i = 0; i < gs; i++)
+            topk_insert(bid, bv, &nb, top2, g * gs + i, q[g * gs + i]);
         float s = bv[0];
         if (top2 == 2) s = bv[0] + bv[1];
         gscore[g] = sanitize(s); /* +Inf + -Inf */
@@ -107,9 +111,12 @@ static void keep_groups(const tpm_router_params *rp, const float *q, float *gsco
     int32_t gid[TPM_MOE_MAX_EXPERTS];
     float gv[TPM_MOE_MAX_EXPERTS];
     int ng = 0;
-    for (int g = 0; g < rp->n_groups; g++) topk_insert(gid, gv, &ng, rp->topk_groups, g, gscore[g]);
-    for (int g = 0; g < rp->n_groups; g++) keep[g] = 0;
-    for (int i = 0; i < ng; i++) keep[gid[i]] = 1;
+    for (int g = 0; g < rp->n_groups; g++)
+        topk_insert(gid, gv, &ng, rp->topk_groups, g, gscore[g]);
+    for (int g = 0; g < rp->n_groups; g++)
+        keep[g] = 0;
+    for (int i = 0; i < ng; i++)
+        keep[gid[i]] = 1;
 }
 
 void tpm_router_select(const tpm_router_params *rp, const float *logits, const float *bias,
@@ -121,18 +128,24 @@ void tpm_router_select(const tpm_router_params *rp, const float *logits, const f
     int n = 0;
 
     if (rp->kind == TPM_ROUTER_SOFTMAX_TOPK) {
-        for (int e = 0; e < E; e++) q[e] = sanitize(bias ? logits[e] + bias[e] : logits[e]);
-        for (int e = 0; e < E; e++) topk_insert(ids, vals, &n, k, e, q[e]);
+        for (int e = 0; e < E; e++)
+            q[e] = sanitize(bias ? logits[e] + bias[e] : logits[e]);
+        for (int e = 0; e < E; e++)
+            topk_insert(ids, vals, &n, k, e, q[e]);
         float m = vals[0], sum = 0.0f;
         for (int j = 0; j < k; j++) {
             float w;
-            if (m == -INFINITY) w = 1.0f; /* nothing has a number: uniform */
-            else if (m == INFINITY) w = vals[j] == INFINITY ? 1.0f : 0.0f;
-            else w = expf(vals[j] - m);
+            if (m == -INFINITY)
+                w = 1.0f; /* nothing has a number: uniform */
+            else if (m == INFINITY)
+                w = vals[j] == INFINITY ? 1.0f : 0.0f;
+            else
+                w = expf(vals[j] - m);
             weights[j] = w;
             sum += w;
         }
-        for (int j = 0; j < k; j++) weights[j] = (weights[j] / sum) * rp->routed_scaling_factor;
+        for (int j = 0; j < k; j++)
+            weights[j] = (weights[j] / sum) * rp->routed_scaling_factor;
         return;
     }
 
@@ -148,7 +161,8 @@ void tpm_router_select(const tpm_router_params *rp, const float *logits, const f
         for (int e = 0; e < E; e++)
             if (keep[e / gs]) topk_insert(ids, vals, &n, k, e, q[e]);
     } else {
-        for (int e = 0; e < E; e++) topk_insert(ids, vals, &n, k, e, q[e]);
+        for (int e = 0; e < E; e++)
+            topk_insert(ids, vals, &n, k, e, q[e]);
     }
     float sum = 0.0f;
     for (int j = 0; j < k; j++) {
@@ -166,11 +180,12 @@ void tpm_router_route(const tpm_router_params *rp, const void *x, tpm_dtype dt, 
                       int hidden, const float *wr, const float *bias, int32_t *ids, float *weights,
                       float *scratch) {
     const int E = rp->n_experts, k = rp->top_k;
-    float *xf = scratch;                       /* [hidden] */
-    float *logits = scratch + hidden;          /* [E] */
-    float *sel = scratch + hidden + E;         /* [2E] */
+    float *xf = scratch;               /* [hidden] */
+    float *logits = scratch + hidden;  /* [E] */
+    float *sel = scratch + hidden + E; /* [2E] */
     for (size_t t = 0; t < ntokens; t++) {
-        for (int i = 0; i < hidden; i++) xf[i] = tpm_load_f32(x, (int)dt, t * (size_t)hidden + (size_t)i);
+        for (int i = 0; i < hidden; i++)
+            xf[i] = tpm_load_f32(x, (int)dt, t * (size_t)hidden + (size_t)i);
         tpm_router_logits(xf, wr, hidden, E, logits);
         tpm_router_select(rp, logits, bias, ids + t * (size_t)k, weights + t * (size_t)k, sel);
     }
