@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CMD "moe"
 #define MAX_RANKS 64
@@ -380,6 +381,22 @@ int cmd_moe(int argc, char **argv) {
     }
     const size_t n = T * (size_t)p->hidden;
 
+    /* The CPU layer keeps one full fp32 copy of the layer plus the rank shards
+     * (another copy in all): refuse what cannot fit instead of being killed. */
+    double layer_gb = 4.0 *
+                      ((double)p->n_experts * 3.0 * p->hidden * p->inter +
+                       (double)p->n_shared * 3.0 * p->hidden * p->shared_inter +
+                       (double)p->n_experts * p->hidden) /
+                      1e9;
+    double mem_gb = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE) / 1e9;
+    if (2.0 * layer_gb > 0.8 * mem_gb) {
+        free(x);
+        return cli_usage_error(CMD,
+                               "preset %s: one layer is %.1f GB in fp32 and the CPU backend needs "
+                               "~%.1f GB; this machine has %.1f GB (use a -mini preset)",
+                               p->name, layer_gb, 2.0 * layer_gb, mem_gb);
+    }
+
     /* weights (once, shared by the rank threads) */
     tpm_moe_weights w;
     memset(&w, 0, sizeof w);
@@ -502,7 +519,7 @@ int cmd_moe(int argc, char **argv) {
 
     int ni = (int)o.iters;
     printf("time per forward (median of %d, after 1 warm-up), per rank [ms]:\n", ni);
-    printf("  rank  tp ep  experts  pairs   router  experts  combine  allreduce    total\n");
+    printf("  rank  tp ep   active  pairs   router  experts  combine  allreduce    total\n");
     double tot_max = 0;
     for (int r = 0; r < world; r++) {
         const tpm_moe_stats *s = stats + (size_t)r * (size_t)(ni + 1) + 1;
