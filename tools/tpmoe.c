@@ -13,6 +13,7 @@ static const cli_command commands[] = {
 };
 
 static const cli_command bench_commands[] = {
+    {"moe", cmd_bench_moe, "CUDA MoE layer (fused shared expert): validate, time phases, floors"},
     {NULL, NULL, NULL},
 };
 
