@@ -195,6 +195,7 @@ typedef struct timer {
     cudaEvent_t a, b;
     void *flush;
     size_t flush_bytes;
+    pthread_barrier_t *bar; /* TP: ranks start every replay together */
 } timer;
 
 static tpm_status time_graph(timer *tm, cudaGraphExec_t g, int reps, double *ms) {
@@ -202,6 +203,8 @@ static tpm_status time_graph(timer *tm, cudaGraphExec_t g, int reps, double *ms)
     if (!v) return tpm_err(TPM_ERR_NO_MEMORY, "oom");
     for (int r = -2; r < reps; r++) {
         TPM_TRY(tpm_cuda_bench_flush(tm->flush, tm->flush_bytes, tm->s));
+        cudaStreamSynchronize(tm->s);
+        if (tm->bar) pthread_barrier_wait(tm->bar);
         cudaEventRecord(tm->a, tm->s);
         cudaGraphLaunch(g, tm->s);
         cudaEventRecord(tm->b, tm->s);
@@ -251,6 +254,8 @@ static tpm_status time_phase(timer *tm, tpm_cuda_moe *m, int ph, const void *x, 
     if (!v) return tpm_err(TPM_ERR_NO_MEMORY, "oom");
     for (int r = -2; r < reps; r++) {
         TPM_TRY(tpm_cuda_bench_flush(tm->flush, tm->flush_bytes, tm->s));
+        cudaStreamSynchronize(tm->s);
+        if (tm->bar) pthread_barrier_wait(tm->bar);
         cudaEventRecord(tm->a, tm->s);
         tpm_status st = run_phase(m, ph, x, y, T, tm->s);
         cudaEventRecord(tm->b, tm->s);
@@ -287,6 +292,7 @@ static void *rank_main(void *argp) {
     cudaSetDevice(rank);
     const int K = tpm_cuda_moe_slots(m), Il = tpm_cuda_moe_local_inter(m), E1 = p->n_experts + p->n_shared;
     tm.flush_bytes = (size_t)256 << 20;
+    tm.bar = tp > 1 ? &S->bar : NULL;
     if (cudaStreamCreateWithFlags(&tm.s, cudaStreamNonBlocking) || cudaEventCreate(&tm.a) ||
         cudaEventCreate(&tm.b) || cudaMalloc(&tm.flush, tm.flush_bytes) ||
         cudaMalloc(&dx, (size_t)Tmax * H * 2) || cudaMalloc(&dy, (size_t)Tmax * H * 2)) {

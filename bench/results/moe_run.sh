@@ -16,7 +16,7 @@ if ! cmake --build build -j32 --target tpmoe_cli gpu_moe > "$OUT/build.log" 2>&1
 fi
 echo "build $(( $(date +%s) - t0 )) s"
 B=./build/tpmoe
-timeout 150 ./build/gpu_moe > "$OUT/gpu_moe.log" 2>&1; echo "gpu_moe rc=$? ($(( $(date +%s) - t0 )) s)"
+timeout 150 ./build/tests/gpu_moe > "$OUT/gpu_moe.log" 2>&1; echo "gpu_moe rc=$? ($(( $(date +%s) - t0 )) s)"
 grep -E "PASSED|FAILED|Error|rel err .*>|skipped" "$OUT/gpu_moe.log" | head -20
 run() { # name timeout args...
   local name=$1 to=$2; shift 2
@@ -24,6 +24,7 @@ run() { # name timeout args...
   echo "== $name rc=$? ($(( $(date +%s) - t0 )) s): $*"
   sed -n '/^tokens/,$p' "$OUT/$name.log"; grep -E "FAIL|error|rank" "$OUT/$name.log" | head -5
 }
-run moe_m3_tp1 200 --preset m3 --tokens 1,8,32,128,1024,8192 --fuse-shared both
-run moe_m3_tp1_prefill_small 60 --preset m3 --tokens 1,8,32 --path prefill --fuse-shared 1 --check 1
+run moe_m3_tp1 200 --preset m3 --tokens 1,8,16,32,128,1024,8192 --fuse-shared both
+run moe_m3_tp1_path_prefill 60 --preset m3 --tokens 1,4,8,16,32 --path prefill --fuse-shared 1 --check 1
+run moe_m3_tp1_path_decode 60 --preset m3 --tokens 4,16,32 --path decode --fuse-shared 1 --check 1
 run moe_m3_tp2 150 --preset m3 --tokens 1,8,32,1024 --tp 2 --fuse-shared both

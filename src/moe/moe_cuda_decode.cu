@@ -7,7 +7,8 @@
  * are listed by the routing kernel. k_gate_up's work items are (touched
  * expert, tile of 8 row pairs); a block of 8 warps takes items from an
  * atomic counter (dynamic, so the shared expert's heavier rows balance out)
- * and each warp computes gate row i and up row i of its expert for all the
+ * (the shared slot, which has every token, is handed out first, so the
+ * heaviest items never form the tail) and each warp computes gate row i and up row i of its expert for all the
  * expert's tokens at once: 16-byte streaming loads of both weight rows
  * (ld.global.nc, no L1 allocation), U chunks in flight per lane, x read
  * through L1, fp32 fmaf accumulation, a fixed xor-butterfly warp reduction,
@@ -85,7 +86,7 @@ __device__ __forceinline__ bool next_item(const tpm_moe_dev &d, int *ctr, int ti
     if (item >= total) return false;
     const int a = item / tiles;
     tile = item - a * tiles;
-    e = d.active[a];
+    e = d.active[__ldcg(d.n_active) - 1 - a]; /* highest expert first: the shared slot (E), the heaviest */
     off = d.offsets[e];
     n = min(d.offsets[e + 1] - off, NT);
     if (threadIdx.x < n) s_tok[threadIdx.x] = d.perm_tok[off + threadIdx.x];

@@ -36,7 +36,8 @@ struct tpm_moe_dev {
     uint16_t *w13, *w2;
     float *b13, *b2, *wr, *br;
     /* routing state */
-    float *logits;           /* [T][E] */
+    float *logits;           /* [S][T][E] partial logits of S slices of H */
+    int logit_rows;          /* capacity of logits in rows of E (S * T <= it) */
     int32_t *sel;            /* [T][K] */
     float *wts;              /* [T][K] */
     int32_t *counts, *offsets; /* [E1], [E1+1] */

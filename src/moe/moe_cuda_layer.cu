@@ -118,7 +118,9 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         }
         DALLOC(d.wr, (size_t)d.E * H * 4);
         if (p->router != TPM_ROUTER_SOFTMAX_TOPK) DALLOC(d.br, (size_t)d.E * 4);
-        DALLOC(d.logits, T * d.E * 4);
+        d.logit_rows = (int)(T > 4096 ? T : (16 * T < 4096 ? 16 * T : 4096)); /* H slices x tokens */
+        if ((size_t)d.logit_rows < T) d.logit_rows = (int)T;
+        DALLOC(d.logits, (size_t)d.logit_rows * d.E * 4);
         DALLOC(d.sel, R * 4);
         DALLOC(d.wts, R * 4);
         DALLOC(d.counts, E1 * 4);

@@ -2,10 +2,12 @@
  * moe_cuda_route.cu - MoE routing on the GPU in two launches.
  *
  * 1. k_logits: logits[t][e] = x[t] . Wr[e] in fp32 (x bf16 widened, Wr fp32).
- *    Grid (E/8, ceil(T/8)): a warp owns one expert and 8 tokens; each lane
- *    accumulates a strided slice with fmaf and the warp reduces with a fixed
- *    xor butterfly, so a logit has the same bits in every run and identical
- *    router rows give identical logits (exact ties stay ties).
+ *    Grid (E/32, ceil(T/8), S): a warp owns 4 experts x 8 tokens of one of S
+ *    slices of H (S chosen so the grid fills the GPU: decode batches are
+ *    latency-bound otherwise); each lane accumulates a strided part with
+ *    fmaf, the warp reduces with a fixed xor butterfly and k_select adds the
+ *    S slices in slice order. A logit has the same bits in every run and
+ *    identical router rows give identical logits (exact ties stay ties).
  * 2. k_select: one warp per token. Scores are sanitized (NaN -> -inf), then k
  *    rounds of a warp arg-max over (eligible, value, lower index wins): an
  *    expert can never be picked twice or out of range. Variants: sigmoid +
@@ -29,44 +31,65 @@
 
 namespace {
 
-constexpr int kLogitWarps = 8;  /* experts per block */
-constexpr int kLogitTokens = 8; /* tokens per block */
+constexpr int kLogitWarps = 8;   /* warps per block */
+constexpr int kLogitEpw = 4;     /* experts per warp */
+constexpr int kLogitTokens = 8;  /* tokens per block */
+constexpr int kLogitExperts = kLogitWarps * kLogitEpw;
+constexpr int kMaxSplits = 16;
 constexpr int kSelThreads = 1024; /* the last block builds the permutation with all of them */
 constexpr int kMaxPerLane = 8; /* E <= 256 */
 
+/* Partial logits of a (32 experts x 8 tokens x H-slice) tile: each lane keeps
+ * 4 x 8 accumulators over float4 chunks c = lane, lane + 32, ... of its
+ * slice, the warp reduces with a fixed butterfly, k_select sums the slices
+ * in slice order. */
 __global__ void __launch_bounds__(kLogitWarps * 32) k_logits(const uint16_t *__restrict__ x,
                                                              const float *__restrict__ wr,
-                                                             float *__restrict__ logits, int T,
+                                                             float *__restrict__ part, int T,
                                                              int H, int E) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int e = blockIdx.x * kLogitWarps + warp;
+    const int e0 = blockIdx.x * kLogitExperts + warp * kLogitEpw;
     const int t0 = blockIdx.y * kLogitTokens;
-    if (e >= E) return;
-    const int nt = min(kLogitTokens, T - t0);
-    float acc[kLogitTokens];
-#pragma unroll
-    for (int j = 0; j < kLogitTokens; j++) acc[j] = 0.0f;
-    const float4 *w4 = reinterpret_cast<const float4 *>(wr + (size_t)e * H);
+    const int split = blockIdx.z, nsplit = gridDim.z;
     const int n4 = H / 4;
-    for (int c = lane; c < n4; c += 32) {
-        const float4 w = __ldg(w4 + c);
+    const int cb = (int)((int64_t)n4 * split / nsplit), ce = (int)((int64_t)n4 * (split + 1) / nsplit);
+    const int nt = min(kLogitTokens, T - t0);
+    float acc[kLogitEpw][kLogitTokens];
+#pragma unroll
+    for (int i = 0; i < kLogitEpw; i++)
+#pragma unroll
+        for (int j = 0; j < kLogitTokens; j++) acc[i][j] = 0.0f;
+    for (int c = cb + lane; c < ce; c += 32) {
+        float4 w[kLogitEpw];
+#pragma unroll
+        for (int i = 0; i < kLogitEpw; i++)
+            w[i] = e0 + i < E ? __ldg(reinterpret_cast<const float4 *>(wr + (size_t)(e0 + i) * H) + c)
+                              : make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
         for (int j = 0; j < kLogitTokens; j++) {
             if (j < nt) {
                 const uint2 xv = __ldg(reinterpret_cast<const uint2 *>(x + (size_t)(t0 + j) * H) + c);
-                acc[j] = fmaf(w.x, __uint_as_float(xv.x << 16), acc[j]);
-                acc[j] = fmaf(w.y, __uint_as_float(xv.x & 0xffff0000u), acc[j]);
-                acc[j] = fmaf(w.z, __uint_as_float(xv.y << 16), acc[j]);
-                acc[j] = fmaf(w.w, __uint_as_float(xv.y & 0xffff0000u), acc[j]);
+                const float x0 = __uint_as_float(xv.x << 16), x1 = __uint_as_float(xv.x & 0xffff0000u);
+                const float x2 = __uint_as_float(xv.y << 16), x3 = __uint_as_float(xv.y & 0xffff0000u);
+#pragma unroll
+                for (int i = 0; i < kLogitEpw; i++) {
+                    acc[i][j] = fmaf(w[i].x, x0, acc[i][j]);
+                    acc[i][j] = fmaf(w[i].y, x1, acc[i][j]);
+                    acc[i][j] = fmaf(w[i].z, x2, acc[i][j]);
+                    acc[i][j] = fmaf(w[i].w, x3, acc[i][j]);
+                }
             }
         }
     }
 #pragma unroll
-    for (int j = 0; j < kLogitTokens; j++) {
+    for (int i = 0; i < kLogitEpw; i++)
 #pragma unroll
-        for (int o = 16; o > 0; o >>= 1) acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], o);
-        if (lane == 0 && j < nt) logits[(size_t)(t0 + j) * E + e] = acc[j];
-    }
+        for (int j = 0; j < kLogitTokens; j++) {
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) acc[i][j] += __shfl_xor_sync(0xffffffffu, acc[i][j], o);
+            if (lane == i * kLogitTokens + j && j < nt && e0 + i < E)
+                part[((size_t)split * T + t0 + j) * E + e0 + i] = acc[i][j];
+        }
 }
 
 /* Warp arg-max of (ok, v, lower index): returns the winning index, or -1. */
@@ -147,19 +170,25 @@ __device__ void build_permutation(const tpm_moe_dev &d, int T) {
     if (tid == 0) d.ctr[2] = 0; /* ticket, for the next replay */
 }
 
-__global__ void __launch_bounds__(kSelThreads) k_select(tpm_moe_dev d, int T) {
+__global__ void __launch_bounds__(kSelThreads) k_select(tpm_moe_dev d, int T, int nsplit) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int t = blockIdx.x * (kSelThreads / 32) + warp;
     const int E = d.E, k = d.k;
     if (t < T) {
-        const float *lg = d.logits + (size_t)t * E;
+        const float *lg = d.logits + (size_t)t * E; /* slice s at + s * T * E */
+        const size_t sstride = (size_t)T * E;
         float s[kMaxPerLane], c[kMaxPerLane];
         bool ok[kMaxPerLane];
 #pragma unroll
         for (int j = 0; j < kMaxPerLane; j++) {
             const int e = lane + 32 * j;
             ok[j] = e < E;
-            const float l = ok[j] ? sanitize(lg[e]) : -INFINITY;
+            float l = -INFINITY;
+            if (ok[j]) {
+                l = lg[e];
+                for (int sp = 1; sp < nsplit; sp++) l += lg[e + sp * sstride]; /* slice order */
+                l = sanitize(l);
+            }
             if (d.router == TPM_ROUTER_SOFTMAX_TOPK) { /* finite, so exp(l - max) is defined */
                 s[j] = fminf(fmaxf(l, -FLT_MAX), FLT_MAX);
                 c[j] = s[j];
@@ -278,11 +307,15 @@ __global__ void __launch_bounds__(kSelThreads) k_select(tpm_moe_dev d, int T) {
 
 tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, const uint16_t *x, int T, cudaStream_t s) {
     TPM_ASSERT(d.E <= 32 * kMaxPerLane && d.k <= 16 && d.k <= 32);
-    dim3 g1((d.E + kLogitWarps - 1) / kLogitWarps, (T + kLogitTokens - 1) / kLogitTokens);
+    /* split H so that the grid fills the GPU about twice; slices of >= 128 floats */
+    const int tiles = ((d.E + kLogitExperts - 1) / kLogitExperts) * ((T + kLogitTokens - 1) / kLogitTokens);
+    int nsplit = (2 * d.sm_count + tiles - 1) / tiles;
+    nsplit = max(1, min(min(nsplit, d.logit_rows / T), min(kMaxSplits, d.H / 128)));
+    dim3 g1((d.E + kLogitExperts - 1) / kLogitExperts, (T + kLogitTokens - 1) / kLogitTokens, nsplit);
     k_logits<<<g1, kLogitWarps * 32, 0, s>>>(x, d.wr, d.logits, T, d.H, d.E);
     TPM_CUDA_LAUNCHED();
     const int tpb = kSelThreads / 32;
-    k_select<<<(T + tpb - 1) / tpb, kSelThreads, 0, s>>>(d, T);
+    k_select<<<(T + tpb - 1) / tpb, kSelThreads, 0, s>>>(d, T, nsplit);
     TPM_CUDA_LAUNCHED();
     return TPM_OK;
 }
