@@ -20,9 +20,11 @@
 #include <string.h>
 
 /* Switch point between the decode (GEMV) and prefill (cuBLAS) paths, in
- * tokens. Measured on one H200 with the m3 preset (bench/results/moe_*.json,
- * rows "path"): see docs/moe_cuda.md. */
-#define TPM_MOE_DECODE_MAX_TOKENS 32
+ * tokens. Measured on one H200, m3, fused, whole layer in a CUDA graph
+ * (bench/results/moe_m3_tp1_path_{decode,prefill}.json): decode vs prefill
+ * 175 vs 246 us at 1 token, 499 vs 663 at 4, 922 vs 1186 at 8, but 2027 vs
+ * 1781 at 16 and 4766 vs 2818 at 32: decode up to 8 tokens. */
+#define TPM_MOE_DECODE_MAX_TOKENS 8
 
 struct tpm_cuda_moe {
     tpm_cuda_moe_desc desc;
