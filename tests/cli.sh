@@ -23,8 +23,10 @@ expect_rc "no arguments is a usage error" 2 "$T"
 expect_rc "--help succeeds" 0 "$T" --help
 expect_rc "unknown command is a usage error" 2 "$T" frobnicate
 
-# More checks are added by each subcommand's author below this line.
-[ -f "$(dirname "$0")/cli_more.sh" ] && . "$(dirname "$0")/cli_more.sh"
+# Each command's checks live in tests/cli_<name>.sh, sourced here.
+for f in "$(dirname "$0")"/cli_*.sh; do
+  [ -f "$f" ] && . "$f"
+done
 
 rm -f /tmp/cli_out.$$
 echo "$pass passed, $fail failed"

@@ -9,6 +9,9 @@
 
 /* Add one row per subcommand; the function lives in tools/cmd_<name>.c. */
 static const cli_command commands[] = {
+    {"config", cmd_config, "print the resolved configuration, its reasons and the dispatch table"},
+    {"allreduce", cmd_allreduce, "run + validate the CPU all-reduce across ranks (threads or processes)"},
+    {"gen-weights", cmd_gen_weights, "write random MoE weights of a preset (safetensors)"},
     {NULL, NULL, NULL},
 };
 

@@ -43,6 +43,13 @@ void tpm_codec_quantize(tpm_codec c, const float *dom, size_t nblk, uint8_t *wir
 /* Dequantize nblk blocks of the wire format into a domain array. */
 void tpm_codec_dequantize(tpm_codec c, const uint8_t *wire, size_t nblk, float *dom);
 
+/* Bound on the relative RMS error (||out - exact|| / ||exact||) of a
+ * two-shot all-reduce with this codec, up to 8 ranks, on Gaussian,
+ * heavy-tailed (Student-t 3) or outlier-channel data (docs/codecs.md, which
+ * gives the measured values). One-shot quantizes once and stays below it.
+ * 0 for NONE (exact up to fp32 summation), 1 for an invalid codec. */
+double tpm_codec_allreduce_error_bound(tpm_codec c);
+
 #ifdef __cplusplus
 }
 #endif

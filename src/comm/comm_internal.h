@@ -48,6 +48,8 @@ typedef struct tpm_dispatch_entry {
     int64_t custom_max_bytes;  /* >: NCCL (CUDA); -1: no limit */
     const char *source;        /* where the numbers come from (bench run) */
 } tpm_dispatch_entry;
+/* custom_max_bytes value meaning "the peer buffer" (cfg->buffer_bytes). */
+#define TPM_DISPATCH_PEER_BUFFER (-2)
 
 /* Plan one call: applies the codec min/max rule, the one-shot/two-shot/NCCL
  * thresholds (env TPMOE_ONESHOT_MAX_BYTES / TPMOE_CUSTOM_MAX_BYTES override),
