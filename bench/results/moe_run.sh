@@ -24,7 +24,9 @@ run() { # name timeout args...
   echo "== $name rc=$? ($(( $(date +%s) - t0 )) s): $*"
   sed -n '/^tokens/,$p' "$OUT/$name.log"; grep -E "FAIL|error|rank" "$OUT/$name.log" | head -5
 }
+# (the device returns a limited number of files: everything is also packed into one tarball)
 run moe_m3_tp1 200 --preset m3 --tokens 1,8,16,32,128,1024,8192 --fuse-shared both
 run moe_m3_tp1_path_prefill 60 --preset m3 --tokens 1,4,8,16,32 --path prefill --fuse-shared 1 --check 1
 run moe_m3_tp1_path_decode 60 --preset m3 --tokens 4,16,32 --path decode --fuse-shared 1 --check 1
 run moe_m3_tp2 150 --preset m3 --tokens 1,8,32,1024 --tp 2 --fuse-shared both
+tar -C "$OUT" -czf "$OUT/moe_results.tgz" $(cd "$OUT" && ls *.json *.log smi.txt 2>/dev/null)
