@@ -63,6 +63,33 @@ void tpm_dispatch_describe(const tpm_resolved_config *cfg, char *buf, size_t len
 /* Backend constructors. cfg is already resolved. */
 tpm_status tpm_cpu_comm_init(struct tpm_comm *c);                       /* one rank, processes */
 tpm_status tpm_cpu_comm_init_all(struct tpm_comm **comms, int n);        /* n ranks, threads */
+/* All-gather on a CPU comm: every rank contributes `bytes` bytes from in;
+ * out (world * bytes) receives them in rank order on every rank. in may be
+ * out + rank * bytes (in place); other overlaps are TPM_ERR_INVALID_ARG.
+ * bytes == 0 is a no-op (every rank must agree). Any size (chunked through
+ * the arena). Waits bounded like the all-reduce: TPM_ERR_TIMEOUT,
+ * TPM_ERR_PEER (dead or aborted peer), TPM_ERR_MISMATCH (ranks in different
+ * calls / sizes); a failure aborts the comm. Not a CPU comm: INVALID_ARG. */
+tpm_status tpm_cpu_comm_allgather(struct tpm_comm *c, const void *in, size_t bytes, void *out);
+
+/* Bootstrap (src/comm/cpu_boot.c): a small CPU communicator for exchanging
+ * bytes (CUDA IPC handles, the NCCL unique id) before a backend's buffers
+ * exist. Processes: the same rendezvous as tpm_comm_init (cfg->rendezvous
+ * directory with its 0700 checks, cfg->rank / world_size, handshake on dtype,
+ * codec and config hash, cfg->timeout_ms, dead-peer detection) but on the
+ * socket <dir>/boot, so it coexists with a CPU comm (<dir>/sock) over the
+ * same directory; one bootstrap init at a time per directory. Its arena is
+ * W * 64 KiB whatever cfg->buffer_bytes is. World 1 needs no rendezvous.
+ * Each handle is used by one thread. Allgather: as tpm_cpu_comm_allgather.
+ * Barrier: all ranks arrive before any returns. destroy(NULL) is a no-op. */
+tpm_status tpm_cpu_bootstrap_init(const tpm_resolved_config *cfg, void **boot);
+/* n ranks in one process (threads): boots[i] is rank i, driven by its own
+ * thread; cfg->rank / world_size / rendezvous are ignored. */
+tpm_status tpm_cpu_bootstrap_init_all(const tpm_resolved_config *cfg, int n, void **boots);
+tpm_status tpm_cpu_bootstrap_allgather(void *boot, const void *in, size_t bytes, void *out);
+tpm_status tpm_cpu_bootstrap_barrier(void *boot);
+void tpm_cpu_bootstrap_destroy(void *boot);
+
 #ifdef TPMOE_HAVE_CUDA
 tpm_status tpm_cuda_comm_init(struct tpm_comm *c);
 tpm_status tpm_cuda_comm_init_all(struct tpm_comm **comms, int n, const int *devices);

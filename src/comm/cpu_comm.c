@@ -17,6 +17,12 @@
  *    slots into its output. Every rank decodes the same bytes, so outputs are
  *    bitwise identical for every codec; with NONE one-shot and two-shot give
  *    the same bits (same fp32 sums, one rounding).
+ *  all-gather (tpm_cpu_comm_allgather, bytes per rank; the bootstrap of
+ *    cpu_boot.c): a one-shot chunk without the sum: each rank copies bytes
+ *    [off, off+n) of its contribution (n <= half) into its own region half,
+ *    publishes, waits for all, and copies region i's n bytes to
+ *    out + i*bytes + off for every i. One publish per chunk.
+ *  barrier (tpm_cpu_comm_barrier): one publish and a wait for all; no data.
  *
  * MARK: synchronisation
  *  Each rank owns one 32-bit counter (its own cache line) that only grows:
@@ -40,11 +46,16 @@
  *  B after the wait on step A; gather slots are written in B and read in C
  *  after the wait on step B; neither is written again before chunk k+2.
  *
+ *  A barrier publishes a step but reads no half, so it only adds waits.
+ *
  *  Per-call check: before its first publish of call n a rank writes
- *  {seq, count, dtype, codec, algo} into its descriptor n%2; after the first
- *  wait every rank compares all descriptors with its own (TPM_ERR_MISMATCH,
- *  before any output is written). Descriptor n%2 is rewritten only in call
- *  n+2, which no rank can reach before every rank finished call n.
+ *  {seq, count, dtype, codec, algo, op} into its descriptor n%2 (op: all-
+ *  reduce, all-gather or barrier; count: elements, or bytes per rank); after
+ *  the first wait every rank compares all descriptors with its own
+ *  (TPM_ERR_MISMATCH, before any output is written). Descriptor n%2 is
+ *  rewritten only in call n+2, which no rank can reach before every rank
+ *  finished call n. All-reduce, all-gather and barrier calls share the one
+ *  call sequence and the one counter per rank, in any order.
  *
  *  Failure: a rank whose wait fails (timeout, dead peer, mismatch) sets the
  *  shared abort flag with its message and wakes every counter; waiting ranks
@@ -263,19 +274,53 @@ static tpm_status wait_all(cpu_rank *R, uint32_t target, const char *phase) {
 }
 
 /* MARK: per-call descriptor check */
+static const char *op_name(int32_t op) {
+    switch (op) {
+    case TPM_CPU_OP_ALLREDUCE:
+        return "an all-reduce";
+    case TPM_CPU_OP_ALLGATHER:
+        return "an all-gather";
+    case TPM_CPU_OP_BARRIER:
+        return "a barrier";
+    default:
+        return "an unknown operation";
+    }
+}
+
+static const char *count_name(int32_t op) {
+    return op == TPM_CPU_OP_ALLREDUCE ? "count" : "bytes per rank";
+}
+
+/* Start call number call_seq+1: write my descriptor before my first publish. */
+static void begin_call(cpu_rank *R, int32_t op, uint64_t count, int32_t dt, int32_t codec,
+                       int32_t algo) {
+    R->call_seq++;
+    cpu_desc *d = &R->hdr->desc[R->rank][R->call_seq & 1];
+    d->seq = R->call_seq;
+    d->count = count;
+    d->dtype = dt;
+    d->codec = codec;
+    d->algo = algo;
+    d->op = op;
+}
+
 static tpm_status check_descriptors(const cpu_rank *R) {
     const cpu_desc *me = &R->hdr->desc[R->rank][R->call_seq & 1];
     for (int i = 0; i < R->world; i++) {
         if (i == R->rank) continue;
         const cpu_desc *d = &R->hdr->desc[i][R->call_seq & 1];
         if (d->seq != me->seq)
-            return tpm_err(TPM_ERR_MISMATCH,
-                           "rank %d is in all-reduce call %llu but rank %d is in call %llu",
-                           R->rank, (unsigned long long)me->seq, i, (unsigned long long)d->seq);
+            return tpm_err(
+                TPM_ERR_MISMATCH, "rank %d is in %s call %llu but rank %d is in call %llu", R->rank,
+                op_name(me->op), (unsigned long long)me->seq, i, (unsigned long long)d->seq);
+        if (d->op != me->op)
+            return tpm_err(TPM_ERR_MISMATCH, "call %llu: rank %d is in %s, rank %d is in %s",
+                           (unsigned long long)me->seq, R->rank, op_name(me->op), i,
+                           op_name(d->op));
         if (d->count != me->count)
-            return tpm_err(TPM_ERR_MISMATCH,
-                           "call %llu: rank %d has count %llu, rank %d has count %llu",
-                           (unsigned long long)me->seq, R->rank, (unsigned long long)me->count, i,
+            return tpm_err(TPM_ERR_MISMATCH, "call %llu: rank %d has %s %llu, rank %d has %s %llu",
+                           (unsigned long long)me->seq, R->rank, count_name(me->op),
+                           (unsigned long long)me->count, i, count_name(d->op),
                            (unsigned long long)d->count);
         if (d->dtype != me->dtype)
             return tpm_err(
@@ -468,13 +513,7 @@ static tpm_status cpu_allreduce(struct tpm_comm *c, const void *in, void *out, s
         return st;
     }
 
-    R->call_seq++;
-    cpu_desc *d = &R->hdr->desc[R->rank][R->call_seq & 1];
-    d->seq = R->call_seq;
-    d->count = count;
-    d->dtype = dt;
-    d->codec = codec;
-    d->algo = algo;
+    begin_call(R, TPM_CPU_OP_ALLREDUCE, count, dt, codec, algo);
 
     const size_t es = tpm_dtype_size(dt);
     const uint8_t *src = (const uint8_t *)in;
@@ -523,6 +562,68 @@ tpm_status tpm_cpu_attach(struct tpm_comm *c, cpu_hdr *h, int is_process) {
     c->impl = R;
     c->ops = is_process ? &cpu_shm_ops : &cpu_threads_ops;
     return TPM_OK;
+}
+
+/* MARK: all-gather and barrier */
+static tpm_status cpu_check_comm(const struct tpm_comm *c, const char *fn) {
+    TPM_ARG_CHECK(c, "%s: comm is NULL", fn);
+    TPM_ARG_CHECK(c->impl && (c->ops == &cpu_threads_ops || c->ops == &cpu_shm_ops),
+                  "%s: not a CPU communicator (backend %s)", fn, c->ops ? c->ops->name : "none");
+    return TPM_OK;
+}
+
+/* One all-gather chunk: bytes [off, off+n) of every rank's contribution.
+ * Same shape as a one-shot chunk: copy into my half, publish, wait for all,
+ * read all halves; one publish per chunk, so the buffer-reuse argument of the
+ * top comment applies unchanged. */
+static tpm_status allgather_chunk(cpu_rank *R, const uint8_t *in, uint8_t *out, size_t bytes,
+                                  size_t off, size_t n, int first) {
+    int p = (int)(R->chunk_seq & 1);
+    memcpy(region(R, R->rank, p), in + off, n);
+    uint32_t s1 = R->step + 1;
+    publish(R, s1);
+    TPM_TRY(wait_all(R, s1, "the all-gather"));
+    if (first) TPM_TRY(check_descriptors(R));
+    for (int i = 0; i < R->world; i++)
+        memcpy(out + (size_t)i * bytes + off, region(R, i, p), n);
+    return TPM_OK;
+}
+
+tpm_status tpm_cpu_comm_allgather(struct tpm_comm *c, const void *in, size_t bytes, void *out) {
+    TPM_TRY(cpu_check_comm(c, "tpm_cpu_comm_allgather"));
+    cpu_rank *R = (cpu_rank *)c->impl;
+    TPM_ARG_CHECK(bytes <= (size_t)PTRDIFF_MAX / (size_t)R->world,
+                  "tpm_cpu_comm_allgather: %zu bytes times world %d is too large", bytes, R->world);
+    if (bytes == 0) return TPM_OK; /* like count 0: no communication, every rank must agree */
+    TPM_ARG_CHECK(in && out, "tpm_cpu_comm_allgather: %s is NULL", !in ? "in" : "out");
+    uintptr_t i0 = (uintptr_t)in, o0 = (uintptr_t)out, total = (uintptr_t)bytes * R->world;
+    TPM_ARG_CHECK(i0 + bytes <= o0 || o0 + total <= i0 || i0 == o0 + (uintptr_t)R->rank * bytes,
+                  "tpm_cpu_comm_allgather: in overlaps out other than as out + rank * bytes "
+                  "(the in-place form)");
+    if (atomic_load_explicit(&R->hdr->abort_rank, memory_order_acquire)) return abort_error(R);
+    begin_call(R, TPM_CPU_OP_ALLGATHER, bytes, 0, 0, 0);
+    size_t chunk = R->half_bytes;
+    tpm_status st = TPM_OK;
+    for (size_t off = 0; off < bytes && st == TPM_OK; off += chunk) {
+        size_t n = bytes - off < chunk ? bytes - off : chunk;
+        st = allgather_chunk(R, (const uint8_t *)in, (uint8_t *)out, bytes, off, n, off == 0);
+        if (st == TPM_OK) R->chunk_seq++;
+    }
+    if (st != TPM_OK) set_abort(R, tpm_err_msg());
+    return st;
+}
+
+tpm_status tpm_cpu_comm_barrier(struct tpm_comm *c) {
+    TPM_TRY(cpu_check_comm(c, "tpm_cpu_comm_barrier"));
+    cpu_rank *R = (cpu_rank *)c->impl;
+    if (atomic_load_explicit(&R->hdr->abort_rank, memory_order_acquire)) return abort_error(R);
+    begin_call(R, TPM_CPU_OP_BARRIER, 0, 0, 0, 0);
+    uint32_t s1 = R->step + 1;
+    publish(R, s1);
+    tpm_status st = wait_all(R, s1, "the barrier");
+    if (st == TPM_OK) st = check_descriptors(R);
+    if (st != TPM_OK) set_abort(R, tpm_err_msg());
+    return st;
 }
 
 /* MARK: threads transport */

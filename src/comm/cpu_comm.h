@@ -11,7 +11,8 @@
  *
  *   cpu_hdr                      magic, world, pids, abort flag + message,
  *                                one counter per rank (own cache line),
- *                                two call descriptors per rank (seq parity)
+ *                                two call descriptors per rank (seq parity:
+ *                                {seq, count, dtype, codec, algo, op})
  *   region[0] .. region[W-1]     region_bytes each, two halves (parity of
  *                                the chunk sequence number)
  *
@@ -33,12 +34,20 @@ extern "C" {
 
 #define TPM_CPU_MAX_WORLD 8
 #define TPM_CPU_MAGIC 0x3152414d4f4d5054ull /* "TPMOMAR1" little endian */
-#define TPM_CPU_PROTO_VERSION 1u
+/* 2: descriptors carry the operation (all-reduce / all-gather / barrier). */
+#define TPM_CPU_PROTO_VERSION 2u
 #define TPM_CPU_LINE 64
 /* Smallest region per rank: each half must hold 2*W slots of one block of
  * fp32 (2 * 8 * 128 bytes). Smaller buffer_bytes are raised to this. */
 #define TPM_CPU_MIN_REGION 4096
 #define TPM_CPU_ABORT_MSG_LEN 384
+/* buffer_bytes of a bootstrap (cpu_boot.c): its arena is W * 64 KiB whatever
+ * cfg.buffer_bytes (the CUDA peer buffer) says; larger all-gathers chunk. */
+#define TPM_CPU_BOOT_BUFFER (64 * 1024)
+
+/* The operation of a call, in its descriptor: ranks in different operations
+ * fail with TPM_ERR_MISMATCH like ranks with different counts. */
+enum { TPM_CPU_OP_ALLREDUCE = 0, TPM_CPU_OP_ALLGATHER = 1, TPM_CPU_OP_BARRIER = 2 };
 
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2,
                "the shared-memory protocol needs lock-free 32-bit atomics");
@@ -56,8 +65,8 @@ _Static_assert(sizeof(cpu_counter) == TPM_CPU_LINE, "one counter per cache line"
  * publish of the call, read by the others after they observe it. */
 typedef struct cpu_desc {
     uint64_t seq;
-    uint64_t count;
-    int32_t dtype, codec, algo, pad;
+    uint64_t count;                 /* elements (all-reduce), bytes per rank (all-gather) */
+    int32_t dtype, codec, algo, op; /* op: TPM_CPU_OP_*; all-gather/barrier: 0 0 0 */
 } cpu_desc;
 
 typedef struct cpu_hdr {
@@ -87,6 +96,13 @@ void tpm_cpu_arena_format(cpu_hdr *h, int world, size_t region_bytes, size_t dat
  * checked while waiting); else it is the threads transport's private
  * mapping, released by the last comm (hdr->refs). */
 tpm_status tpm_cpu_attach(struct tpm_comm *c, cpu_hdr *h, int is_process);
+/* The process transport (cpu_shm.c): rendezvous on the socket
+ * <cfg.rendezvous>/<sock_name> and attach c (cfg, rank, world set, world >=
+ * 2). tpm_cpu_comm_init uses "sock", the bootstrap "boot", so both can be
+ * formed over the same directory. */
+tpm_status tpm_cpu_shm_init(struct tpm_comm *c, const char *sock_name);
+/* One barrier on a CPU comm (a single publish + wait; TPM_CPU_OP_BARRIER). */
+tpm_status tpm_cpu_comm_barrier(struct tpm_comm *c);
 
 /* Elements per chunk for a call: the chunking every rank applies, exposed
  * so tests can build an independent reference. half_bytes = region/2. */

@@ -10,7 +10,9 @@
  * Handshake (everything bounded by cfg.timeout_ms):
  *  1. rank 0 creates the arena: shm_open("/tpmoe-<pid>-<random>", O_CREAT |
  *     O_EXCL, 0600), ftruncate, mmap, formats the header; listens on
- *     <dir>/sock.
+ *     <dir>/sock (the communicator) or <dir>/boot (the bootstrap of
+ *     cpu_boot.c, so a CUDA comm's bootstrap and a CPU comm can share one
+ *     directory; the same checks apply).
  *  2. every other rank connects (retrying until rank 0 listens) and sends a
  *     hello {magic, protocol version, rank, world, dtype, codec, config
  *     hash, pid}. Rank 0 checks each field against its own; a mismatch or a
@@ -465,14 +467,10 @@ fail:
     return st;
 }
 
-/* MARK: entry point */
-tpm_status tpm_cpu_comm_init(struct tpm_comm *c) {
-    TPM_ASSERT(c && c->world >= 1 && c->world <= TPM_CPU_MAX_WORLD && c->rank >= 0 &&
-               c->rank < c->world);
-    if (c->world == 1) {
-        struct tpm_comm *one[1] = {c};
-        return tpm_cpu_comm_init_all(one, 1);
-    }
+/* MARK: entry points */
+tpm_status tpm_cpu_shm_init(struct tpm_comm *c, const char *sock_name) {
+    TPM_ASSERT(c && c->world >= 2 && c->world <= TPM_CPU_MAX_WORLD && c->rank >= 0 &&
+               c->rank < c->world && sock_name && sock_name[0] && !strchr(sock_name, '/'));
     shm_ctx x;
     memset(&x, 0, sizeof x);
     x.c = c;
@@ -483,16 +481,27 @@ tpm_status tpm_cpu_comm_init(struct tpm_comm *c) {
                        "rank %d of %d: a multi-process communicator needs a rendezvous directory "
                        "(cfg.rendezvous or TPMOE_RENDEZVOUS)",
                        c->rank, c->world);
-    size_t dl = strlen(c->cfg.rendezvous);
+    size_t dl = strlen(c->cfg.rendezvous), nl = strlen(sock_name);
     while (dl > 1 && c->cfg.rendezvous[dl - 1] == '/')
         dl--;
-    if (dl >= sizeof x.dir || dl + sizeof "/sock" > sizeof x.sock)
+    if (dl >= sizeof x.dir || dl + 1 + nl + 1 > sizeof x.sock)
         return tpm_err(TPM_ERR_INVALID_ARG,
                        "rendezvous path '%s' is too long for a Unix socket (max %zu)",
-                       c->cfg.rendezvous, sizeof x.sock - sizeof "/sock");
+                       c->cfg.rendezvous, sizeof x.sock - 2 - nl);
     memcpy(x.dir, c->cfg.rendezvous, dl);
     x.dir[dl] = '\0';
     memcpy(x.sock, x.dir, dl);
-    memcpy(x.sock + dl, "/sock", sizeof "/sock");
+    x.sock[dl] = '/';
+    memcpy(x.sock + dl + 1, sock_name, nl + 1);
     return c->rank == 0 ? rank0_init(&x) : peer_init(&x);
+}
+
+tpm_status tpm_cpu_comm_init(struct tpm_comm *c) {
+    TPM_ASSERT(c && c->world >= 1 && c->world <= TPM_CPU_MAX_WORLD && c->rank >= 0 &&
+               c->rank < c->world);
+    if (c->world == 1) {
+        struct tpm_comm *one[1] = {c};
+        return tpm_cpu_comm_init_all(one, 1);
+    }
+    return tpm_cpu_shm_init(c, "sock");
 }

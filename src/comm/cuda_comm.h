@@ -1,0 +1,91 @@
+/*
+ * cuda_comm.h - internal interface of the CUDA all-reduce backend (not
+ * installed). Plain C: included by the host code in cuda_comm.cu, by the
+ * kernel files (cuda_oneshot.cu, cuda_twoshot.cu), by the GPU tests and by
+ * the benchmark.
+ *
+ * Memory of one rank (one cudaMalloc, its peers map it through peer access
+ * or CUDA IPC):
+ *
+ *   [ctl]   4 KB   local control words: launch sequence, CTA exit counter
+ *   [flags] 1 MB   two-shot ready flags [kind rs/ag][parity][src][column]
+ *   [ll]    2 parities x W slots x ll_slot bytes: one-shot packets, every
+ *                  word pre-set to the all-ones sentinel (see cuda_oneshot.cu)
+ *   [ts]    2 parities x (W rs slots + W ag slots) x ts_slot bytes:
+ *                  two-shot reduce-scatter and all-gather payloads
+ *
+ * Every launch takes epoch = ctl.seq + 1 from device memory and the last CTA
+ * to finish stores it back (so CUDA-graph replays advance it); parity =
+ * epoch & 1 selects the half of every region the launch uses. A rank can be
+ * at most one launch ahead of a peer (it needs the peer's data of launch e
+ * to finish e), so two halves never race.
+ */
+#ifndef TPM_CUDA_COMM_H
+#define TPM_CUDA_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tpmoe.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TPM_CUDA_MAX_WORLD 8
+/* Two-shot: elements per column (one CTA step) and columns per segment. */
+#define TPM_CUDA_TS_COL_ELEMS 8192
+#define TPM_CUDA_TS_MAX_COLS 8192
+#define TPM_CUDA_CTL_BYTES 4096u
+#define TPM_CUDA_FLAG_BYTES                                                                        \
+    ((size_t)2 * 2 * TPM_CUDA_MAX_WORLD * TPM_CUDA_TS_MAX_COLS * sizeof(uint32_t))
+
+/* Error word layout (host-mapped, written by a kernel that gave up). */
+enum {
+    TPM_CUDA_ERR_CODE = 0,  /* 0 ok, else a tpm_status (TPM_ERR_TIMEOUT) */
+    TPM_CUDA_ERR_STAGE = 1, /* 1 one-shot wait, 2 two-shot rs wait, 3 ag wait */
+    TPM_CUDA_ERR_PEER = 2,  /* the rank waited for */
+    TPM_CUDA_ERR_WORDS = 4
+};
+
+/* Everything a kernel needs, passed by value. Pointers in ll/ts/flags are
+ * rank p's buffers as mapped in this rank's address space. */
+typedef struct tpm_cuda_ar_args {
+    const void *in;
+    void *out;
+    size_t count;  /* elements in this launch */
+    int dtype;     /* tpm_dtype */
+    int codec;     /* tpm_codec (two-shot) */
+    int rank, world;
+    int grid, block;
+    uint8_t *ll[TPM_CUDA_MAX_WORLD];
+    uint8_t *ts[TPM_CUDA_MAX_WORLD];
+    uint32_t *flags[TPM_CUDA_MAX_WORLD];
+    size_t ll_slot; /* bytes per source slot of the one-shot region */
+    size_t ts_slot; /* bytes per source slot of the two-shot region */
+    uint32_t *ctl;  /* this rank's control words (device memory) */
+    uint32_t *err;  /* host-mapped error words (device pointer) */
+    uint64_t timeout_ns;
+} tpm_cuda_ar_args;
+
+/* Launchers (cuda_oneshot.cu / cuda_twoshot.cu). stream is a cudaStream_t.
+ * They only enqueue; a launch error comes back as TPM_ERR_CUDA. */
+int tpm_cuda_oneshot_launch(const tpm_cuda_ar_args *a, void *stream);
+int tpm_cuda_twoshot_launch(const tpm_cuda_ar_args *a, void *stream);
+/* Largest element count one launch can take (buffer slot limits). */
+size_t tpm_cuda_oneshot_max_count(const tpm_cuda_ar_args *a);
+size_t tpm_cuda_twoshot_max_count(const tpm_cuda_ar_args *a);
+
+/* TPM_OK, or the error a kernel of this communicator recorded (a bounded
+ * wait ran out: TPM_ERR_TIMEOUT). Host-only read of mapped memory. */
+struct tpm_comm;
+tpm_status tpm_cuda_comm_poll(struct tpm_comm *c);
+
+/* Peer-bandwidth probe for the benchmark floor: copy bytes from src to dst
+ * (either may be a peer's memory) with a 16-byte-vector kernel. */
+int tpm_cuda_copy_launch(void *dst, const void *src, size_t bytes, int grid, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TPM_CUDA_COMM_H */

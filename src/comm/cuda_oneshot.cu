@@ -1,0 +1,126 @@
+/*
+ * cuda_oneshot.cu - exact one-shot all-reduce over peer memory with
+ * self-validating packets (no flag round trip).
+ *
+ * Algorithm (world W, any 2..8, one generic path):
+ *   1. push: every thread takes 16-byte words of its input and stores each,
+ *      with one st.volatile.v4, into slot [me] of every peer's one-shot region
+ *      (half `parity` = epoch & 1 of it);
+ *   2. reduce: for each word, the thread polls the W-1 peers' words in its own
+ *      local region with ld.volatile until no element is the all-ones
+ *      sentinel, re-stores the sentinel there (so the region is clean for the
+ *      launch after next), and sums all W terms in fp32 in rank order 0..W-1
+ *      (its own term read from its input), rounding once to the dtype.
+ *   Every rank computes the same sum in the same order: outputs are bitwise
+ *   identical on every rank.
+ *
+ * Why no flag: the packet is its own ready marker (the "Lamport" trick). The
+ * region starts all-ones (cudaMemset 0xff at init) and every reader restores
+ * all-ones after use. An all-ones bf16/fp16/fp32 element is a NaN; a sender
+ * replaces such an input element by the canonical quiet NaN, so payload
+ * never looks like the sentinel (the sum is NaN either way). A 16-byte store
+ * may land in pieces, but never splits an element, so a word is complete once
+ * none of its elements is all-ones.
+ *
+ * Reuse safety: a rank in launch e reads half e&1 of its region; a peer can
+ * only be writing launch e+1 (half (e+1)&1) until it has this rank's data of
+ * e+1, which this rank sends after launch e (including its clears) finished.
+ * Waits are bounded: past timeout_ns a thread records TPM_ERR_TIMEOUT in the
+ * host-mapped error words and stops waiting (the communicator is then dead).
+ */
+#include "comm/cuda_sync.h"
+
+#include <cuda_runtime.h>
+
+namespace tpm_cuda {
+namespace {
+
+constexpr int kUnroll = 4;
+constexpr int kBlock = 256;
+
+template <int DT> __global__ void __launch_bounds__(kBlock) oneshot_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
+    using Wd = Word<DT>;
+    const uint32_t epoch = epoch_begin(a);
+    const size_t half = (size_t)a.world * a.ll_slot;
+    const size_t par = (size_t)(epoch & 1u) * half;
+    const size_t nwords = (a.count + Wd::kElems - 1) / Wd::kElems;
+    const bool in_al = ((uintptr_t)a.in & 15u) == 0, out_al = ((uintptr_t)a.out & 15u) == 0;
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+
+    /* 1. push my words to every peer */
+    for (size_t i = tid; i < nwords; i += stride) {
+        uint4 w = Wd::sanitize(Wd::load(a.in, i, a.count, in_al));
+        for (int d = 1; d < a.world; d++) {
+            int p = a.rank + d < a.world ? a.rank + d : a.rank + d - a.world;
+            st_volatile16(a.ll[p] + par + (size_t)a.rank * a.ll_slot + i * 16, w);
+        }
+    }
+
+    /* 2. reduce in rank order, kUnroll words in flight per thread */
+    uint8_t *mine = a.ll[a.rank] + par;
+    bool alive = true;
+    for (size_t base = tid; base < nwords; base += (size_t)kUnroll * stride) {
+        float acc[kUnroll][Wd::kElems];
+        for (int r = 0; r < a.world; r++) {
+            uint4 w[kUnroll];
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++) {
+                size_t i = base + (size_t)u * stride;
+                if (i >= nwords) continue;
+                if (r == a.rank)
+                    w[u] = Wd::load(a.in, i, a.count, in_al);
+                else
+                    w[u] = ld_volatile16(mine + (size_t)r * a.ll_slot + i * 16);
+            }
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++) {
+                size_t i = base + (size_t)u * stride;
+                if (i >= nwords) continue;
+                if (r != a.rank) {
+                    uint8_t *slot = mine + (size_t)r * a.ll_slot + i * 16;
+                    Spin s;
+                    while (alive && !Wd::valid(w[u])) {
+                        if (!s.tick(a, 1, r)) alive = false;
+                        w[u] = ld_volatile16(slot);
+                    }
+                    *(uint4 *)slot = make_uint4(~0u, ~0u, ~0u, ~0u);
+                }
+                float f[Wd::kElems];
+                Wd::to_f32(w[u], f);
+#pragma unroll
+                for (int k = 0; k < Wd::kElems; k++) acc[u][k] = r == 0 ? f[k] : acc[u][k] + f[k];
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; u++) {
+            size_t i = base + (size_t)u * stride;
+            if (i < nwords) Wd::store(a.out, i, a.count, out_al, Wd::from_f32(acc[u]));
+        }
+    }
+    epoch_end(a, epoch);
+}
+
+} /* namespace */
+} /* namespace tpm_cuda */
+
+extern "C" size_t tpm_cuda_oneshot_max_count(const tpm_cuda_ar_args *a) {
+    size_t esize = a->dtype == TPM_DTYPE_FP32 ? 4 : 2;
+    return (a->ll_slot / 16) * (16 / esize);
+}
+
+extern "C" int tpm_cuda_oneshot_launch(const tpm_cuda_ar_args *a, void *stream) {
+    using namespace tpm_cuda;
+    size_t epw = a->dtype == TPM_DTYPE_FP32 ? 4 : 8;
+    size_t nwords = (a->count + epw - 1) / epw;
+    size_t want = (nwords + kBlock - 1) / kBlock;
+    int grid = (int)(want < (size_t)a->grid ? want : (size_t)a->grid);
+    if (grid < 1) grid = 1;
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (a->dtype) {
+    case TPM_DTYPE_BF16: oneshot_kernel<0><<<grid, kBlock, 0, s>>>(*a); break;
+    case TPM_DTYPE_FP16: oneshot_kernel<1><<<grid, kBlock, 0, s>>>(*a); break;
+    default: oneshot_kernel<2><<<grid, kBlock, 0, s>>>(*a); break;
+    }
+    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}

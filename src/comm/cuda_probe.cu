@@ -1,0 +1,38 @@
+/*
+ * cuda_probe.cu - the peer-bandwidth probe: a plain 16-byte-vector copy
+ * kernel whose source or destination may be a peer GPU's memory. The
+ * benchmark times it to get the floor (bytes over the measured peer
+ * bandwidth) in the same run; the communicator uses it to prove P2P with a
+ * real write and read-back at init. No synchronisation: one stream-ordered
+ * launch, every thread copies its own 16-byte words.
+ */
+#include "comm/cuda_sync.h"
+
+#include <cuda_runtime.h>
+
+namespace tpm_cuda {
+namespace {
+
+__global__ void copy_kernel(uint4 *dst, const uint4 *src, size_t n) {
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < n; i += 4 * stride) {
+        uint4 x0 = ld_stream16(src + i), x1 = ld_stream16(src + i + stride);
+        uint4 x2 = ld_stream16(src + i + 2 * stride), x3 = ld_stream16(src + i + 3 * stride);
+        dst[i] = x0;
+        dst[i + stride] = x1;
+        dst[i + 2 * stride] = x2;
+        dst[i + 3 * stride] = x3;
+    }
+    for (; i < n; i += stride) dst[i] = src[i];
+}
+
+} /* namespace */
+} /* namespace tpm_cuda */
+
+extern "C" int tpm_cuda_copy_launch(void *dst, const void *src, size_t bytes, int grid,
+                                    void *stream) {
+    tpm_cuda::copy_kernel<<<grid, 512, 0, (cudaStream_t)stream>>>((uint4 *)dst, (const uint4 *)src,
+                                                                   bytes / 16);
+    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}

@@ -1,0 +1,283 @@
+/*
+ * cuda_sync.h - device-side helpers shared by the all-reduce kernels (CUDA
+ * only): system-scope release/acquire flags, volatile 16-byte accesses,
+ * bounded spins on %globaltimer that end by writing the host-mapped error
+ * word, the launch epoch, and bf16/fp16/fp32 vectors of 8 values.
+ *
+ * Memory ordering used by the kernels:
+ *  - flags: writers store payload, __syncthreads(), then one thread issues
+ *    st.release.sys (cumulative over the CTA's stores that the barrier
+ *    ordered before it); readers spin with ld.acquire.sys, then
+ *    __syncthreads() before any thread reads the payload.
+ *  - packets (one-shot): every 16-byte word carries its own validity (no
+ *    all-ones element); readers poll with ld.volatile, no fence needed.
+ */
+#ifndef TPM_CUDA_SYNC_H
+#define TPM_CUDA_SYNC_H
+
+#ifndef __CUDACC__
+#error "cuda_sync.h is CUDA-only"
+#endif
+
+#include "comm/cuda_comm.h"
+#include "numeric.h"
+#include "tpmoe.h"
+
+#include <stdint.h>
+
+namespace tpm_cuda {
+
+/* MARK: raw accesses */
+__device__ __forceinline__ uint64_t globaltimer() {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ uint32_t ld_acquire_sys(const uint32_t *p) {
+    uint32_t v;
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void st_release_sys(uint32_t *p, uint32_t v) {
+    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ uint4 ld_volatile16(const void *p) {
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void st_volatile16(void *p, uint4 v) {
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y),
+                 "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+
+/* Streaming 16-byte load of data read once (input, local payload). */
+__device__ __forceinline__ uint4 ld_stream16(const void *p) {
+    uint4 v;
+    asm volatile("ld.global.cs.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+/* MARK: bounded waits */
+/* A spin that gives up after timeout_ns: tick() returns false once expired
+ * and records the failure in the host-mapped error words. */
+struct Spin {
+    uint64_t start;
+    uint32_t n;
+    __device__ __forceinline__ Spin() : start(0), n(0) {}
+    __device__ __forceinline__ bool tick(const tpm_cuda_ar_args &a, int stage, int peer) {
+        if ((++n & 255u) != 0) return true;
+        uint64_t now = globaltimer();
+        if (start == 0) start = now;
+        if (now - start <= a.timeout_ns) return true;
+        volatile uint32_t *e = a.err;
+        e[TPM_CUDA_ERR_STAGE] = (uint32_t)stage;
+        e[TPM_CUDA_ERR_PEER] = (uint32_t)peer;
+        __threadfence_system();
+        e[TPM_CUDA_ERR_CODE] = (uint32_t)TPM_ERR_TIMEOUT;
+        __threadfence_system();
+        return false;
+    }
+};
+
+/* Wait until *flag reaches epoch (flags only grow; wrap-safe compare). */
+__device__ __forceinline__ bool wait_flag(const tpm_cuda_ar_args &a, const uint32_t *flag,
+                                          uint32_t epoch, int stage, int peer) {
+    Spin s;
+    while ((int32_t)(ld_acquire_sys(flag) - epoch) < 0)
+        if (!s.tick(a, stage, peer)) return false;
+    return true;
+}
+
+/* MARK: launch epoch */
+/* Every CTA reads the sequence at entry; the last CTA to leave stores the
+ * new value, so the next launch (stream-ordered after this one) sees it. */
+__device__ __forceinline__ uint32_t epoch_begin(const tpm_cuda_ar_args &a) {
+    __shared__ uint32_t e;
+    if (threadIdx.x == 0) e = *(volatile uint32_t *)&a.ctl[0] + 1u;
+    __syncthreads();
+    return e;
+}
+
+__device__ __forceinline__ void epoch_end(const tpm_cuda_ar_args &a, uint32_t epoch) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(&a.ctl[1], 1u) == gridDim.x - 1) {
+            a.ctl[1] = 0;
+            *(volatile uint32_t *)&a.ctl[0] = epoch;
+            __threadfence();
+        }
+    }
+}
+
+/* MARK: 8-value vectors */
+struct F8 {
+    float v[8];
+};
+
+/* Load elements [i, i+8) of a dtype array as floats; elements >= n read 0.
+ * aligned: the whole 8-element group may be read with vector loads. */
+template <int DT>
+__device__ __forceinline__ F8 load8(const void *p, size_t i, size_t n, bool aligned) {
+    F8 r;
+    if (aligned && i + 8 <= n) {
+        if (DT == 2) {
+            const float4 *q = (const float4 *)((const float *)p + i);
+            float4 x = q[0], y = q[1];
+            r.v[0] = x.x; r.v[1] = x.y; r.v[2] = x.z; r.v[3] = x.w;
+            r.v[4] = y.x; r.v[5] = y.y; r.v[6] = y.z; r.v[7] = y.w;
+        } else {
+            uint4 x = *(const uint4 *)((const uint16_t *)p + i);
+            uint32_t w[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                uint16_t lo = (uint16_t)(w[k] & 0xffffu), hi = (uint16_t)(w[k] >> 16);
+                r.v[2 * k] = DT == 0 ? tpm_bf16_to_f32(lo) : tpm_fp16_to_f32(lo);
+                r.v[2 * k + 1] = DT == 0 ? tpm_bf16_to_f32(hi) : tpm_fp16_to_f32(hi);
+            }
+        }
+        return r;
+    }
+#pragma unroll
+    for (int k = 0; k < 8; k++) r.v[k] = (i + k < n) ? tpm_load_f32(p, DT, i + k) : 0.0f;
+    return r;
+}
+
+template <int DT>
+__device__ __forceinline__ void store8(void *p, size_t i, size_t n, bool aligned, const F8 &r) {
+    if (aligned && i + 8 <= n) {
+        if (DT == 2) {
+            float4 *q = (float4 *)((float *)p + i);
+            q[0] = make_float4(r.v[0], r.v[1], r.v[2], r.v[3]);
+            q[1] = make_float4(r.v[4], r.v[5], r.v[6], r.v[7]);
+        } else {
+            uint32_t w[4];
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                uint16_t lo = DT == 0 ? tpm_f32_to_bf16(r.v[2 * k]) : tpm_f32_to_fp16(r.v[2 * k]);
+                uint16_t hi = DT == 0 ? tpm_f32_to_bf16(r.v[2 * k + 1])
+                                      : tpm_f32_to_fp16(r.v[2 * k + 1]);
+                w[k] = (uint32_t)lo | ((uint32_t)hi << 16);
+            }
+            *(uint4 *)((uint16_t *)p + i) = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+        return;
+    }
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        if (i + k < n) tpm_store_f32(p, DT, i + k, r.v[k]);
+}
+
+/* MARK: 16-byte words of raw dtype elements */
+/* Elements of dtype DT per 16-byte word. */
+template <int DT> struct Word {
+    static constexpr int kElems = DT == 2 ? 4 : 8;
+    static constexpr int kSize = DT == 2 ? 4 : 2;
+
+    /* True when no element is the all-ones sentinel. */
+    static __device__ __forceinline__ bool valid(uint4 w) {
+        uint32_t x[4] = {w.x, w.y, w.z, w.w};
+        bool ok = true;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            if (DT == 2)
+                ok &= x[k] != 0xffffffffu;
+            else
+                ok &= (x[k] & 0xffffu) != 0xffffu && (x[k] >> 16) != 0xffffu;
+        }
+        return ok;
+    }
+
+    static __device__ __forceinline__ uint4 sanitize(uint4 w) {
+        uint32_t x[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            if (DT == 2) {
+                if (x[k] == 0xffffffffu) x[k] = 0x7fc00000u;
+            } else {
+                const uint32_t qnan = DT == 0 ? 0x7fc0u : 0x7e00u;
+                if ((x[k] & 0xffffu) == 0xffffu) x[k] = (x[k] & 0xffff0000u) | qnan;
+                if ((x[k] >> 16) == 0xffffu) x[k] = (x[k] & 0xffffu) | (qnan << 16);
+            }
+        }
+        return make_uint4(x[0], x[1], x[2], x[3]);
+    }
+
+    static __device__ __forceinline__ void to_f32(uint4 w, float *f) {
+        uint32_t x[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            if (DT == 2) {
+                f[k] = __uint_as_float(x[k]);
+            } else {
+                uint16_t lo = (uint16_t)(x[k] & 0xffffu), hi = (uint16_t)(x[k] >> 16);
+                f[2 * k] = DT == 0 ? tpm_bf16_to_f32(lo) : tpm_fp16_to_f32(lo);
+                f[2 * k + 1] = DT == 0 ? tpm_bf16_to_f32(hi) : tpm_fp16_to_f32(hi);
+            }
+        }
+    }
+
+    static __device__ __forceinline__ uint4 from_f32(const float *f) {
+        uint32_t x[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            if (DT == 2) {
+                x[k] = __float_as_uint(f[k]);
+            } else {
+                uint16_t lo = DT == 0 ? tpm_f32_to_bf16(f[2 * k]) : tpm_f32_to_fp16(f[2 * k]);
+                uint16_t hi =
+                    DT == 0 ? tpm_f32_to_bf16(f[2 * k + 1]) : tpm_f32_to_fp16(f[2 * k + 1]);
+                x[k] = (uint32_t)lo | ((uint32_t)hi << 16);
+            }
+        }
+        return make_uint4(x[0], x[1], x[2], x[3]);
+    }
+
+    /* Word i of an array of n elements; elements past n read as zero. */
+    static __device__ __forceinline__ uint4 load(const void *p, size_t i, size_t n, bool aligned) {
+        size_t e0 = i * kElems;
+        if (aligned && e0 + kElems <= n) return *((const uint4 *)p + i);
+        uint32_t x[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int k = 0; k < kElems; k++) {
+            if (e0 + k >= n) break;
+            if (DT == 2)
+                x[k] = ((const uint32_t *)p)[e0 + k];
+            else
+                x[k / 2] |= (uint32_t)((const uint16_t *)p)[e0 + k] << (16 * (k & 1));
+        }
+        return make_uint4(x[0], x[1], x[2], x[3]);
+    }
+
+    static __device__ __forceinline__ void store(void *p, size_t i, size_t n, bool aligned,
+                                                 uint4 w) {
+        size_t e0 = i * kElems;
+        if (aligned && e0 + kElems <= n) {
+            *((uint4 *)p + i) = w;
+            return;
+        }
+        uint32_t x[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+        for (int k = 0; k < kElems; k++) {
+            if (e0 + k >= n) break;
+            if (DT == 2)
+                ((uint32_t *)p)[e0 + k] = x[k];
+            else
+                ((uint16_t *)p)[e0 + k] = (uint16_t)(x[k / 2] >> (16 * (k & 1)));
+        }
+    }
+};
+
+} /* namespace tpm_cuda */
+#endif /* TPM_CUDA_SYNC_H */

@@ -1,0 +1,360 @@
+/*
+ * cuda_twoshot.cu - two-shot all-reduce over peer memory: reduce-scatter to
+ * segment owners, then all-gather, exact (bf16/fp16/fp32) or with a block
+ * codec (INT8/INT6/INT4/FP8/INT4_H/INT6_H) fused into the transfers.
+ *
+ * Work split: the message is cut into groups of 32 elements (= codec
+ * blocks); owner r gets groups [r*ngrp/W, (r+1)*ngrp/W). Each owner segment
+ * is cut into columns of kCol groups (one CTA step, one group per thread);
+ * column c of every segment is handled by CTA c % gridDim on every rank. A
+ * CTA runs its columns as a three-stage software pipeline:
+ *   A(c)   for every owner s != me: my input of (s, c) -> [rotate, quantize]
+ *          -> owner s's rs slot [me]; then release flag rs[me][c] at s.
+ *   B(c-1) I own (me, c-1): acquire rs flags of all peers; sum the W terms in
+ *          fp32 in rank order 0..W-1 (my own term exact, the peers' terms
+ *          dequantized); [re-quantize]; push the result into every peer's ag
+ *          slot [me]; release ag flag [me][c-1] at each peer; write my own
+ *          output from the pushed bytes ([dequantize, rotate back]).
+ *   C(c-2) acquire ag flags of every owner; read the owners' results from my
+ *          ag slots; [dequantize, rotate back]; write my output.
+ * Every rank decodes the same bytes with the same code, so outputs are
+ * bitwise identical on every rank and equal to the CPU communicator, whose
+ * per-block arithmetic (codec_cuda.h) is the same.
+ *
+ * Payload layout in a slot (internal; not the public wire format): per
+ * column, the code words of the kCol groups unit-major (unit k of group g at
+ * (k*kCol + g)*U, U = 16 or 8 bytes, so a warp's stores are contiguous), then
+ * the kCol bf16 scales. Exact payloads are the raw dtype words.
+ *
+ * Synchronisation: flags hold the launch epoch and only grow (no reset); a
+ * writer CTA stores its payload, __syncthreads(), then one thread per
+ * destination issues st.release.sys; a reader thread spins with
+ * ld.acquire.sys (bounded by %globaltimer, TPM_ERR_TIMEOUT into the
+ * host-mapped error words), then __syncthreads() before the CTA reads.
+ * Halves of every region alternate with the epoch parity (see cuda_comm.h).
+ */
+#include "codec/codec_cuda.h"
+#include "comm/cuda_sync.h"
+
+#include <cuda_runtime.h>
+
+namespace tpm_cuda {
+namespace {
+
+constexpr int kCol = 256; /* groups per column = threads per CTA */
+static_assert(kCol * 32 == TPM_CUDA_TS_COL_ELEMS, "column size mismatch");
+
+enum { kRs = 0, kAg = 1 };
+
+/* Bytes of one column's payload. */
+template <int DT, int C> struct Payload {
+    static constexpr size_t kBytes = (size_t)kCol * 32 * (DT == 2 ? 4 : 2);
+};
+template <int DT> struct Payload<DT, TPM_CODEC_INT6> {
+    static constexpr int kUnit = 8, kUnits = 3;
+    static constexpr size_t kBytes = (size_t)kCol * (24 + 2);
+};
+template <int DT> struct Payload<DT, TPM_CODEC_INT6_H> : Payload<DT, TPM_CODEC_INT6> {};
+template <int DT> struct Payload<DT, TPM_CODEC_INT4> {
+    static constexpr int kUnit = 16, kUnits = 1;
+    static constexpr size_t kBytes = (size_t)kCol * (16 + 2);
+};
+template <int DT> struct Payload<DT, TPM_CODEC_INT4_H> : Payload<DT, TPM_CODEC_INT4> {};
+template <int DT> struct Payload<DT, TPM_CODEC_INT8> {
+    static constexpr int kUnit = 16, kUnits = 2;
+    static constexpr size_t kBytes = (size_t)kCol * (32 + 2);
+};
+template <int DT> struct Payload<DT, TPM_CODEC_FP8> : Payload<DT, TPM_CODEC_INT8> {};
+
+struct Ctx {
+    const tpm_cuda_ar_args &a; /* the __grid_constant__ kernel parameter */
+    uint32_t epoch;
+    int par;
+    size_t ngrp, sblk;
+    bool in_al, out_al;
+
+    /* Owner r's first group: segments of sblk = ceil(ngrp/W) groups, like the
+     * CPU communicator (the last ones may be short or empty). */
+    __device__ size_t glo(int r) const {
+        size_t g = (size_t)r * sblk;
+        return g < ngrp ? g : ngrp;
+    }
+    __device__ uint8_t *slot(int rank, int kind, int src) const {
+        return a.ts[rank] + ((size_t)par * 2 * a.world + (size_t)kind * a.world + src) * a.ts_slot;
+    }
+    __device__ uint32_t *flag(int rank, int kind, int src, int col) const {
+        return a.flags[rank] +
+               (((size_t)kind * 2 + par) * TPM_CUDA_MAX_WORLD + src) * TPM_CUDA_TS_MAX_COLS + col;
+    }
+    /* Release flag (kind, src=me, col) at every peer, after the CTA's stores. */
+    __device__ void signal(int kind, int col) const {
+        __syncthreads();
+        if (threadIdx.x < (unsigned)a.world - 1) {
+            int q = (a.rank + 1 + (int)threadIdx.x) % a.world;
+            st_release_sys(flag(q, kind, a.rank, col), epoch);
+        }
+    }
+    /* Acquire flag (kind, src, col) of every peer in my memory. */
+    __device__ bool wait_all(int kind, int col) const {
+        bool ok = true;
+        if (threadIdx.x < (unsigned)a.world - 1) {
+            int src = (a.rank + 1 + (int)threadIdx.x) % a.world;
+            ok = wait_flag(a, flag(a.rank, kind, src, col), epoch, kind == kRs ? 2 : 3, src);
+        }
+        return __syncthreads_and(ok) != 0;
+    }
+};
+
+/* MARK: codec groups (one thread = one block of 32) */
+template <int DT, int C> struct GroupIO {
+    using P = Payload<DT, C>;
+    using BC = BlockCodec<C>;
+    static_assert(P::kUnits * P::kUnit == BC::kCodeBytes, "payload units cover the codes");
+
+    static __device__ __forceinline__ void load_dom(const Ctx &x, size_t g, float *v) {
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            F8 f = load8<DT>(x.a.in, g * 32 + 8 * q, x.a.count, x.in_al);
+#pragma unroll
+            for (int k = 0; k < 8; k++) v[8 * q + k] = f.v[k];
+        }
+        if constexpr (BC::kRotate) tpm_hadamard32(v);
+    }
+    static __device__ __forceinline__ void store_dom(const Ctx &x, size_t g, float *v) {
+        if constexpr (BC::kRotate) tpm_hadamard32(v);
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            F8 f;
+#pragma unroll
+            for (int k = 0; k < 8; k++) f.v[k] = v[8 * q + k];
+            store8<DT>(x.a.out, g * 32 + 8 * q, x.a.count, x.out_al, f);
+        }
+    }
+    static __device__ __forceinline__ void put(uint8_t *col, int t, const Codes &c, uint16_t s) {
+#pragma unroll
+        for (int k = 0; k < P::kUnits; k++) {
+            if (P::kUnit == 16)
+                *(uint4 *)(col + ((size_t)k * kCol + t) * 16) =
+                    make_uint4(c.w[4 * k], c.w[4 * k + 1], c.w[4 * k + 2], c.w[4 * k + 3]);
+            else
+                *(uint2 *)(col + ((size_t)k * kCol + t) * 8) = make_uint2(c.w[2 * k], c.w[2 * k + 1]);
+        }
+        *(uint16_t *)(col + (size_t)P::kUnits * kCol * P::kUnit + (size_t)t * 2) = s;
+    }
+    static __device__ __forceinline__ uint16_t get(const uint8_t *col, int t, Codes &c) {
+#pragma unroll
+        for (int k = 0; k < P::kUnits; k++) {
+            if (P::kUnit == 16) {
+                uint4 u = __ldcg((const uint4 *)(col + ((size_t)k * kCol + t) * 16));
+                c.w[4 * k] = u.x, c.w[4 * k + 1] = u.y, c.w[4 * k + 2] = u.z, c.w[4 * k + 3] = u.w;
+            } else {
+                uint2 u = __ldcg((const uint2 *)(col + ((size_t)k * kCol + t) * 8));
+                c.w[2 * k] = u.x, c.w[2 * k + 1] = u.y;
+            }
+        }
+        return __ldcg((const unsigned short *)(col + (size_t)P::kUnits * kCol * P::kUnit +
+                                               (size_t)t * 2));
+    }
+};
+
+template <int DT, int C> struct Stages {
+    using P = Payload<DT, C>;
+    using Wd = Word<DT>;
+    using IO = GroupIO<DT, C>;
+    static constexpr bool kExact = C == TPM_CODEC_NONE;
+
+    /* Word range [w0, w1) (exact) or group range [g0, g1) of (owner, col). */
+    static __device__ void range(const Ctx &x, int owner, int col, size_t &g0, size_t &g1) {
+        size_t lo = x.glo(owner), hi = x.glo(owner + 1);
+        g0 = lo + (size_t)col * kCol;
+        g1 = g0 + kCol < hi ? g0 + kCol : hi;
+    }
+    static __device__ void words(const Ctx &x, size_t g0, size_t g1, size_t &w0, size_t &w1) {
+        size_t e1 = g1 * 32 < x.a.count ? g1 * 32 : x.a.count;
+        w0 = g0 * 32 / Wd::kElems;
+        w1 = (e1 + Wd::kElems - 1) / Wd::kElems;
+        if (w1 < w0) w1 = w0;
+    }
+
+    static __device__ void stage_a(const Ctx &x, int col) {
+        const int t = threadIdx.x;
+        for (int d = 1; d < x.a.world; d++) {
+            int s = (x.a.rank + d) % x.a.world;
+            size_t g0, g1;
+            range(x, s, col, g0, g1);
+            uint8_t *dst = x.slot(s, kRs, x.a.rank) + (size_t)col * P::kBytes;
+            if constexpr (kExact) {
+                size_t w0, w1;
+                words(x, g0, g1, w0, w1);
+                for (size_t w = w0 + t; w < w1; w += kCol)
+                    *(uint4 *)(dst + (w - w0) * 16) = Wd::load(x.a.in, w, x.a.count, x.in_al);
+            } else {
+                if (g0 + t < g1) {
+                    float v[32];
+                    IO::load_dom(x, g0 + t, v);
+                    Codes c;
+                    uint16_t sc = BlockCodec<C>::quant(v, c);
+                    IO::put(dst, t, c, sc);
+                }
+            }
+        }
+        x.signal(kRs, col);
+    }
+
+    static __device__ bool stage_b(const Ctx &x, int col) {
+        const int t = threadIdx.x, me = x.a.rank;
+        if (!x.wait_all(kRs, col)) return false;
+        size_t g0, g1;
+        range(x, me, col, g0, g1);
+        const size_t off = (size_t)col * P::kBytes;
+        if constexpr (kExact) {
+            size_t w0, w1;
+            words(x, g0, g1, w0, w1);
+            for (size_t w = w0 + t; w < w1; w += kCol) {
+                float acc[Wd::kElems], f[Wd::kElems];
+                for (int r = 0; r < x.a.world; r++) {
+                    uint4 u = r == me ? Wd::load(x.a.in, w, x.a.count, x.in_al)
+                                      : __ldcg((const uint4 *)(x.slot(me, kRs, r) + off +
+                                                               (w - w0) * 16));
+                    Wd::to_f32(u, f);
+#pragma unroll
+                    for (int k = 0; k < Wd::kElems; k++) acc[k] = r == 0 ? f[k] : acc[k] + f[k];
+                }
+                uint4 res = Wd::from_f32(acc);
+                for (int d = 1; d < x.a.world; d++) {
+                    int q = (me + d) % x.a.world;
+                    *(uint4 *)(x.slot(q, kAg, me) + off + (w - w0) * 16) = res;
+                }
+                Wd::store(x.a.out, w, x.a.count, x.out_al, res);
+            }
+        } else if (g0 + t < g1) {
+            reduce_group(x, g0 + t, off);
+        }
+        x.signal(kAg, col);
+        return true;
+    }
+
+    /* Stage B of one codec group: sum, re-quantize, push, decode my own. */
+    static __device__ void reduce_group(const Ctx &x, size_t g, size_t off) {
+        const int t = threadIdx.x, me = x.a.rank;
+        {
+            float acc[32], v[32];
+            Codes c;
+            for (int r = 0; r < x.a.world; r++) {
+                if (r == me) {
+                    IO::load_dom(x, g, v);
+                } else {
+                    uint16_t sc = IO::get(x.slot(me, kRs, r) + off, t, c);
+                    BlockCodec<C>::dequant(c, sc, v);
+                }
+#pragma unroll
+                for (int k = 0; k < 32; k++) acc[k] = r == 0 ? v[k] : acc[k] + v[k];
+            }
+            uint16_t sc = BlockCodec<C>::quant(acc, c);
+            for (int d = 1; d < x.a.world; d++) {
+                int q = (me + d) % x.a.world;
+                IO::put(x.slot(q, kAg, me) + off, t, c, sc);
+            }
+            BlockCodec<C>::dequant(c, sc, v);
+            IO::store_dom(x, g, v);
+        }
+    }
+
+    static __device__ bool stage_c(const Ctx &x, int col) {
+        const int t = threadIdx.x;
+        if (!x.wait_all(kAg, col)) return false;
+        const size_t off = (size_t)col * P::kBytes;
+        for (int d = 1; d < x.a.world; d++) {
+            int s = (x.a.rank + d) % x.a.world;
+            size_t g0, g1;
+            range(x, s, col, g0, g1);
+            const uint8_t *src = x.slot(x.a.rank, kAg, s) + off;
+            if constexpr (kExact) {
+                size_t w0, w1;
+                words(x, g0, g1, w0, w1);
+                for (size_t w = w0 + t; w < w1; w += kCol)
+                    Wd::store(x.a.out, w, x.a.count, x.out_al,
+                              __ldcg((const uint4 *)(src + (w - w0) * 16)));
+            } else if (g0 + t < g1) {
+                Codes c;
+                float v[32];
+                uint16_t sc = IO::get(src, t, c);
+                BlockCodec<C>::dequant(c, sc, v);
+                IO::store_dom(x, g0 + t, v);
+            }
+        }
+        return true;
+    }
+};
+
+template <int DT, int C>
+__global__ void __launch_bounds__(kCol, 2) twoshot_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
+    Ctx x{a, 0, 0, 0, 0, false, false};
+    x.epoch = epoch_begin(a);
+    x.par = (int)(x.epoch & 1u);
+    x.ngrp = (a.count + 31) / 32;
+    x.in_al = ((uintptr_t)a.in & 15u) == 0;
+    x.out_al = ((uintptr_t)a.out & 15u) == 0;
+    x.sblk = (x.ngrp + a.world - 1) / a.world;
+    const int ncol = (int)((x.sblk + kCol - 1) / kCol);
+    const int mine = (int)blockIdx.x < ncol ? (ncol - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
+    using S = Stages<DT, C>;
+    for (int k = 0; k < mine + 2; k++) {
+        if (k < mine) S::stage_a(x, (int)blockIdx.x + k * (int)gridDim.x);
+        if (k >= 1 && k - 1 < mine && !S::stage_b(x, (int)blockIdx.x + (k - 1) * (int)gridDim.x))
+            break;
+        if (k >= 2 && k - 2 < mine && !S::stage_c(x, (int)blockIdx.x + (k - 2) * (int)gridDim.x))
+            break;
+    }
+    epoch_end(a, x.epoch);
+}
+
+template <int C> void launch_dt(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
+    switch (a->dtype) {
+    case TPM_DTYPE_BF16: twoshot_kernel<0, C><<<grid, kCol, 0, s>>>(*a); break;
+    case TPM_DTYPE_FP16: twoshot_kernel<1, C><<<grid, kCol, 0, s>>>(*a); break;
+    default: twoshot_kernel<2, C><<<grid, kCol, 0, s>>>(*a); break;
+    }
+}
+
+size_t payload_bytes(int dtype, int codec) {
+    switch (codec) {
+    case TPM_CODEC_NONE: return Payload<0, TPM_CODEC_NONE>::kBytes * (dtype == TPM_DTYPE_FP32 ? 2 : 1);
+    case TPM_CODEC_INT6:
+    case TPM_CODEC_INT6_H: return Payload<0, TPM_CODEC_INT6>::kBytes;
+    case TPM_CODEC_INT4:
+    case TPM_CODEC_INT4_H: return Payload<0, TPM_CODEC_INT4>::kBytes;
+    default: return Payload<0, TPM_CODEC_INT8>::kBytes;
+    }
+}
+
+} /* namespace */
+} /* namespace tpm_cuda */
+
+extern "C" size_t tpm_cuda_twoshot_max_count(const tpm_cuda_ar_args *a) {
+    size_t cols = a->ts_slot / tpm_cuda::payload_bytes(a->dtype, a->codec);
+    if (cols > TPM_CUDA_TS_MAX_COLS) cols = TPM_CUDA_TS_MAX_COLS;
+    /* every owner segment (<= ceil(ngrp/W) groups) must fit in cols columns */
+    return cols * tpm_cuda::kCol * 32 * (size_t)a->world - 32 * (size_t)a->world;
+}
+
+extern "C" int tpm_cuda_twoshot_launch(const tpm_cuda_ar_args *a, void *stream) {
+    using namespace tpm_cuda;
+    size_t ngrp = (a->count + 31) / 32;
+    size_t seg = (ngrp + a->world - 1) / a->world;
+    size_t ncol = (seg + kCol - 1) / kCol;
+    int grid = (int)(ncol < (size_t)a->grid ? ncol : (size_t)a->grid);
+    if (grid < 1) grid = 1;
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (a->codec) {
+    case TPM_CODEC_NONE: launch_dt<TPM_CODEC_NONE>(a, grid, s); break;
+    case TPM_CODEC_INT8: launch_dt<TPM_CODEC_INT8>(a, grid, s); break;
+    case TPM_CODEC_INT6: launch_dt<TPM_CODEC_INT6>(a, grid, s); break;
+    case TPM_CODEC_INT4: launch_dt<TPM_CODEC_INT4>(a, grid, s); break;
+    case TPM_CODEC_FP8: launch_dt<TPM_CODEC_FP8>(a, grid, s); break;
+    case TPM_CODEC_INT4_H: launch_dt<TPM_CODEC_INT4_H>(a, grid, s); break;
+    case TPM_CODEC_INT6_H: launch_dt<TPM_CODEC_INT6_H>(a, grid, s); break;
+    default: return -1;
+    }
+    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}
