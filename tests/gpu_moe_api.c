@@ -14,9 +14,11 @@
  * to 1e-4), the routing weights agree, the outputs of the tokens routed alike
  * are within bf16 tolerance (relative RMS <= 1e-2), every rank's output and
  * routing are bitwise the same, an in-place call (x == y) gives the same
- * bits, the stats are filled. Bad arguments: dtype fp32 and ep_size 2 on
- * CUDA are UNSUPPORTED, a host pointer, a dtype mismatch, a CPU comm and a
- * wrong routing size are INVALID_ARG.
+ * bits, the stats are filled. A batch of 8200 tokens (two chunks of the GPU
+ * layer) equals its chunks run as two calls, bit for bit. Bad arguments: dtype fp32 and ep_size 2
+ * on CUDA are UNSUPPORTED, a host pointer, a dtype mismatch, a CPU comm and a wrong routing size
+ * are INVALID_ARG. And `tpmoe moe --backend cuda --check` (TP 2 when two GPUs) passes its fp64
+ * check.
  */
 #include <stdio.h>
 
@@ -96,10 +98,10 @@ static void fetch_routing(tpm_moe_t m, size_t T, result *r) {
 typedef struct rank_job {
     const tpm_preset *p;
     int fuse, tp, rank;
-    tpm_comm_t comm;           /* NULL for TP 1 */
-    const uint16_t *x[NT];     /* host inputs */
+    tpm_comm_t comm;       /* NULL for TP 1 */
+    const uint16_t *x[NT]; /* host inputs */
     result res[NT];
-    int inplace_ok;            /* TP 1: x == y gave the same bits */
+    int inplace_ok; /* TP 1: x == y gave the same bits */
     tpm_status st;
     char err[512];
     const char *where;
@@ -143,8 +145,8 @@ static void *rank_main(void *arg) {
         JOB_CUDA(cudaMemcpy(dx, j->x[b], bytes, cudaMemcpyHostToDevice));
         JOB_CUDA(cudaMemset(dy, 0xff, bytes)); /* poison: bf16 NaN */
         JOB_TRY("forward", tpm_moe_forward(m, j->comm, dx, dy, T, TPM_DTYPE_BF16, s));
-        JOB_TRY("routing", tpm_moe_last_routing(m, j->res[b].ids, j->res[b].wts,
-                                                j->res[b].counts, T));
+        JOB_TRY("routing",
+                tpm_moe_last_routing(m, j->res[b].ids, j->res[b].wts, j->res[b].counts, T));
         JOB_TRY("stats", tpm_moe_last_stats(m, &j->res[b].stats));
         JOB_CUDA(cudaStreamSynchronize(s));
         JOB_CUDA(cudaMemcpy(j->res[b].y, dy, bytes, cudaMemcpyDeviceToHost));
@@ -247,6 +249,13 @@ static void cuda_vs_cpu(void **state) {
     (void)state;
     const char *presets[] = {"m3-mini", "deepseek-v3-mini", "gpt-oss-mini"};
     tu_rng rng = {tu_seed()};
+    tpm_comm_t comms[2] = {NULL, NULL}; /* TP 2: one CUDA communicator for every layer */
+    if (g_ndev >= 2) {
+        tpm_config cc = TPM_CONFIG_INIT;
+        cc.backend = TPM_BACKEND_CUDA;
+        cc.dtype = TPM_DTYPE_BF16;
+        assert_int_equal(tpm_comm_init_all(comms, 2, NULL, &cc), TPM_OK);
+    }
     for (size_t pi = 0; pi < 3; pi++) {
         const tpm_preset *p = tpm_preset_find(presets[pi]);
         assert_non_null(p);
@@ -280,13 +289,6 @@ static void cuda_vs_cpu(void **state) {
                     printf("  %s fuse %d TP 2: skipped (%d GPU)\n", p->name, fuse, g_ndev);
                     continue;
                 }
-                tpm_comm_t comms[2] = {NULL, NULL};
-                if (tp > 1) {
-                    tpm_config cc = TPM_CONFIG_INIT;
-                    cc.backend = TPM_BACKEND_CUDA;
-                    cc.dtype = TPM_DTYPE_BF16;
-                    assert_int_equal(tpm_comm_init_all(comms, tp, NULL, &cc), TPM_OK);
-                }
                 rank_job jobs[2];
                 pthread_t th[2];
                 memset(jobs, 0, sizeof jobs);
@@ -295,7 +297,7 @@ static void cuda_vs_cpu(void **state) {
                     jobs[r].fuse = fuse;
                     jobs[r].tp = tp;
                     jobs[r].rank = r;
-                    jobs[r].comm = comms[r];
+                    jobs[r].comm = tp > 1 ? comms[r] : NULL;
                     for (int b = 0; b < NT; b++)
                         jobs[r].x[b] = x[b];
                     assert_int_equal(pthread_create(&th[r], NULL, rank_main, &jobs[r]), 0);
@@ -309,7 +311,10 @@ static void cuda_vs_cpu(void **state) {
                 for (int b = 0; b < NT; b++) {
                     char label[96];
                     snprintf(label, sizeof label, "%s %s TP %d", p->name,
-                             p->n_shared == 0 ? "no shared" : fuse ? "fused" : "unfused", tp);
+                             p->n_shared == 0 ? "no shared"
+                             : fuse           ? "fused"
+                                              : "unfused",
+                             tp);
                     compare(label, &w, p, x[b], k_tokens[b], &cpu[b], &jobs[0].res[b]);
                     for (int r = 1; r < tp; r++) { /* every rank: the same bits */
                         const size_t T = k_tokens[b];
@@ -321,11 +326,9 @@ static void cuda_vs_cpu(void **state) {
                     }
                 }
                 if (tp == 1) assert_true(jobs[0].inplace_ok);
-                for (int r = 0; r < tp; r++) {
+                for (int r = 0; r < tp; r++)
                     for (int b = 0; b < NT; b++)
                         result_free(&jobs[r].res[b]);
-                    if (comms[r]) tpm_comm_destroy(comms[r]);
-                }
             }
             for (int b = 0; b < NT; b++)
                 result_free(&cpu[b]);
@@ -334,6 +337,72 @@ static void cuda_vs_cpu(void **state) {
             free(x[b]);
         tpm_moe_weights_free(&w);
     }
+    for (int r = 0; r < 2; r++)
+        if (comms[r]) tpm_comm_destroy(comms[r]);
+}
+
+/* A batch above the GPU layer's 8192-token buffers runs in chunks: the same
+ * bits and routing as the chunks run as separate calls (the same paths and
+ * GEMM shapes per chunk). */
+static void chunked_batch(void **state) {
+    (void)state;
+    const size_t A = 8192, B = 8, T = A + B;
+    tpm_moe_config c = cfg_for("m3-mini", TPM_BACKEND_CUDA, 1);
+    c.device = 0;
+    tpm_moe_t m = NULL;
+    assert_int_equal(tpm_moe_create(&m, &c, NULL), TPM_OK);
+    tpm_moe_info info;
+    assert_int_equal(tpm_moe_get_info(m, &info), TPM_OK);
+    const size_t H = (size_t)info.hidden, k = (size_t)info.top_k, n = T * H;
+    const size_t nc = (size_t)(info.n_experts + info.n_shared);
+    uint16_t *hx = malloc(n * 2), *y1 = malloc(n * 2), *y2 = malloc(n * 2);
+    int32_t *ids1 = malloc(T * k * 4), *ids2 = malloc(T * k * 4);
+    int32_t *c1 = calloc(nc, 4), *c2 = calloc(nc, 4), *ca = calloc(nc, 4);
+    assert_true(hx && y1 && y2 && ids1 && ids2 && c1 && c2 && ca);
+    tu_rng rng = {tu_seed()};
+    for (size_t i = 0; i < n; i++)
+        hx[i] = tpm_f32_to_bf16((float)tu_normal(&rng));
+    void *dx = NULL, *dy = NULL;
+    CK(cudaSetDevice(0));
+    CK(cudaMalloc(&dx, n * 2));
+    CK(cudaMalloc(&dy, n * 2));
+    CK(cudaMemcpy(dx, hx, n * 2, cudaMemcpyHostToDevice));
+    /* one call */
+    CK(cudaMemset(dy, 0xff, n * 2));
+    assert_int_equal(tpm_moe_forward(m, NULL, dx, dy, T, TPM_DTYPE_BF16, NULL), TPM_OK);
+    assert_int_equal(tpm_moe_last_routing(m, ids1, NULL, c1, T), TPM_OK);
+    tpm_moe_stats st;
+    assert_int_equal(tpm_moe_last_stats(m, &st), TPM_OK);
+    assert_int_equal(st.ntokens, T);
+    CK(cudaMemcpy(y1, dy, n * 2, cudaMemcpyDeviceToHost));
+    /* the chunks as two calls */
+    CK(cudaMemset(dy, 0xff, n * 2));
+    assert_int_equal(tpm_moe_forward(m, NULL, dx, dy, A, TPM_DTYPE_BF16, NULL), TPM_OK);
+    assert_int_equal(tpm_moe_last_routing(m, ids2, NULL, ca, A), TPM_OK);
+    assert_int_equal(tpm_moe_forward(m, NULL, (const uint16_t *)dx + A * H, (uint16_t *)dy + A * H,
+                                     B, TPM_DTYPE_BF16, NULL),
+                     TPM_OK);
+    assert_int_equal(tpm_moe_last_routing(m, ids2 + A * k, NULL, c2, B), TPM_OK);
+    CK(cudaMemcpy(y2, dy, n * 2, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; i++)
+        assert_false(isnan(tpm_bf16_to_f32(y1[i])));
+    assert_memory_equal(y1, y2, n * 2);
+    assert_memory_equal(ids1, ids2, T * k * 4);
+    for (int e = 0; e < info.n_experts; e++)
+        assert_int_equal(c1[e], ca[e] + c2[e]);
+    assert_int_equal(c1[info.n_experts], (int32_t)T); /* the shared expert: every token */
+    printf("  m3-mini T=%zu in one call == %zu + %zu in two calls (bits, routing)\n", T, A, B);
+    tpm_moe_destroy(m);
+    CK(cudaFree(dx));
+    CK(cudaFree(dy));
+    free(hx);
+    free(y1);
+    free(y2);
+    free(ids1);
+    free(ids2);
+    free(c1);
+    free(c2);
+    free(ca);
 }
 
 static void bad_args(void **state) {
@@ -406,6 +475,35 @@ static void bad_args(void **state) {
     free(hx);
 }
 
+/* `tpmoe moe --backend cuda --check` (TPMOE_TOOL, set by ctest): runs, the
+ * ranks agree and the output is within the fp64 check's bound. */
+static void cli_cuda(void **state) {
+    (void)state;
+    const char *tool = getenv("TPMOE_TOOL");
+    if (!tool) {
+        printf("  cli: skipped (TPMOE_TOOL not set)\n");
+        return;
+    }
+    const char *presets[] = {"m3-mini", "gpt-oss-mini"};
+    for (int i = 0; i < 2; i++) {
+        char cmd[1024], out[16384];
+        snprintf(cmd, sizeof cmd,
+                 "%s moe --backend cuda --preset %s --tp %d --tokens 40 --iters 2 --check 2>&1",
+                 tool, presets[i], g_ndev);
+        FILE *f = popen(cmd, "r");
+        assert_non_null(f);
+        size_t len = fread(out, 1, sizeof out - 1, f);
+        out[len] = '\0';
+        int rc = pclose(f);
+        printf("  %s\n", cmd);
+        if (rc != 0 || !strstr(out, "backend cuda") ||
+            !strstr(out, "ranks agree (routing and "
+                         "output bits): yes") ||
+            !strstr(out, ": ok (bound"))
+            fail_msg("rc %d, output:\n%s", rc, out);
+    }
+}
+
 int main(void) {
     if (cudaGetDeviceCount(&g_ndev) != cudaSuccess || g_ndev < 1) {
         printf("gpu_moe_api: skipped: no CUDA device is visible\n");
@@ -417,7 +515,9 @@ int main(void) {
     printf("gpu_moe_api: %d GPU(s)%s\n", g_ndev, g_ndev < 2 ? " (TP 2 parts skipped)" : "");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cuda_vs_cpu),
+        cmocka_unit_test(chunked_batch),
         cmocka_unit_test(bad_args),
+        cmocka_unit_test(cli_cuda),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -231,7 +231,7 @@ typedef struct rank_job {
     tpm_comm_t comm;
     const void *x; /* host, or device memory of this rank's GPU (cuda) */
     void *y;
-    void *stream;  /* cudaStream_t (cuda), NULL (cpu) */
+    void *stream; /* cudaStream_t (cuda), NULL (cpu) */
     size_t T;
     tpm_dtype dt;
     int iters;
@@ -482,8 +482,7 @@ int cmd_moe(int argc, char **argv) {
                                "preset %s: one layer is %.1f GB in fp32 and the %s backend needs "
                                "~%.1f GB of host memory; this machine has %.1f GB (use a -mini "
                                "preset)",
-                               p->name, layer_gb, cuda ? "cuda" : "cpu", copies * layer_gb,
-                               mem_gb);
+                               p->name, layer_gb, cuda ? "cuda" : "cpu", copies * layer_gb, mem_gb);
     }
 
     /* weights (once, shared by the rank threads) */
@@ -584,8 +583,7 @@ int cmd_moe(int argc, char **argv) {
            tpm_dtype_name(dt), o.weights ? o.weights : "random", tw1 - tw0);
     printf("ranks: tp %lld x ep %lld = %d (threads%s), backend %s, all-reduce codec %s, algo %s\n",
            o.tp, o.ep, world, cuda ? ", GPU r for rank r" : "", cuda ? "cuda" : "cpu",
-           codec == TPM_CODEC_DEFAULT ? "from config" : tpm_codec_name(codec),
-           tpm_algo_name(algo));
+           codec == TPM_CODEC_DEFAULT ? "from config" : tpm_codec_name(codec), tpm_algo_name(algo));
 
     for (int r = 0; r < world; r++)
         pthread_create(&th[r], NULL, rank_main, &jobs[r]);

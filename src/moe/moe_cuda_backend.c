@@ -56,17 +56,17 @@ static const int k_no_nccl_marker = 0;
 enum { EV_START, EV_CHUNK, EV_ROUTED, EV_EXPERTS, EV_COMBINED, EV_END, EV_COUNT };
 
 typedef struct cuda_state {
-    tpm_cuda_moe *gl;         /* the GPU layer */
-    int slots;                /* per token in its routing: top_k (+ 1 fused shared) */
-    int32_t *sel;             /* host [MOE_CUDA_CHUNK x slots] */
-    float *wts;               /* host [MOE_CUDA_CHUNK x slots] */
-    int32_t *cnt;             /* host [E + n_shared] */
+    tpm_cuda_moe *gl; /* the GPU layer */
+    int slots;        /* per token in its routing: top_k (+ 1 fused shared) */
+    int32_t *sel;     /* host [MOE_CUDA_CHUNK x slots] */
+    float *wts;       /* host [MOE_CUDA_CHUNK x slots] */
+    int32_t *cnt;     /* host [E + n_shared] */
     cudaEvent_t ev[EV_COUNT];
     /* the last forward */
     size_t T;
-    int timed;                /* events were recorded */
-    int pending;              /* its last chunk and times are not collected yet */
-    size_t pend_off, pend_n;  /* that chunk */
+    int timed;                             /* events were recorded */
+    int pending;                           /* its last chunk and times are not collected yet */
+    size_t pend_off, pend_n;               /* that chunk */
     double t_router, t_experts, t_combine; /* collected chunks, seconds */
 } cuda_state;
 
@@ -100,8 +100,9 @@ static tpm_status check_comm(const struct tpm_moe *m, tpm_comm_t comm, const cha
                        "communicator (tpm_comm_init_all with backend cuda); this one is cpu",
                        fn);
     if (rc.device >= 0 && m->device >= 0 && rc.device != m->device)
-        return tpm_err(TPM_ERR_INVALID_ARG, "%s: the comm's rank %d is on GPU %d, the layer on GPU %d",
-                       fn, rc.rank, (int)rc.device, m->device);
+        return tpm_err(TPM_ERR_INVALID_ARG,
+                       "%s: the comm's rank %d is on GPU %d, the layer on GPU %d", fn, rc.rank,
+                       (int)rc.device, m->device);
     return TPM_OK;
 }
 
@@ -161,8 +162,8 @@ static void cuda_destroy(struct tpm_moe *m) {
     m->impl = NULL;
 }
 
-static tpm_status cuda_forward(struct tpm_moe *m, tpm_comm_t comm, const void *x, void *y,
-                               size_t T, void *stream);
+static tpm_status cuda_forward(struct tpm_moe *m, tpm_comm_t comm, const void *x, void *y, size_t T,
+                               void *stream);
 static tpm_status cuda_collect(struct tpm_moe *m);
 
 static const tpm_moe_ops cuda_ops = {"cuda", cuda_forward, cuda_destroy, cuda_collect};
@@ -263,8 +264,8 @@ static tpm_status collect_chunk(struct tpm_moe *m, cuda_state *s, size_t off, si
     return TPM_OK;
 }
 
-static tpm_status cuda_forward(struct tpm_moe *m, tpm_comm_t comm, const void *x, void *y,
-                               size_t T, void *stream) {
+static tpm_status cuda_forward(struct tpm_moe *m, tpm_comm_t comm, const void *x, void *y, size_t T,
+                               void *stream) {
     cuda_state *s = m->impl;
     cudaStream_t st = (cudaStream_t)stream;
     s->pending = 0;
