@@ -326,8 +326,9 @@ TPM_API tpm_status tpm_moe_destroy(tpm_moe_t moe);
  * CPU backend: x and y are host memory; the call is synchronous; stream is
  * ignored. CUDA backend: x and y are DEVICE memory on the layer's GPU (host
  * memory is TPM_ERR_INVALID_ARG); the work is enqueued on stream (a
- * cudaStream_t on that GPU, NULL: the legacy default stream) and the call
- * returns without waiting (batches above 8192 tokens wait once per 8192);
+ * cudaStream_t on that GPU, NULL: the legacy default stream); decode-sized
+ * batches return without waiting (larger ones wait for the stream once to
+ * size the expert GEMMs, and once per 8192 tokens);
  * tpm_moe_last_stats / tpm_moe_last_routing wait for it (call them after
  * a graph capture has ended; a captured forward records no times). */
 TPM_API tpm_status tpm_moe_forward(tpm_moe_t moe, tpm_comm_t comm, const void *x, void *y,

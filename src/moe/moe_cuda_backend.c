@@ -9,7 +9,8 @@
  * (rounded to bf16; routers and biases stay fp32). No host shard is kept.
  *
  * Forward (x, y: bf16 device arrays on the layer's GPU, everything enqueued
- * on the caller's stream, no host wait for T <= MOE_CUDA_CHUNK):
+ * on the caller's stream; the host waits only where the GPU layer's prefill
+ * path reads its per-expert offsets back, and once per extra chunk):
  *   route -> experts -> combine per chunk of at most MOE_CUDA_CHUNK tokens
  *   (the GPU layer's buffers are sized for one chunk), then, when tp > 1,
  *   tpm_allreduce_ex(comm, y, y, T*H, bf16, codec, algo, stream): tpmoe's
