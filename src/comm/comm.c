@@ -125,6 +125,7 @@ TPM_API tpm_status tpm_comm_init(tpm_comm_t *comm, const tpm_config *cfg) {
     c->cfg.backend = be;
     c->rank = rc.rank;
     c->world = rc.world_size;
+    c->nccl_comm = cfg->nccl_comm;
     tpm_status st;
 #ifdef TPMOE_HAVE_CUDA
     if (be == TPM_BACKEND_CUDA)
@@ -175,6 +176,7 @@ TPM_API tpm_status tpm_comm_init_all(tpm_comm_t *comms, int n, const int *device
         cs[i]->cfg.rank = i;
         cs[i]->rank = i;
         cs[i]->world = n;
+        cs[i]->nccl_comm = cfg ? cfg->nccl_comm : NULL;
     }
 #ifdef TPMOE_HAVE_CUDA
     if (be == TPM_BACKEND_CUDA)
