@@ -18,6 +18,7 @@ static const cli_command commands[] = {
 };
 
 static const cli_command bench_commands[] = {
+    {"moe", cmd_bench_moe, "CUDA MoE layer (fused shared expert): validate, time phases, floors"},
     {"allreduce", cmd_bench_allreduce, "time the CUDA all-reduce against NCCL (graphs, JSON, plot)"},
     {NULL, NULL, NULL},
 };
