@@ -4,13 +4,17 @@
  *
  *   tpmoe bench moe --preset m3 --tokens 1,8,32,128,1024,8192 [--tp 2]
  *                   [--fuse-shared 0|1|both] [--path auto|decode|prefill]
- *                   [--reps N] [--check N] [--seed S] [--json FILE]
+ *                   [--decode-kernel 0|1] [--decode-max N] [--route-gemm-min N]
+ *                   [--route-legacy 0|1] [--reps N] [--check N] [--seed S] [--json FILE]
  *
  * Weights are generated on the GPU (moe_cuda_gen.h), never on the host; the
  * reference reads back only the experts the sample tokens touch. Per token
  * count: per-phase times (routing, experts, combine, all-reduce) as medians
  * of CUDA-graph replays (prefill calls, which read counts back to the host,
- * are timed eagerly with events), the L2 flushed before every replay; the
+ * are timed eagerly with events), the L2 flushed before every replay (the
+ * flush is queued right before the start event and the graph, so the
+ * host's launch latency hides behind it, as in a serving loop that runs
+ * ahead of the GPU); the
  * memory floor (bytes of the experts this batch touched / HBM read bandwidth
  * measured in this run) and the compute floor (FLOPs / cuBLAS bf16 GEMM rate
  * measured in this run). TP runs one host thread per GPU over NCCL.
@@ -52,6 +56,7 @@ typedef struct opts {
     int nt, tp, reps, check;
     int fuse[2], nfuse;
     tpm_moe_path path;
+    int decode_kernel, decode_max, route_gemm_min, route_legacy; /* -1: the layer's default */
     uint64_t seed;
     const char *json;
 } opts;
@@ -62,7 +67,7 @@ typedef struct phase_times {
 
 /* One (fuse, T) measurement. */
 typedef struct row {
-    int fused, T, path, n_active;
+    int fused, T, path, n_active, decode_kernel, route_mode;
     double bytes, flops, mem_floor_us, flop_floor_us;
     phase_times t;
     double max_rel_err;
@@ -202,9 +207,10 @@ static tpm_status time_graph(timer *tm, cudaGraphExec_t g, int reps, double *ms)
     double *v = (double *)malloc(sizeof(double) * (size_t)reps);
     if (!v) return tpm_err(TPM_ERR_NO_MEMORY, "oom");
     for (int r = -2; r < reps; r++) {
-        TPM_TRY(tpm_cuda_bench_flush(tm->flush, tm->flush_bytes, tm->s));
         cudaStreamSynchronize(tm->s);
         if (tm->bar) pthread_barrier_wait(tm->bar);
+        /* flush, start event and graph queued together: the graph starts when the flush ends */
+        TPM_TRY(tpm_cuda_bench_flush(tm->flush, tm->flush_bytes, tm->s));
         cudaEventRecord(tm->a, tm->s);
         cudaGraphLaunch(g, tm->s);
         cudaEventRecord(tm->b, tm->s);
@@ -253,9 +259,9 @@ static tpm_status time_phase(timer *tm, tpm_cuda_moe *m, int ph, const void *x, 
     double *v = (double *)malloc(sizeof(double) * (size_t)reps);
     if (!v) return tpm_err(TPM_ERR_NO_MEMORY, "oom");
     for (int r = -2; r < reps; r++) {
-        TPM_TRY(tpm_cuda_bench_flush(tm->flush, tm->flush_bytes, tm->s));
         cudaStreamSynchronize(tm->s);
         if (tm->bar) pthread_barrier_wait(tm->bar);
+        TPM_TRY(tpm_cuda_bench_flush(tm->flush, tm->flush_bytes, tm->s));
         cudaEventRecord(tm->a, tm->s);
         tpm_status st = run_phase(m, ph, x, y, T, tm->s);
         cudaEventRecord(tm->b, tm->s);
@@ -399,6 +405,10 @@ static void *rank_main(void *argp) {
             S->r.T = T;
             S->r.fused = S->fused;
             S->r.path = tpm_cuda_moe_path_for(m, T);
+            tpm_cuda_moe_tuning tu;
+            tpm_cuda_moe_get_tuning(m, &tu);
+            S->r.decode_kernel = tu.decode_kernel;
+            S->r.route_mode = tu.route_legacy ? 0 : T >= tu.route_gemm_min ? 2 : 1;
             free(yref);
         }
         /* timing: every rank runs the same sequence (NCCL calls match) */
@@ -439,13 +449,19 @@ done:
 static void usage(FILE *f) {
     fprintf(f,
             "usage: tpmoe bench moe [--preset P] [--tokens LIST] [--tp N] [--fuse-shared 0|1|both]\n"
-            "                       [--path auto|decode|prefill] [--reps N] [--check N] [--seed S]\n"
-            "                       [--json FILE]\n"
+            "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
+            "                       [--route-gemm-min N] [--route-legacy 0|1] [--reps N] [--check N]\n"
+            "                       [--seed S] [--json FILE]\n"
             "  --preset P        model preset (default m3)\n"
             "  --tokens LIST     comma list of token counts (default 1,8,32,128,1024,8192)\n"
             "  --tp N            tensor-parallel GPUs, one host thread each, NCCL all-reduce (default 1)\n"
             "  --fuse-shared X   shared expert fused as slot E (1), dense beside it (0), or both (default)\n"
             "  --path X          force the decode (<= %d tokens) or prefill path (default auto)\n"
+            "  --decode-kernel K decode kernels: 0 two scalar GEMV launches, 1 one persistent\n"
+            "                    tensor-core launch (default: the layer's, 0)\n"
+            "  --decode-max N    path auto: decode up to N tokens (default: the layer's)\n"
+            "  --route-gemm-min N  router as a tensor-core GEMM from N tokens, one fused launch below\n"
+            "  --route-legacy B  1: the older two-launch routing (for comparison)\n"
             "  --reps N          timed replays per phase, median reported (default 20)\n"
             "  --check N         sample tokens validated against the fp64 reference (default 3, max 8)\n"
             "  --seed S          weight seed (default 1)\n"
@@ -467,6 +483,7 @@ static int parse(int argc, char **argv, opts *o) {
     o->fuse[1] = 0;
     o->nfuse = 2;
     o->path = TPM_MOE_PATH_AUTO;
+    o->decode_kernel = o->decode_max = o->route_gemm_min = o->route_legacy = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long long n;
@@ -507,6 +524,19 @@ static int parse(int argc, char **argv, opts *o) {
             else if (!strcmp(v, "decode")) o->path = TPM_MOE_PATH_DECODE;
             else if (!strcmp(v, "prefill")) o->path = TPM_MOE_PATH_PREFILL;
             else return cli_usage_error("bench moe", "--path: '%s' is not auto, decode or prefill", v);
+        } else if (!strcmp(a, "--decode-kernel")) {
+            if (cli_parse_int(v, 0, 1, &n)) return cli_usage_error("bench moe", "--decode-kernel: bad value '%s'", v);
+            o->decode_kernel = (int)n;
+        } else if (!strcmp(a, "--decode-max")) {
+            if (cli_parse_int(v, 0, TPM_MOE_DECODE_MAX_NT, &n))
+                return cli_usage_error("bench moe", "--decode-max: bad value '%s'", v);
+            o->decode_max = (int)n;
+        } else if (!strcmp(a, "--route-gemm-min")) {
+            if (cli_parse_int(v, 1, 1 << 20, &n)) return cli_usage_error("bench moe", "--route-gemm-min: bad value '%s'", v);
+            o->route_gemm_min = (int)n;
+        } else if (!strcmp(a, "--route-legacy")) {
+            if (cli_parse_int(v, 0, 1, &n)) return cli_usage_error("bench moe", "--route-legacy: bad value '%s'", v);
+            o->route_legacy = (int)n;
         } else if (!strcmp(a, "--json")) {
             o->json = v;
         } else {
@@ -518,6 +548,17 @@ static int parse(int argc, char **argv, opts *o) {
 }
 
 static const char *path_name(int p) { return p == TPM_MOE_PATH_PREFILL ? "prefill" : "decode"; }
+static const char *route_name(int m) { return m == 0 ? "legacy" : m == 1 ? "fused" : "gemm"; }
+
+static tpm_status apply_tuning(tpm_cuda_moe *m, const opts *o) {
+    tpm_cuda_moe_tuning t;
+    TPM_TRY(tpm_cuda_moe_get_tuning(m, &t));
+    if (o->decode_kernel >= 0) t.decode_kernel = o->decode_kernel;
+    if (o->decode_max >= 0) t.decode_max_tokens = o->decode_max;
+    if (o->route_gemm_min >= 0) t.route_gemm_min = o->route_gemm_min;
+    if (o->route_legacy >= 0) t.route_legacy = o->route_legacy;
+    return tpm_cuda_moe_set_tuning(m, &t);
+}
 
 int cmd_bench_moe(int argc, char **argv) {
     opts o;
@@ -564,7 +605,8 @@ int cmd_bench_moe(int argc, char **argv) {
             tpm_cuda_moe_desc d = {p, r, o.tp, r, S.fused, Tmax, S.nccl[r]};
             if ((st = tpm_cuda_moe_create(&d, &S.moe[r])) != TPM_OK ||
                 (st = tpm_cuda_moe_generate(S.moe[r], o.seed)) != TPM_OK ||
-                (st = tpm_cuda_moe_set_path(S.moe[r], o.path)) != TPM_OK) {
+                (st = tpm_cuda_moe_set_path(S.moe[r], o.path)) != TPM_OK ||
+                (st = apply_tuning(S.moe[r], &o)) != TPM_OK) {
                 fail = 1;
                 cli_fail("bench moe", "layer setup", st, tpm_err_msg());
                 break;
@@ -588,16 +630,16 @@ int cmd_bench_moe(int argc, char **argv) {
         }
     }
     /* table */
-    printf("\n%-6s %-5s %-7s %4s %4s %9s %9s %9s %9s %9s %9s %9s %6s %9s %5s\n", "tokens", "fused", "path", "tp",
-           "exp", "route_us", "expert_us", "comb_us", "ar_us", "total_us", "memfl_us", "flopfl_us", "x_flr",
-           "rel_err", "sel!");
+    printf("\n%-6s %-5s %-7s %3s %-6s %4s %4s %9s %9s %9s %9s %9s %9s %9s %6s %9s %5s\n", "tokens", "fused", "path",
+           "dk", "route", "tp", "exp", "route_us", "expert_us", "comb_us", "ar_us", "total_us", "memfl_us", "flopfl_us",
+           "x_flr", "rel_err", "sel!");
     for (int i = 0; i < S.nrows; i++) {
         const row *r = &S.rows[i];
         const double floor = r->mem_floor_us > r->flop_floor_us ? r->mem_floor_us : r->flop_floor_us;
         const double moe_us = r->t.route + r->t.experts + r->t.combine;
         (void)moe_us;
-        printf("%-6d %-5d %-7s %4d %4d %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.2f %9.2e %5d\n", r->T, r->fused,
-               path_name(r->path), o.tp, r->n_active, r->t.route, r->t.experts, r->t.combine, r->t.allreduce,
+        printf("%-6d %-5d %-7s %3d %-6s %4d %4d %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.2f %9.2e %5d\n", r->T,
+               r->fused, path_name(r->path), r->decode_kernel, route_name(r->route_mode), o.tp, r->n_active, r->t.route, r->t.experts, r->t.combine, r->t.allreduce,
                r->t.total, r->mem_floor_us, r->flop_floor_us, r->t.total / floor, r->max_rel_err, r->sel_mismatch);
         if (!(r->max_rel_err <= 1e-2) || r->sel_mismatch > 0) fail = 1;
     }
@@ -610,6 +652,9 @@ int cmd_bench_moe(int argc, char **argv) {
         json_object_set_new(root, "hbm_read_gbps", json_real(S.hbm_gbps));
         json_object_set_new(root, "gemm_bf16_tflops", json_real(S.gemm_tflops));
         json_object_set_new(root, "reps", json_integer(o.reps));
+        json_object_set_new(root, "timing",
+                            json_string("median of CUDA-graph replays (prefill: eager calls incl. host sync), "
+                                        "L2 flushed by a queued memset right before the start event"));
         json_object_set_new(root, "seed", json_integer((json_int_t)o.seed));
         char cmd[1024] = "tpmoe bench";
         for (int i = 0; i < argc; i++) {
@@ -624,6 +669,8 @@ int cmd_bench_moe(int argc, char **argv) {
             json_object_set_new(j, "tokens", json_integer(r->T));
             json_object_set_new(j, "fused", json_integer(r->fused));
             json_object_set_new(j, "path", json_string(path_name(r->path)));
+            json_object_set_new(j, "decode_kernel", json_integer(r->decode_kernel));
+            json_object_set_new(j, "route_mode", json_string(route_name(r->route_mode)));
             json_object_set_new(j, "experts_touched", json_integer(r->n_active));
             json_object_set_new(j, "bytes", json_real(r->bytes));
             json_object_set_new(j, "flops", json_real(r->flops));

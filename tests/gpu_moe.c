@@ -178,6 +178,9 @@ static void expert_ref(const tpm_moe_weights *w, const tpm_expert_weights *x, co
 }
 
 /* MARK: GPU runner */
+/* Tuning overrides of the next run_gpu calls (-1: the layer's default). */
+static int tune_decode_kernel = -1, tune_route_gemm_min = -1, tune_route_legacy = -1;
+
 typedef struct gpu_run {
     int T, K;
     uint16_t *y;  /* [T x H] */
@@ -193,6 +196,12 @@ static void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fuse
     assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_OK);
     assert_int_equal(tpm_cuda_moe_upload(m, w), TPM_OK);
     assert_int_equal(tpm_cuda_moe_set_path(m, path), TPM_OK);
+    tpm_cuda_moe_tuning tu;
+    assert_int_equal(tpm_cuda_moe_get_tuning(m, &tu), TPM_OK);
+    if (tune_decode_kernel >= 0) tu.decode_kernel = tune_decode_kernel;
+    if (tune_route_gemm_min >= 0) tu.route_gemm_min = tune_route_gemm_min;
+    if (tune_route_legacy >= 0) tu.route_legacy = tune_route_legacy;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     void *dx = NULL, *dy = NULL;
     assert_int_equal(cudaMalloc(&dx, (size_t)T * H * 2), cudaSuccess);
     assert_int_equal(cudaMalloc(&dy, (size_t)T * H * 2), cudaSuccess);
@@ -306,6 +315,54 @@ static void presets_vs_reference(void **state) {
                 printf("  %-17s T=%-5d path=%d rel err %.2e\n", p->name, T, path, e);
                 free_run(&r);
             }
+            free(x);
+        }
+        free_weights(&w);
+    }
+}
+
+/* Both decode kernels (scalar GEMV, persistent tensor-core) and the three
+ * routing modes (legacy two launches, one fused launch, router GEMM) against
+ * the reference; the fused launch gives the legacy routing bit for bit (same
+ * arithmetic); a NaN router row is never selected by any mode. */
+static void variants_vs_reference(void **state) {
+    (void)state;
+    const char *names[] = {"m3-mini", "deepseek-v3-mini", "gpt-oss-mini"};
+    for (size_t pi = 0; pi < 3; pi++) {
+        const tpm_preset *p = tpm_preset_find(names[pi]);
+        tpm_moe_weights w;
+        make_weights(p, 300 + pi, &w);
+        for (int h = 0; h < p->hidden; h++) w.router[(size_t)5 * p->hidden + h] = NAN;
+        const int Ts[] = {1, 5, 8, 17, 32, 100, 300};
+        for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
+            const int T = Ts[ti];
+            uint16_t *x = make_x(T, p->hidden, 500 + T);
+            if (T <= TPM_MOE_DECODE_MAX_NT) {
+                for (int dk = 0; dk <= 1; dk++) {
+                    gpu_run r;
+                    tune_decode_kernel = dk;
+                    run_gpu(&w, x, T, 1, TPM_MOE_PATH_DECODE, &r);
+                    tune_decode_kernel = -1;
+                    const double e = check_run(&w, x, &r, 1, 4, 1e-2);
+                    printf("  %-17s T=%-4d decode kernel %d rel err %.2e\n", p->name, T, dk, e);
+                    free_run(&r);
+                }
+            }
+            gpu_run rm[3];
+            for (int mode = 0; mode < 3; mode++) {
+                tune_route_legacy = mode == 0;
+                tune_route_gemm_min = mode == 2 ? 1 : 1 << 20;
+                run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rm[mode]);
+                tune_route_legacy = tune_route_gemm_min = -1;
+                for (int t = 0; t < T; t++)
+                    for (int sl = 0; sl < p->top_k; sl++) assert_int_not_equal(rm[mode].sel[(size_t)t * rm[mode].K + sl], 5);
+                const double e = check_run(&w, x, &rm[mode], 1, 4, 1e-2);
+                printf("  %-17s T=%-4d route mode %d rel err %.2e\n", p->name, T, mode, e);
+            }
+            const size_t nk = (size_t)T * rm[0].K;
+            assert_memory_equal(rm[0].sel, rm[1].sel, nk * sizeof(int32_t));
+            assert_memory_equal(rm[0].wts, rm[1].wts, nk * sizeof(float));
+            for (int mode = 0; mode < 3; mode++) free_run(&rm[mode]);
             free(x);
         }
         free_weights(&w);
@@ -486,6 +543,18 @@ static void bad_arguments(void **state) {
     assert_int_equal(tpm_cuda_moe_forward(m, NULL, 1, dx, NULL), TPM_ERR_INVALID_ARG);
     assert_int_equal(tpm_cuda_moe_upload(m, NULL), TPM_ERR_INVALID_ARG);
     assert_int_equal(tpm_cuda_moe_get_expert(m, 33, NULL, NULL), TPM_ERR_INVALID_ARG);
+    tpm_cuda_moe_tuning tu;
+    assert_int_equal(tpm_cuda_moe_get_tuning(m, NULL), TPM_ERR_INVALID_ARG);
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, NULL), TPM_ERR_INVALID_ARG);
+    assert_int_equal(tpm_cuda_moe_get_tuning(m, &tu), TPM_OK);
+    tu.decode_kernel = 2;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.decode_kernel = 1;
+    tu.decode_max_tokens = TPM_MOE_DECODE_MAX_NT + 1;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.decode_max_tokens = 8;
+    tu.route_gemm_min = 0;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     cudaFree(dx);
     tpm_cuda_moe_destroy(m);
 }
@@ -498,7 +567,8 @@ int main(void) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bad_arguments),        cmocka_unit_test(presets_vs_reference),
-        cmocka_unit_test(m2_like_structure),    cmocka_unit_test(fused_equals_unfused),
+        cmocka_unit_test(variants_vs_reference), cmocka_unit_test(m2_like_structure),
+        cmocka_unit_test(fused_equals_unfused),
         cmocka_unit_test(nan_logits_and_overfull), cmocka_unit_test(tp2_equals_tp1),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,8 +33,8 @@ extern "C" {
 typedef struct tpm_cuda_moe tpm_cuda_moe;
 
 typedef enum tpm_moe_path {
-    TPM_MOE_PATH_AUTO = 0,    /* decode up to TPM_MOE_DECODE_MAX_TOKENS, else prefill */
-    TPM_MOE_PATH_DECODE = 1,  /* persistent GEMV kernels (<= TPM_MOE_DECODE_MAX_NT tokens) */
+    TPM_MOE_PATH_AUTO = 0,    /* decode up to tuning.decode_max_tokens, else prefill */
+    TPM_MOE_PATH_DECODE = 1,  /* persistent decode kernels (<= TPM_MOE_DECODE_MAX_NT tokens) */
     TPM_MOE_PATH_PREFILL = 2  /* grouped cuBLAS GEMMs on tensor cores */
 } tpm_moe_path;
 
@@ -64,6 +64,19 @@ tpm_status tpm_cuda_moe_generate(tpm_cuda_moe *m, uint64_t seed);
 void tpm_cuda_moe_gen_router(const tpm_preset *p, uint64_t seed, float *router, float *bias);
 
 tpm_status tpm_cuda_moe_set_path(tpm_cuda_moe *m, tpm_moe_path path);
+
+/* Implementation choices. The defaults are the measured best
+ * (docs/moe_cuda.md); the benchmark can force each one to compare them. */
+typedef struct tpm_cuda_moe_tuning {
+    int decode_kernel;     /* 0: two scalar GEMV kernels (default, measured faster);
+                            * 1: one persistent tensor-core kernel */
+    int decode_max_tokens; /* path AUTO: decode up to this many tokens (1..TPM_MOE_DECODE_MAX_NT) */
+    int route_legacy;      /* 1: the old two-launch routing (for comparison) */
+    int route_gemm_min;    /* routing: one fused launch below this many tokens, the router GEMM
+                            * (3 x bf16 on tensor cores, exact fp32 products) + select at and above */
+} tpm_cuda_moe_tuning;
+tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t);
+tpm_status tpm_cuda_moe_get_tuning(const tpm_cuda_moe *m, tpm_cuda_moe_tuning *t);
 /* Path AUTO picks for T tokens; 1 if that call can be captured in a graph. */
 tpm_moe_path tpm_cuda_moe_path_for(const tpm_cuda_moe *m, int T);
 int tpm_cuda_moe_capturable(const tpm_cuda_moe *m, int T);

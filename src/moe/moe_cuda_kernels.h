@@ -35,6 +35,7 @@ struct tpm_moe_dev {
     /* weights */
     uint16_t *w13, *w2;
     float *b13, *b2, *wr, *br;
+    uint16_t *wr3;           /* [3][E][H] bf16: wr = hi + mid + lo exactly (router GEMM on tensor cores) */
     /* routing state */
     float *logits;           /* [S][T][E] partial logits of S slices of H */
     int logit_rows;          /* capacity of logits in rows of E (S * T <= it) */
@@ -44,7 +45,11 @@ struct tpm_moe_dev {
     int32_t *perm_tok, *perm_exp, *inv; /* [T*K] */
     int32_t *active, *n_active; /* [E1], [1] */
     uint32_t *bits, *bitpre; /* [E1][ceil(T/32)] */
-    int32_t *ctr;            /* [4]: gate_up, down work counters, route ticket */
+    int32_t *ctr;            /* [16]: 0, 1 scalar decode item counters, 2 route ticket, 3 decode_mma
+                              * item counter, 4 its exit counter, 5 its error flag */
+    int32_t *done;           /* [E1] decode_mma: finished gate_up tiles per expert */
+    int32_t *tile_ctr;       /* [tile_cap] route_fused: finished logit blocks per 8-token tile */
+    int tile_cap;
     /* decode buffers */
     float *act_f32;          /* [T*K][Il] */
     float *rows_f32;         /* [T*K][H] */
@@ -65,10 +70,21 @@ struct tpm_moe_dev {
     } while (0)
 #define TPM_CUDA_LAUNCHED() TPM_CUDA_TRY(cudaGetLastError())
 
-/* moe_cuda_route.cu: logits, top-k (+ shared slot), counts/offsets/permutation. */
-tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, const uint16_t *x, int T, cudaStream_t s);
+/* moe_cuda_route.cu: logits, top-k (+ shared slot), counts/offsets/permutation.
+ * mode 0: legacy two launches (k_logits, k_select); 1: one launch (route_fused,
+ * small T); 2: router GEMM on tensor cores (cuBLAS, blas bound to s) + k_select. */
+tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T, int mode,
+                                cudaStream_t s);
+/* 1 if route mode 1 (one launch) can take T tokens. */
+int tpm_moe_route_fused_ok(const tpm_moe_dev &d, int T);
+/* wr3 = the 3-way bf16 split of wr (after wr changed). */
+tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s);
 /* moe_cuda_decode.cu: gate_up + activation, then down (persistent, one pass over weights). */
 tpm_status tpm_moe_launch_decode(const tpm_moe_dev &d, const uint16_t *x, int T, cudaStream_t s);
+/* moe_cuda_decode_mma.cu: the same in one persistent launch on tensor cores (mma.sync);
+ * needs H % 32 == 0 and Il % 32 == 0. */
+int tpm_moe_decode_mma_ok(const tpm_moe_dev &d);
+tpm_status tpm_moe_launch_decode_mma(const tpm_moe_dev &d, const uint16_t *x, int T, cudaStream_t s);
 /* moe_cuda_combine.cu: y[t] = sum_s wts[t][s] * (row(t,s) + b2) (+ unfused shared), bf16 out. */
 tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, uint16_t *y,
                                   cudaStream_t s);

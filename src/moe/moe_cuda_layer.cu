@@ -3,8 +3,9 @@
  * path choice and the forward orchestration (route -> experts -> combine ->
  * all-reduce), all on the caller's stream.
  *
- * Paths: decode (moe_cuda_decode.cu) up to TPM_MOE_DECODE_MAX_TOKENS tokens,
- * prefill (moe_cuda_prefill.cu) above. The decode path never touches the
+ * Paths: decode (moe_cuda_decode_mma.cu, one persistent tensor-core launch;
+ * moe_cuda_decode.cu, the older two scalar GEMV launches) up to
+ * tune.decode_max_tokens tokens, prefill (moe_cuda_prefill.cu) above. The decode path never touches the
  * host, so route -> experts -> combine -> ncclAllReduce captures into one
  * CUDA graph; the prefill path reads the per-expert offsets back (one sync).
  * TP: each rank holds an Il = inter/tp slice of every expert (shared
@@ -19,12 +20,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Switch point between the decode (GEMV) and prefill (cuBLAS) paths, in
- * tokens. Measured on one H200, m3, fused, whole layer in a CUDA graph
- * (bench/results/moe_m3_tp1_path_{decode,prefill}.json): decode vs prefill
- * 175 vs 246 us at 1 token, 499 vs 663 at 4, 922 vs 1186 at 8, but 2027 vs
- * 1781 at 16 and 4766 vs 2818 at 32: decode up to 8 tokens. */
+/* Defaults of tpm_cuda_moe_tuning, from the H200 run of 2026-11-30 (m3,
+ * fused, bench/results/moe_m3_tp1_{before,path_prefill,path_decode}.json,
+ * moe_m3_run2_tail.txt): decode kernel 0 (scalar) beats kernel 1 (tensor
+ * core) at 1 and 8 tokens (175.8 vs 240.7 us, 930.9 vs 1184.6); decode beats
+ * prefill up to 8 tokens (930.9 vs 1162.0 at 8) and loses from 16 (decode
+ * 1912 (kernel 1) / 2027 (kernel 0, earlier run) vs prefill 1760.8): decode
+ * up to 8 tokens. Router GEMM vs one fused launch: 29.2 vs 42.9 us at 64
+ * tokens, 34.8 vs 81.3 at 256 (fused launch: 33.3 us at 32). */
+#define TPM_MOE_DECODE_KERNEL 0
 #define TPM_MOE_DECODE_MAX_TOKENS 8
+#define TPM_MOE_ROUTE_GEMM_MIN 64
 
 struct tpm_cuda_moe {
     tpm_cuda_moe_desc desc;
@@ -34,6 +40,7 @@ struct tpm_cuda_moe {
     void *blas_ws;
     int32_t *h_offsets; /* pinned [E1 + 1] */
     tpm_moe_path path;
+    tpm_cuda_moe_tuning tune;
     int max_tokens, decode_rows;
 };
 
@@ -112,6 +119,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         const size_t Wt = (T + 31) / 32;
         const size_t Rd = (size_t)(T < TPM_MOE_DECODE_MAX_NT ? T : TPM_MOE_DECODE_MAX_NT) * d.K;
         m->decode_rows = (int)Rd;
+        d.tile_cap = (int)((T < 1024 ? T : 1024) + 7) / 8;
         DALLOC(d.w13, E1 * 2 * Il * H * 2);
         DALLOC(d.w2, E1 * H * Il * 2);
         if (p->expert_bias) {
@@ -119,9 +127,12 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
             DALLOC(d.b2, E1 * H * 4);
         }
         DALLOC(d.wr, (size_t)d.E * H * 4);
+        DALLOC(d.wr3, (size_t)3 * d.E * H * 2);
+        DALLOC(d.done, E1 * 4);
+        DALLOC(d.tile_ctr, (size_t)d.tile_cap * 4);
         if (p->router != TPM_ROUTER_SOFTMAX_TOPK) DALLOC(d.br, (size_t)d.E * 4);
         d.logit_rows = (int)(T > 4096 ? T : (16 * T < 4096 ? 16 * T : 4096)); /* H slices x tokens */
-        if ((size_t)d.logit_rows < T) d.logit_rows = (int)T;
+        if ((size_t)d.logit_rows < 3 * T) d.logit_rows = (int)(3 * T);      /* router GEMM: [T][3E] */
         DALLOC(d.logits, (size_t)d.logit_rows * d.E * 4);
         DALLOC(d.sel, R * 4);
         DALLOC(d.wts, R * 4);
@@ -134,7 +145,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         DALLOC(d.n_active, 4);
         DALLOC(d.bits, E1 * Wt * 4);
         DALLOC(d.bitpre, E1 * Wt * 4);
-        DALLOC(d.ctr, 16);
+        DALLOC(d.ctr, 64);
         DALLOC(d.act_f32, Rd * Il * 4);
         DALLOC(d.rows_f32, Rd * H * 4);
         DALLOC(d.xp, R * H * 2); /* prefill buffers (the path can be forced at any T) */
@@ -146,7 +157,8 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
             DALLOC(d.sh_act, T * Il * 2);
             DALLOC(d.sh_out, T * H * 2);
         }
-        if (cudaMemset(d.ctr, 0, 16) != cudaSuccess || cudaMemset(d.w13, 0, E1 * 2 * Il * H * 2) != cudaSuccess ||
+        if (cudaMemset(d.ctr, 0, 64) != cudaSuccess || cudaMemset(d.done, 0, E1 * 4) != cudaSuccess ||
+            cudaMemset(d.tile_ctr, 0, (size_t)d.tile_cap * 4) != cudaSuccess || cudaMemset(d.w13, 0, E1 * 2 * Il * H * 2) != cudaSuccess ||
             cudaMemset(d.w2, 0, E1 * H * Il * 2) != cudaSuccess) {
             st = tpm_err(TPM_ERR_CUDA, "cudaMemset failed");
             goto fail;
@@ -163,6 +175,10 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         goto fail;
     }
     m->path = TPM_MOE_PATH_AUTO;
+    m->tune.decode_kernel = tpm_moe_decode_mma_ok(d) ? TPM_MOE_DECODE_KERNEL : 0;
+    m->tune.decode_max_tokens = TPM_MOE_DECODE_MAX_TOKENS;
+    m->tune.route_legacy = 0;
+    m->tune.route_gemm_min = TPM_MOE_ROUTE_GEMM_MIN;
     *out = m;
     return TPM_OK;
 fail:
@@ -177,7 +193,7 @@ void tpm_cuda_moe_destroy(tpm_cuda_moe *m) {
     void *bufs[] = {d.w13,     d.w2,     d.b13,    d.b2,      d.wr,      d.br,       d.logits, d.sel,
                     d.wts,     d.counts, d.offsets, d.perm_tok, d.perm_exp, d.inv,     d.active, d.n_active,
                     d.bits,    d.bitpre, d.ctr,    d.act_f32, d.rows_f32, d.xp,      d.h13,    d.act_bf,
-                    d.rows_bf, d.sh_h13, d.sh_act, d.sh_out,  m->blas_ws};
+                    d.rows_bf, d.sh_h13, d.sh_act, d.sh_out,  m->blas_ws, d.wr3,     d.done,     d.tile_ctr};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) cudaFree(bufs[i]);
     if (m->blas) cublasDestroy(m->blas);
@@ -236,6 +252,11 @@ tpm_status tpm_cuda_moe_upload(tpm_cuda_moe *m, const tpm_moe_weights *w) {
         (d.br && cudaMemcpy(d.br, w->router_bias, (size_t)d.E * 4, cudaMemcpyHostToDevice)))
         st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_upload: router cudaMemcpy failed");
     if (d.br && !w->router_bias) st = tpm_err(TPM_ERR_INVALID_ARG, "tpm_cuda_moe_upload: router bias missing");
+    if (st == TPM_OK) {
+        st = tpm_moe_launch_split_router(d, 0);
+        if (st == TPM_OK && cudaDeviceSynchronize() != cudaSuccess)
+            st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_upload: router split failed");
+    }
 done:
     free(g13);
     free(g2);
@@ -258,7 +279,10 @@ tpm_status tpm_cuda_moe_generate(tpm_cuda_moe *m, uint64_t seed) {
     tpm_cuda_moe_gen_router(m->p, seed, r, b);
     tpm_status st = TPM_OK;
     if (cudaMemcpy(d.wr, r, (size_t)d.E * d.H * 4, cudaMemcpyHostToDevice) ||
-        (d.br && cudaMemcpy(d.br, b, (size_t)d.E * 4, cudaMemcpyHostToDevice)) || cudaDeviceSynchronize())
+        (d.br && cudaMemcpy(d.br, b, (size_t)d.E * 4, cudaMemcpyHostToDevice)))
+        st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_generate: %s", cudaGetErrorString(cudaGetLastError()));
+    if (st == TPM_OK) st = tpm_moe_launch_split_router(d, 0);
+    if (st == TPM_OK && cudaDeviceSynchronize() != cudaSuccess)
         st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_generate: %s", cudaGetErrorString(cudaGetLastError()));
     free(r);
     free(b);
@@ -272,14 +296,41 @@ tpm_status tpm_cuda_moe_set_path(tpm_cuda_moe *m, tpm_moe_path path) {
     return TPM_OK;
 }
 
+tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t) {
+    TPM_ARG_CHECK(m && t, "tpm_cuda_moe_set_tuning: null argument");
+    TPM_ARG_CHECK(t->decode_kernel == 0 || t->decode_kernel == 1, "decode_kernel %d is not 0 or 1", t->decode_kernel);
+    TPM_ARG_CHECK(t->decode_kernel == 0 || tpm_moe_decode_mma_ok(m->d),
+                  "decode_kernel 1 needs hidden and inter/tp divisible by 32");
+    TPM_ARG_CHECK(t->decode_max_tokens >= 0 && t->decode_max_tokens <= TPM_MOE_DECODE_MAX_NT,
+                  "decode_max_tokens %d outside 0..%d", t->decode_max_tokens, TPM_MOE_DECODE_MAX_NT);
+    TPM_ARG_CHECK(t->route_gemm_min >= 1, "route_gemm_min %d < 1", t->route_gemm_min);
+    m->tune = *t;
+    return TPM_OK;
+}
+
+tpm_status tpm_cuda_moe_get_tuning(const tpm_cuda_moe *m, tpm_cuda_moe_tuning *t) {
+    TPM_ARG_CHECK(m && t, "tpm_cuda_moe_get_tuning: null argument");
+    *t = m->tune;
+    return TPM_OK;
+}
+
 tpm_moe_path tpm_cuda_moe_path_for(const tpm_cuda_moe *m, int T) {
     if (m->path == TPM_MOE_PATH_DECODE && T <= TPM_MOE_DECODE_MAX_NT) return TPM_MOE_PATH_DECODE;
     if (m->path == TPM_MOE_PATH_PREFILL) return TPM_MOE_PATH_PREFILL;
-    return T <= TPM_MOE_DECODE_MAX_TOKENS ? TPM_MOE_PATH_DECODE : TPM_MOE_PATH_PREFILL;
+    return T <= m->tune.decode_max_tokens ? TPM_MOE_PATH_DECODE : TPM_MOE_PATH_PREFILL;
 }
 
 int tpm_cuda_moe_capturable(const tpm_cuda_moe *m, int T) {
     return tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE;
+}
+
+/* cuBLAS on stream s; cublasSetStream resets the workspace to the default
+ * pool, so the layer's own workspace is set again (graph capture needs it). */
+static tpm_status bind_blas(tpm_cuda_moe *m, cudaStream_t s) {
+    if (cublasSetStream(m->blas, s) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetWorkspace(m->blas, m->blas_ws, (size_t)32 << 20) != CUBLAS_STATUS_SUCCESS)
+        return tpm_err(TPM_ERR_CUDA, "cublasSetStream / cublasSetWorkspace failed");
+    return TPM_OK;
 }
 
 static tpm_status check_call(const tpm_cuda_moe *m, const void *ptr, int T) {
@@ -291,7 +342,9 @@ static tpm_status check_call(const tpm_cuda_moe *m, const void *ptr, int T) {
 tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *stream) {
     TPM_TRY(check_call(m, x, T));
     TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
-    return tpm_moe_launch_route(m->d, (const uint16_t *)x, T, (cudaStream_t)stream);
+    const int mode = m->tune.route_legacy ? 0 : T >= m->tune.route_gemm_min ? 2 : 1;
+    if (mode == 2) TPM_TRY(bind_blas(m, (cudaStream_t)stream));
+    return tpm_moe_launch_route(m->d, m->blas, (const uint16_t *)x, T, mode, (cudaStream_t)stream);
 }
 
 tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *stream) {
@@ -300,13 +353,15 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
     cudaStream_t s = (cudaStream_t)stream;
     const tpm_moe_dev &d = m->d;
     if (!d.fused && m->p->n_shared == 1) {
-        if (cublasSetStream(m->blas, s) != CUBLAS_STATUS_SUCCESS) return tpm_err(TPM_ERR_CUDA, "cublasSetStream");
+        TPM_TRY(bind_blas(m, s));
         TPM_TRY(tpm_moe_shared_dense(d, m->blas, (const uint16_t *)x, T, s));
     }
-    if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE) return tpm_moe_launch_decode(d, (const uint16_t *)x, T, s);
+    if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE)
+        return m->tune.decode_kernel ? tpm_moe_launch_decode_mma(d, (const uint16_t *)x, T, s)
+                                     : tpm_moe_launch_decode(d, (const uint16_t *)x, T, s);
     TPM_CUDA_TRY(cudaMemcpyAsync(m->h_offsets, d.offsets, (size_t)(d.E1 + 1) * 4, cudaMemcpyDeviceToHost, s));
     TPM_CUDA_TRY(cudaStreamSynchronize(s));
-    if (cublasSetStream(m->blas, s) != CUBLAS_STATUS_SUCCESS) return tpm_err(TPM_ERR_CUDA, "cublasSetStream");
+    TPM_TRY(bind_blas(m, s));
     return tpm_moe_prefill_experts(d, m->blas, (const uint16_t *)x, T, m->h_offsets, s);
 }
 
