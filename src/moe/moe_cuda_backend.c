@@ -140,6 +140,8 @@ tpm_status tpm_moe_cuda_check(struct tpm_moe *m, tpm_comm_t comm) {
         tpm_resolved_config rc;
         TPM_TRY(tpm_comm_get_config(comm, &rc));
         dev = rc.device;
+        /* tpm_comm_init without cfg.device: the CUDA comm's rule */
+        if (dev < 0 && rc.backend == TPM_BACKEND_CUDA) dev = rc.rank % ndev;
     }
     if (dev < 0) MOE_CK(cudaGetDevice(&dev));
     if (dev >= ndev)

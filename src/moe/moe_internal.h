@@ -124,7 +124,8 @@ tpm_backend tpm_moe_cuda_auto_backend(tpm_comm_t comm);
 /* Before the weights are loaded: refuse what the CUDA backend cannot run
  * (dtype other than bf16, ep_size > 1, no GPU, shapes the kernels do not
  * take, a non-CUDA comm) and resolve m->device (config, else the comm's
- * device, else the current one). */
+ * device: tpm_comm_init_all's devices[rank], tpm_comm_init's cfg.device or
+ * rank % GPUs; else the current device). */
 tpm_status tpm_moe_cuda_check(struct tpm_moe *m, tpm_comm_t comm);
 /* Build this rank's GPU layer from the full host weights w (only read). */
 tpm_status tpm_moe_cuda_init(struct tpm_moe *m, const tpm_moe_weights *w);
