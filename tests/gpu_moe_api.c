@@ -142,8 +142,9 @@ static void *rank_main(void *arg) {
     for (int b = 0; b < NT; b++) {
         const size_t T = k_tokens[b], bytes = T * H * 2;
         result_alloc(&j->res[b], T, j->p);
-        JOB_CUDA(cudaMemcpy(dx, j->x[b], bytes, cudaMemcpyHostToDevice));
-        JOB_CUDA(cudaMemset(dy, 0xff, bytes)); /* poison: bf16 NaN */
+        /* on s: a non-blocking stream does not wait for the legacy one */
+        JOB_CUDA(cudaMemcpyAsync(dx, j->x[b], bytes, cudaMemcpyHostToDevice, s));
+        JOB_CUDA(cudaMemsetAsync(dy, 0xff, bytes, s)); /* poison: bf16 NaN */
         JOB_TRY("forward", tpm_moe_forward(m, j->comm, dx, dy, T, TPM_DTYPE_BF16, s));
         JOB_TRY("routing",
                 tpm_moe_last_routing(m, j->res[b].ids, j->res[b].wts, j->res[b].counts, T));

@@ -286,6 +286,8 @@ static tpm_status gpu_setup(gpu_bufs *g, int r, const void *x, size_t bytes) {
     cudaStream_t s = NULL;
     GPU_CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     g->stream[r] = s;
+    /* the copies above ran on the legacy stream, which s does not wait for */
+    GPU_CK(cudaDeviceSynchronize());
     return TPM_OK;
 }
 
