@@ -10,11 +10,7 @@
  *      local region with ld.volatile until no element is the all-ones
  *      sentinel, re-stores the sentinel there (so the region is clean for the
  *      launch after next), and sums all W terms in fp32 in rank order 0..W-1
- *      (its own term: the sanitized word it pushed, kept in registers),
- *      rounding once to the dtype. A thread works in passes of kUnroll words;
- *      pass k+1 is loaded and pushed before pass k is polled, and the first
- *      load is issued before the launch epoch is read. Messages of up to
- *      2048 words run as one CTA (no exit counter in epoch_end).
+ *      (its own term read from its input), rounding once to the dtype.
  *   Every rank computes the same sum in the same order: outputs are bitwise
  *   identical on every rank.
  *
@@ -41,73 +37,47 @@ namespace {
 
 constexpr int kUnroll = 4;
 constexpr int kBlock = 256;
-constexpr int kSmallBlock = 512; /* messages of <= 2048 words (32 KB bf16): one CTA, one pass */
 
-/* Load (sanitized) and push one pass of kUnroll words [base + u*stride]. */
-template <int DT>
-__device__ __forceinline__ void load_pass(const tpm_cuda_ar_args &a, size_t base, size_t stride,
-                                          size_t nwords, bool in_al, uint4 *w) {
-#pragma unroll
-    for (int u = 0; u < kUnroll; u++) {
-        size_t i = base + (size_t)u * stride;
-        w[u] = i < nwords ? Word<DT>::sanitize(Word<DT>::load(a.in, i, a.count, in_al))
-                          : make_uint4(0, 0, 0, 0);
-    }
-}
-
-__device__ __forceinline__ void push_pass(const tpm_cuda_ar_args &a, size_t par, size_t base,
-                                          size_t stride, size_t nwords, const uint4 *w) {
-    for (int d = 1; d < a.world; d++) {
-        int p = a.rank + d < a.world ? a.rank + d : a.rank + d - a.world;
-        uint8_t *dst = a.ll[p] + par + (size_t)a.rank * a.ll_slot;
-#pragma unroll
-        for (int u = 0; u < kUnroll; u++) {
-            size_t i = base + (size_t)u * stride;
-            if (i < nwords) st_volatile16(dst + i * 16, w[u]);
-        }
-    }
-}
-
-/* Each thread handles passes of kUnroll words (i = base + u * stride); the
- * next pass is loaded and pushed before this pass is polled and summed, and
- * the first pass is loaded before the launch epoch is read (both latencies
- * overlap). The own term is the sanitized word in registers, identical to
- * what the peers receive, so every rank sums identical terms. */
-template <int DT, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, 512 / BLOCK) oneshot_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
+template <int DT> __global__ void __launch_bounds__(kBlock) oneshot_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
     using Wd = Word<DT>;
+    const uint32_t epoch = epoch_begin(a);
+    const size_t half = (size_t)a.world * a.ll_slot;
+    const size_t par = (size_t)(epoch & 1u) * half;
     const size_t nwords = (a.count + Wd::kElems - 1) / Wd::kElems;
     const bool in_al = ((uintptr_t)a.in & 15u) == 0, out_al = ((uintptr_t)a.out & 15u) == 0;
-    const size_t stride = (size_t)gridDim.x * BLOCK;
-    const size_t pass = (size_t)kUnroll * stride;
-    const size_t tid = (size_t)blockIdx.x * BLOCK + threadIdx.x;
-    uint4 cur[kUnroll], nxt[kUnroll] = {};
-    load_pass<DT>(a, tid, stride, nwords, in_al, cur);
-    const uint32_t epoch = epoch_begin(a);
-    const size_t par = (size_t)(epoch & 1u) * (size_t)a.world * a.ll_slot;
-    push_pass(a, par, tid, stride, nwords, cur);
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 
+    /* 1. push my words to every peer */
+    for (size_t i = tid; i < nwords; i += stride) {
+        uint4 w = Wd::sanitize(Wd::load(a.in, i, a.count, in_al));
+        for (int d = 1; d < a.world; d++) {
+            int p = a.rank + d < a.world ? a.rank + d : a.rank + d - a.world;
+            st_volatile16(a.ll[p] + par + (size_t)a.rank * a.ll_slot + i * 16, w);
+        }
+    }
+
+    /* 2. reduce in rank order, kUnroll words in flight per thread */
     uint8_t *mine = a.ll[a.rank] + par;
     bool alive = true;
-    for (size_t base = tid; base < nwords; base += pass) {
-        const bool more = base + pass < nwords;
-        if (more) {
-            load_pass<DT>(a, base + pass, stride, nwords, in_al, nxt);
-            push_pass(a, par, base + pass, stride, nwords, nxt);
-        }
+    for (size_t base = tid; base < nwords; base += (size_t)kUnroll * stride) {
         float acc[kUnroll][Wd::kElems];
         for (int r = 0; r < a.world; r++) {
             uint4 w[kUnroll];
 #pragma unroll
             for (int u = 0; u < kUnroll; u++) {
                 size_t i = base + (size_t)u * stride;
-                w[u] = cur[u];
-                if (r != a.rank && i < nwords) w[u] = ld_volatile16(mine + (size_t)r * a.ll_slot + i * 16);
+                if (i >= nwords) continue;
+                if (r == a.rank)
+                    w[u] = Wd::load(a.in, i, a.count, in_al);
+                else
+                    w[u] = ld_volatile16(mine + (size_t)r * a.ll_slot + i * 16);
             }
 #pragma unroll
             for (int u = 0; u < kUnroll; u++) {
                 size_t i = base + (size_t)u * stride;
-                if (r != a.rank && i < nwords) {
+                if (i >= nwords) continue;
+                if (r != a.rank) {
                     uint8_t *slot = mine + (size_t)r * a.ll_slot + i * 16;
                     Spin s;
                     while (alive && !Wd::valid(w[u])) {
@@ -126,7 +96,6 @@ __global__ void __launch_bounds__(BLOCK, 512 / BLOCK) oneshot_kernel(const __gri
         for (int u = 0; u < kUnroll; u++) {
             size_t i = base + (size_t)u * stride;
             if (i < nwords) Wd::store(a.out, i, a.count, out_al, Wd::from_f32(acc[u]));
-            cur[u] = nxt[u];
         }
     }
     epoch_end(a, epoch);
@@ -144,22 +113,14 @@ extern "C" int tpm_cuda_oneshot_launch(const tpm_cuda_ar_args *a, void *stream) 
     using namespace tpm_cuda;
     size_t epw = a->dtype == TPM_DTYPE_FP32 ? 4 : 8;
     size_t nwords = (a->count + epw - 1) / epw;
-    cudaStream_t s = (cudaStream_t)stream;
-    if (nwords <= (size_t)kUnroll * kSmallBlock) { /* one CTA: no exit counter */
-        switch (a->dtype) {
-        case TPM_DTYPE_BF16: oneshot_kernel<0, kSmallBlock><<<1, kSmallBlock, 0, s>>>(*a); break;
-        case TPM_DTYPE_FP16: oneshot_kernel<1, kSmallBlock><<<1, kSmallBlock, 0, s>>>(*a); break;
-        default: oneshot_kernel<2, kSmallBlock><<<1, kSmallBlock, 0, s>>>(*a); break;
-        }
-        return cudaGetLastError() == cudaSuccess ? 0 : -1;
-    }
     size_t want = (nwords + kBlock - 1) / kBlock;
     int grid = (int)(want < (size_t)a->grid ? want : (size_t)a->grid);
     if (grid < 1) grid = 1;
+    cudaStream_t s = (cudaStream_t)stream;
     switch (a->dtype) {
-    case TPM_DTYPE_BF16: oneshot_kernel<0, kBlock><<<grid, kBlock, 0, s>>>(*a); break;
-    case TPM_DTYPE_FP16: oneshot_kernel<1, kBlock><<<grid, kBlock, 0, s>>>(*a); break;
-    default: oneshot_kernel<2, kBlock><<<grid, kBlock, 0, s>>>(*a); break;
+    case TPM_DTYPE_BF16: oneshot_kernel<0><<<grid, kBlock, 0, s>>>(*a); break;
+    case TPM_DTYPE_FP16: oneshot_kernel<1><<<grid, kBlock, 0, s>>>(*a); break;
+    default: oneshot_kernel<2><<<grid, kBlock, 0, s>>>(*a); break;
     }
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }

@@ -101,8 +101,7 @@ __device__ __forceinline__ bool wait_flag(const tpm_cuda_ar_args &a, const uint3
 
 /* MARK: launch epoch */
 /* Every CTA reads the sequence at entry; the last CTA to leave stores the
- * new value, so the next launch (stream-ordered after this one) sees it.
- * A one-CTA launch skips the exit counter (fence + atomic) and stores it. */
+ * new value, so the next launch (stream-ordered after this one) sees it. */
 __device__ __forceinline__ uint32_t epoch_begin(const tpm_cuda_ar_args &a) {
     __shared__ uint32_t e;
     if (threadIdx.x == 0) e = *(volatile uint32_t *)&a.ctl[0] + 1u;
@@ -112,10 +111,6 @@ __device__ __forceinline__ uint32_t epoch_begin(const tpm_cuda_ar_args &a) {
 
 __device__ __forceinline__ void epoch_end(const tpm_cuda_ar_args &a, uint32_t epoch) {
     __syncthreads();
-    if (gridDim.x == 1) { /* the only CTA: no exit counter; the kernel boundary orders it */
-        if (threadIdx.x == 0) *(volatile uint32_t *)&a.ctl[0] = epoch;
-        return;
-    }
     if (threadIdx.x == 0) {
         __threadfence();
         if (atomicAdd(&a.ctl[1], 1u) == gridDim.x - 1) {

@@ -5,10 +5,9 @@
  *
  * Work split: the message is cut into groups of 32 elements (= codec
  * blocks); owner r gets groups [r*ngrp/W, (r+1)*ngrp/W). Each owner segment
- * is cut into columns of kCol groups (one CTA step; for codecs four lanes
- * own one group, 8 values each, and a thread handles kSub = 4 groups of the
- * column with all their loads issued first; exact payloads move as 16-byte
- * words, kWU = 4 per thread in flight);
+ * is cut into columns of kCol groups (one CTA step, one group per thread;
+ * exact payloads move as 16-byte words, kWU = 4 per thread loaded before the
+ * first is stored);
  * column c of every segment is handled by CTA c % gridDim on every rank. A
  * CTA runs its columns as a three-stage software pipeline:
  *   A(c)   for every owner s != me: my input of (s, c) -> [rotate, quantize]
@@ -25,11 +24,9 @@
  * per-block arithmetic (codec_cuda.h) is the same.
  *
  * Payload layout in a slot (internal; not the public wire format): per
- * column, the codes of the kCol groups lane unit by lane unit (unit l = 4g+j
- * holds lane j's 8 codes: 8 / 4 bytes at l*8 / l*4 for INT8,FP8 / INT4;
- * INT6 4 bytes at l*4 and 2 at 4096 + l*2), so a warp's stores are
- * contiguous, then the kCol bf16 scales. Exact payloads are the raw dtype
- * words. The codec arithmetic is QuadCodec (codec_cuda.h).
+ * column, the code words of the kCol groups unit-major (unit k of group g at
+ * (k*kCol + g)*U, U = 16 or 8 bytes, so a warp's stores are contiguous), then
+ * the kCol bf16 scales. Exact payloads are the raw dtype words.
  *
  * Synchronisation: flags hold the launch epoch and only grow (no reset); a
  * writer CTA stores its payload, __syncthreads(), then one thread per
@@ -49,15 +46,29 @@ namespace {
 constexpr int kCol = 256; /* groups per column = threads per CTA */
 static_assert(kCol * 32 == TPM_CUDA_TS_COL_ELEMS, "column size mismatch");
 
+constexpr int kWU = 4; /* exact: 16-byte words per thread in flight */
+
 enum { kRs = 0, kAg = 1 };
 
-/* Bytes of one column's payload: exact, the raw dtype words; codecs, the
- * codes of kCol blocks then their bf16 scales. */
+/* Bytes of one column's payload. */
 template <int DT, int C> struct Payload {
-    static constexpr int kCodeBytes = BlockCodec<C>::kCodeBytes;
-    static constexpr size_t kBytes = C == TPM_CODEC_NONE ? (size_t)kCol * 32 * (DT == 2 ? 4 : 2)
-                                                         : (size_t)kCol * (kCodeBytes + 2);
+    static constexpr size_t kBytes = (size_t)kCol * 32 * (DT == 2 ? 4 : 2);
 };
+template <int DT> struct Payload<DT, TPM_CODEC_INT6> {
+    static constexpr int kUnit = 8, kUnits = 3;
+    static constexpr size_t kBytes = (size_t)kCol * (24 + 2);
+};
+template <int DT> struct Payload<DT, TPM_CODEC_INT6_H> : Payload<DT, TPM_CODEC_INT6> {};
+template <int DT> struct Payload<DT, TPM_CODEC_INT4> {
+    static constexpr int kUnit = 16, kUnits = 1;
+    static constexpr size_t kBytes = (size_t)kCol * (16 + 2);
+};
+template <int DT> struct Payload<DT, TPM_CODEC_INT4_H> : Payload<DT, TPM_CODEC_INT4> {};
+template <int DT> struct Payload<DT, TPM_CODEC_INT8> {
+    static constexpr int kUnit = 16, kUnits = 2;
+    static constexpr size_t kBytes = (size_t)kCol * (32 + 2);
+};
+template <int DT> struct Payload<DT, TPM_CODEC_FP8> : Payload<DT, TPM_CODEC_INT8> {};
 
 struct Ctx {
     const tpm_cuda_ar_args &a; /* the __grid_constant__ kernel parameter */
@@ -98,64 +109,62 @@ struct Ctx {
     }
 };
 
-/* MARK: codec lanes (four lanes = one block of 32) */
-/* A thread t of the CTA owns lane j = t & 3 of group gl = u * kQuads + t / 4
- * of the column, for u < kSub: kSub groups per thread, loaded together. */
-constexpr int kQuads = kCol / 4;   /* groups per CTA pass */
-constexpr int kSub = kCol / kQuads; /* passes per column (4) */
-constexpr int kWU = 4;              /* exact: 16-byte words per thread in flight */
-
-template <int DT, int C> struct LaneIO {
+/* MARK: codec groups (one thread = one block of 32) */
+template <int DT, int C> struct GroupIO {
     using P = Payload<DT, C>;
     using BC = BlockCodec<C>;
-    static constexpr int kCB = BC::kCodeBytes;
-    static_assert(kCB == P::kCodeBytes, "payload holds the codes");
+    static_assert(P::kUnits * P::kUnit == BC::kCodeBytes, "payload units cover the codes");
 
-    /* Lane j's 8 domain values of group g (zeros past the message). */
-    static __device__ __forceinline__ F8 load(const Ctx &x, size_t g, int j) {
-        return load8<DT>(x.a.in, g * 32 + 8 * (size_t)j, x.a.count, x.in_al);
-    }
-    static __device__ __forceinline__ void store(const Ctx &x, size_t g, int j, F8 &f) {
-        if constexpr (BC::kRotate) quad_hadamard(f.v, j);
-        store8<DT>(x.a.out, g * 32 + 8 * (size_t)j, x.a.count, x.out_al, f);
-    }
-    /* Column layout: codes of lane unit l = gl * 4 + j (INT8/FP8: 8 bytes at
-     * l*8, INT4: 4 bytes at l*4, INT6: 4 bytes at l*4 and 2 at 4096 + l*2),
-     * then the kCol scales. */
-    static __device__ __forceinline__ void put(uint8_t *col, int gl, int j, uint32_t lo, uint32_t hi,
-                                               uint16_t s) {
-        const int l = gl * 4 + j;
-        if constexpr (kCB == 16) {
-            *(uint32_t *)(col + (size_t)l * 4) = lo;
-        } else if constexpr (kCB == 24) {
-            *(uint32_t *)(col + (size_t)l * 4) = lo;
-            *(uint16_t *)(col + (size_t)kCol * 16 + (size_t)l * 2) = (uint16_t)hi;
-        } else {
-            *(uint2 *)(col + (size_t)l * 8) = make_uint2(lo, hi);
+    static __device__ __forceinline__ void load_dom(const Ctx &x, size_t g, float *v) {
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            F8 f = load8<DT>(x.a.in, g * 32 + 8 * q, x.a.count, x.in_al);
+#pragma unroll
+            for (int k = 0; k < 8; k++) v[8 * q + k] = f.v[k];
         }
-        if (j == 0) *(uint16_t *)(col + (size_t)kCol * kCB + (size_t)gl * 2) = s;
+        if constexpr (BC::kRotate) tpm_hadamard32(v);
     }
-    static __device__ __forceinline__ uint16_t get(const uint8_t *col, int gl, int j, uint32_t &lo,
-                                                   uint32_t &hi) {
-        const int l = gl * 4 + j;
-        if constexpr (kCB == 16) {
-            lo = __ldcg((const unsigned int *)(col + (size_t)l * 4)), hi = 0;
-        } else if constexpr (kCB == 24) {
-            lo = __ldcg((const unsigned int *)(col + (size_t)l * 4));
-            hi = __ldcg((const unsigned short *)(col + (size_t)kCol * 16 + (size_t)l * 2));
-        } else {
-            uint2 u = __ldcg((const uint2 *)(col + (size_t)l * 8));
-            lo = u.x, hi = u.y;
+    static __device__ __forceinline__ void store_dom(const Ctx &x, size_t g, float *v) {
+        if constexpr (BC::kRotate) tpm_hadamard32(v);
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            F8 f;
+#pragma unroll
+            for (int k = 0; k < 8; k++) f.v[k] = v[8 * q + k];
+            store8<DT>(x.a.out, g * 32 + 8 * q, x.a.count, x.out_al, f);
         }
-        return __ldcg((const unsigned short *)(col + (size_t)kCol * kCB + (size_t)gl * 2));
+    }
+    static __device__ __forceinline__ void put(uint8_t *col, int t, const Codes &c, uint16_t s) {
+#pragma unroll
+        for (int k = 0; k < P::kUnits; k++) {
+            if (P::kUnit == 16)
+                *(uint4 *)(col + ((size_t)k * kCol + t) * 16) =
+                    make_uint4(c.w[4 * k], c.w[4 * k + 1], c.w[4 * k + 2], c.w[4 * k + 3]);
+            else
+                *(uint2 *)(col + ((size_t)k * kCol + t) * 8) = make_uint2(c.w[2 * k], c.w[2 * k + 1]);
+        }
+        *(uint16_t *)(col + (size_t)P::kUnits * kCol * P::kUnit + (size_t)t * 2) = s;
+    }
+    static __device__ __forceinline__ uint16_t get(const uint8_t *col, int t, Codes &c) {
+#pragma unroll
+        for (int k = 0; k < P::kUnits; k++) {
+            if (P::kUnit == 16) {
+                uint4 u = __ldcg((const uint4 *)(col + ((size_t)k * kCol + t) * 16));
+                c.w[4 * k] = u.x, c.w[4 * k + 1] = u.y, c.w[4 * k + 2] = u.z, c.w[4 * k + 3] = u.w;
+            } else {
+                uint2 u = __ldcg((const uint2 *)(col + ((size_t)k * kCol + t) * 8));
+                c.w[2 * k] = u.x, c.w[2 * k + 1] = u.y;
+            }
+        }
+        return __ldcg((const unsigned short *)(col + (size_t)P::kUnits * kCol * P::kUnit +
+                                               (size_t)t * 2));
     }
 };
 
 template <int DT, int C> struct Stages {
     using P = Payload<DT, C>;
     using Wd = Word<DT>;
-    using IO = LaneIO<DT, C>;
-    using BC = BlockCodec<C>;
+    using IO = GroupIO<DT, C>;
     static constexpr bool kExact = C == TPM_CODEC_NONE;
 
     /* Word range [w0, w1) (exact) or group range [g0, g1) of (owner, col). */
@@ -163,7 +172,6 @@ template <int DT, int C> struct Stages {
         size_t lo = x.glo(owner), hi = x.glo(owner + 1);
         g0 = lo + (size_t)col * kCol;
         g1 = g0 + kCol < hi ? g0 + kCol : hi;
-        if (g0 > g1) g0 = g1;
     }
     static __device__ void words(const Ctx &x, size_t g0, size_t g1, size_t &w0, size_t &w1) {
         size_t e1 = g1 * 32 < x.a.count ? g1 * 32 : x.a.count;
@@ -173,7 +181,7 @@ template <int DT, int C> struct Stages {
     }
 
     static __device__ void stage_a(const Ctx &x, int col) {
-        const int t = threadIdx.x, j = t & 3;
+        const int t = threadIdx.x;
         for (int d = 1; d < x.a.world; d++) {
             int s = (x.a.rank + d) % x.a.world;
             size_t g0, g1;
@@ -196,16 +204,12 @@ template <int DT, int C> struct Stages {
                     }
                 }
             } else {
-                F8 v[kSub];
-#pragma unroll
-                for (int u = 0; u < kSub; u++) v[u] = IO::load(x, g0 + u * kQuads + t / 4, j);
-#pragma unroll
-                for (int u = 0; u < kSub; u++) {
-                    const int gl = u * kQuads + t / 4;
-                    if constexpr (BC::kRotate) quad_hadamard(v[u].v, j);
-                    uint32_t lo, hi;
-                    const uint16_t sc = BC::quant(v[u].v, j, lo, hi);
-                    if (g0 + gl < g1) IO::put(dst, gl, j, lo, hi, sc);
+                if (g0 + t < g1) {
+                    float v[32];
+                    IO::load_dom(x, g0 + t, v);
+                    Codes c;
+                    uint16_t sc = BlockCodec<C>::quant(v, c);
+                    IO::put(dst, t, c, sc);
                 }
             }
         }
@@ -255,62 +259,41 @@ template <int DT, int C> struct Stages {
                     Wd::store(x.a.out, w, x.a.count, x.out_al, res);
                 }
             }
-        } else {
-            reduce_col(x, g0, g1, off);
+        } else if (g0 + t < g1) {
+            reduce_group(x, g0 + t, off);
         }
         x.signal(kAg, col);
         return true;
     }
 
-    /* Stage B of a codec column: sum in rank order (my term exact, in the
-     * codec domain), re-quantize, push to every peer, decode my own copy. */
-    static __device__ void reduce_col(const Ctx &x, size_t g0, size_t g1, size_t off) {
-        const int t = threadIdx.x, j = t & 3, me = x.a.rank;
-        F8 own[kSub], acc[kSub];
-#pragma unroll
-        for (int u = 0; u < kSub; u++) own[u] = IO::load(x, g0 + u * kQuads + t / 4, j);
-        if constexpr (BC::kRotate) {
-#pragma unroll
-            for (int u = 0; u < kSub; u++) quad_hadamard(own[u].v, j);
-        }
-        for (int r = 0; r < x.a.world; r++) {
-            F8 v[kSub];
-            if (r == me) {
-#pragma unroll
-                for (int u = 0; u < kSub; u++) v[u] = own[u];
-            } else {
-                const uint8_t *src = x.slot(me, kRs, r) + off;
-                uint32_t lo[kSub], hi[kSub];
-                uint16_t sc[kSub];
-#pragma unroll
-                for (int u = 0; u < kSub; u++) sc[u] = IO::get(src, u * kQuads + t / 4, j, lo[u], hi[u]);
-#pragma unroll
-                for (int u = 0; u < kSub; u++) BC::dequant(lo[u], hi[u], sc[u], v[u].v);
-            }
-#pragma unroll
-            for (int u = 0; u < kSub; u++)
-#pragma unroll
-                for (int k = 0; k < 8; k++) acc[u].v[k] = r == 0 ? v[u].v[k] : acc[u].v[k] + v[u].v[k];
-        }
-#pragma unroll
-        for (int u = 0; u < kSub; u++) {
-            const int gl = u * kQuads + t / 4;
-            uint32_t lo, hi;
-            const uint16_t sc = BC::quant(acc[u].v, j, lo, hi);
-            const bool in = g0 + gl < g1;
-            if (in)
-                for (int d = 1; d < x.a.world; d++) {
-                    int q = (me + d) % x.a.world;
-                    IO::put(x.slot(q, kAg, me) + off, gl, j, lo, hi, sc);
+    /* Stage B of one codec group: sum, re-quantize, push, decode my own. */
+    static __device__ void reduce_group(const Ctx &x, size_t g, size_t off) {
+        const int t = threadIdx.x, me = x.a.rank;
+        {
+            float acc[32], v[32];
+            Codes c;
+            for (int r = 0; r < x.a.world; r++) {
+                if (r == me) {
+                    IO::load_dom(x, g, v);
+                } else {
+                    uint16_t sc = IO::get(x.slot(me, kRs, r) + off, t, c);
+                    BlockCodec<C>::dequant(c, sc, v);
                 }
-            BC::dequant(lo, hi, sc, acc[u].v);
-            if constexpr (BC::kRotate) quad_hadamard(acc[u].v, j); /* every lane: shuffles */
-            if (in) store8<DT>(x.a.out, (g0 + gl) * 32 + 8 * (size_t)j, x.a.count, x.out_al, acc[u]);
+#pragma unroll
+                for (int k = 0; k < 32; k++) acc[k] = r == 0 ? v[k] : acc[k] + v[k];
+            }
+            uint16_t sc = BlockCodec<C>::quant(acc, c);
+            for (int d = 1; d < x.a.world; d++) {
+                int q = (me + d) % x.a.world;
+                IO::put(x.slot(q, kAg, me) + off, t, c, sc);
+            }
+            BlockCodec<C>::dequant(c, sc, v);
+            IO::store_dom(x, g, v);
         }
     }
 
     static __device__ bool stage_c(const Ctx &x, int col) {
-        const int t = threadIdx.x, j = t & 3;
+        const int t = threadIdx.x;
         if (!x.wait_all(kAg, col)) return false;
         const size_t off = (size_t)col * P::kBytes;
         for (int d = 1; d < x.a.world; d++) {
@@ -334,19 +317,12 @@ template <int DT, int C> struct Stages {
                         if (w < w1) Wd::store(x.a.out, w, x.a.count, x.out_al, u[k]);
                     }
                 }
-            } else {
-                uint32_t lo[kSub], hi[kSub];
-                uint16_t sc[kSub];
-#pragma unroll
-                for (int u = 0; u < kSub; u++) sc[u] = IO::get(src, u * kQuads + t / 4, j, lo[u], hi[u]);
-#pragma unroll
-                for (int u = 0; u < kSub; u++) {
-                    const int gl = u * kQuads + t / 4;
-                    F8 v;
-                    BC::dequant(lo[u], hi[u], sc[u], v.v);
-                    if constexpr (BC::kRotate) quad_hadamard(v.v, j);
-                    if (g0 + gl < g1) store8<DT>(x.a.out, (g0 + gl) * 32 + 8 * (size_t)j, x.a.count, x.out_al, v);
-                }
+            } else if (g0 + t < g1) {
+                Codes c;
+                float v[32];
+                uint16_t sc = IO::get(src, t, c);
+                BlockCodec<C>::dequant(c, sc, v);
+                IO::store_dom(x, g0 + t, v);
             }
         }
         return true;
