@@ -5,6 +5,7 @@ BUILD ?= build
 SAN_BUILD ?= build-asan
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+SHELL := /bin/bash
 
 .PHONY: all build test test-gpu install clean demo
 all: build
@@ -17,8 +18,12 @@ build:
 test:
 	cmake -S . -B $(SAN_BUILD) -DTPMOE_CUDA=OFF -DTPMOE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)
 	cmake --build $(SAN_BUILD) -j $(JOBS)
-	cd $(SAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j $(JOBS)
+	cd $(SAN_BUILD) && set -o pipefail && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) 2>&1 | tee ctest.log; rc=$$?; \
+	  n=$$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' ctest.log); \
+	  f=$$(sed -n 's/.*, \([0-9]*\) tests failed out of.*/\1/p' ctest.log); \
+	  s=$$(grep -c '(Skipped)' ctest.log); \
+	  echo "$$(( $${n:-0} - $${f:-0} - s )) passed, $${f:-0} failed, $$s skipped"; exit $$rc
 
 test-gpu: build
 	cd $(BUILD) && ctest --output-on-failure -L gpu

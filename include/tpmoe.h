@@ -239,6 +239,102 @@ TPM_API tpm_status tpm_codec_decode(tpm_codec codec, tpm_dtype dtype,
                                     const void *in, size_t in_bytes, size_t n,
                                     void *out);
 
+/* MARK: moe
+ * One MoE layer (router, routed experts, shared expert) of a preset, sharded
+ * over tp_size x ep_size ranks: global rank = ep_rank * tp_size + tp_rank.
+ * Every expert (shared included) is split on its intermediate dimension
+ * across the TP ranks; each EP rank owns n_experts / ep_size routed experts;
+ * the router is replicated and tokens are replicated on every rank. The
+ * partial outputs of all ranks are summed by one tpm_allreduce over the
+ * communicator. The routed scaling factor is folded into the routed
+ * weights, so the shared expert's weight is 1.0 (docs/moe.md).
+ *
+ * Shared expert: fused (one more slot, weights stacked with the routed
+ * experts, top-k + 1) or unfused (a separate dense MLP). Under EP, fused
+ * gives token t's shared work to EP rank t % ep_size; unfused shards the
+ * shared MLP over all ranks. Auto (-1) follows the policy
+ * (TPMOE_FUSE_SHARED_EXPERTS; off under EP > 1). */
+#define TPM_MOE_CONFIG_VERSION 1u
+
+typedef struct tpm_moe *tpm_moe_t;
+
+typedef struct tpm_moe_config {
+    uint32_t struct_size;    /* sizeof(tpm_moe_config), set by TPM_MOE_CONFIG_INIT */
+    uint32_t version;        /* TPM_MOE_CONFIG_VERSION */
+    const char *preset;      /* "m3", "m3-mini", "deepseek-v3", "gpt-oss", ... */
+    const char *weights;     /* safetensors path; NULL: random weights from seed */
+    uint64_t seed;           /* random weights: those gen-weights --seed writes */
+    int32_t layer;           /* layer index in the file / of the random weights */
+    int32_t tp_rank, tp_size; /* -1: from the comm given to create (or 0 / 1) */
+    int32_t ep_rank, ep_size; /* -1: ep_size 1, ep_rank from the comm */
+    int32_t fuse_shared;     /* -1 auto (policy), 0 unfused, 1 fused */
+    tpm_backend backend;     /* AUTO: CPU in this build unless CUDA is there */
+    tpm_dtype dtype;         /* activation dtype of forward's x and y */
+    tpm_codec codec;         /* all-reduce codec; TPM_CODEC_DEFAULT: the comm's */
+    tpm_algo algo;           /* all-reduce algorithm; AUTO: the comm's dispatch */
+    int32_t device;          /* CUDA device; -1: the comm's */
+} tpm_moe_config;
+
+#define TPM_MOE_CONFIG_INIT                                                  \
+    {                                                                        \
+        sizeof(tpm_moe_config), TPM_MOE_CONFIG_VERSION, NULL, NULL, 0, 0,    \
+            -1, -1, -1, -1, -1, TPM_BACKEND_AUTO, TPM_DTYPE_BF16,            \
+            TPM_CODEC_DEFAULT, TPM_ALGO_AUTO, -1                             \
+    }
+
+/* What a created layer is (shapes, this rank's share, the fusion decision). */
+typedef struct tpm_moe_info {
+    char preset[32];
+    tpm_backend backend;
+    tpm_dtype dtype;
+    tpm_codec codec;              /* all-reduce codec (TPM_CODEC_DEFAULT: the comm's) */
+    tpm_algo algo;
+    int32_t hidden, n_experts, top_k, inter, n_shared, shared_inter;
+    int32_t tp_rank, tp_size, ep_rank, ep_size;
+    int32_t fuse_shared;          /* resolved: 0 or 1 */
+    int32_t slots_per_token;      /* top_k (+ n_shared when fused) */
+    int32_t expert_begin, expert_end; /* routed experts of this EP rank */
+    int32_t local_experts;        /* expert slots stacked here (routed + fused shared) */
+    int32_t inter_local;          /* per expert intermediate on this TP rank */
+    char fuse_reason[512];        /* why fusion is on or off */
+} tpm_moe_info;
+
+/* What the last forward did (on this rank). Times in seconds. */
+typedef struct tpm_moe_stats {
+    size_t ntokens;
+    int32_t distinct_experts;     /* routed experts that got >= 1 token (all ranks) */
+    int32_t local_active_experts; /* expert slots run on this rank (shared included) */
+    int64_t local_pairs;          /* (token, slot) pairs computed on this rank */
+    double t_router, t_experts, t_combine, t_allreduce, t_total;
+} tpm_moe_stats;
+
+/* Create one rank's layer: loads (or generates) the weights and keeps this
+ * rank's shard. comm (may be NULL) fills the unset rank fields and the
+ * device. */
+TPM_API tpm_status tpm_moe_create(tpm_moe_t *moe, const tpm_moe_config *cfg, tpm_comm_t comm);
+TPM_API tpm_status tpm_moe_destroy(tpm_moe_t moe);
+/* y = MoE(x): x and y [ntokens x hidden] of dtype (the config's), x == y
+ * allowed. comm: world tp_size*ep_size with this rank's global rank; NULL
+ * for a world of 1. Every rank must call with the same x. stream: a
+ * cudaStream_t on the CUDA backend, ignored on the CPU. */
+TPM_API tpm_status tpm_moe_forward(tpm_moe_t moe, tpm_comm_t comm, const void *x, void *y,
+                                   size_t ntokens, tpm_dtype dtype, void *stream);
+/* Change the all-reduce codec (TPM_CODEC_DEFAULT: the comm's) and algorithm
+ * (AUTO: the comm's dispatch, which applies a lossy codec only between the
+ * policy's min and max sizes; an explicit algorithm forces the codec) used
+ * by the following forwards. Every rank must use the same. */
+TPM_API tpm_status tpm_moe_set_allreduce(tpm_moe_t moe, tpm_codec codec, tpm_algo algo);
+TPM_API tpm_status tpm_moe_get_info(tpm_moe_t moe, tpm_moe_info *info);
+TPM_API tpm_status tpm_moe_last_stats(tpm_moe_t moe, tpm_moe_stats *stats);
+/* The last forward's routing: topk_ids / topk_weights [ntokens x top_k]
+ * (selection order; the weights include the routed scaling factor) and the
+ * tokens per expert [n_experts + n_shared] (the shared experts count every
+ * token). Any output may be NULL; ntokens must match the last forward. */
+TPM_API tpm_status tpm_moe_last_routing(tpm_moe_t moe, int32_t *topk_ids, float *topk_weights,
+                                        int32_t *tokens_per_expert, size_t ntokens);
+/* Message of the last failure on this handle ("" if none). */
+TPM_API const char *tpm_moe_last_error(tpm_moe_t moe);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,10 +12,13 @@ static const cli_command commands[] = {
     {"config", cmd_config, "print the resolved configuration, its reasons and the dispatch table"},
     {"allreduce", cmd_allreduce, "run + validate the CPU all-reduce across ranks (threads or processes)"},
     {"gen-weights", cmd_gen_weights, "write random MoE weights of a preset (safetensors)"},
+    {"moe", cmd_moe, "run one MoE layer over tp x ep rank threads (routing, timings, --check)"},
+    {"accuracy", cmd_accuracy, "residual MoE stack: codec error per layer vs the exact run"},
     {NULL, NULL, NULL},
 };
 
 static const cli_command bench_commands[] = {
+    {"moe", cmd_bench_moe, "CUDA MoE layer (fused shared expert): validate, time phases, floors"},
     {"allreduce", cmd_bench_allreduce, "time the CUDA all-reduce against NCCL (graphs, JSON, plot)"},
     {NULL, NULL, NULL},
 };

@@ -117,7 +117,7 @@ TPM_API tpm_status tpm_comm_init(tpm_comm_t *comm, const tpm_config *cfg) {
     TPM_TRY(check_config(cfg, "tpm_comm_init"));
     tpm_resolved_config rc;
     TPM_TRY(resolve(cfg, &rc, 1, "tpm_comm_init"));
-    tpm_backend be;
+    tpm_backend be = TPM_BACKEND_CPU;
     TPM_TRY(pick_backend(&rc, &be));
     struct tpm_comm *c = calloc(1, sizeof *c);
     if (!c) return tpm_err(TPM_ERR_NO_MEMORY, "tpm_comm_init: out of memory");
@@ -125,6 +125,7 @@ TPM_API tpm_status tpm_comm_init(tpm_comm_t *comm, const tpm_config *cfg) {
     c->cfg.backend = be;
     c->rank = rc.rank;
     c->world = rc.world_size;
+    c->nccl_comm = cfg->nccl_comm;
     tpm_status st;
 #ifdef TPMOE_HAVE_CUDA
     if (be == TPM_BACKEND_CUDA)
@@ -160,7 +161,7 @@ TPM_API tpm_status tpm_comm_init_all(tpm_comm_t *comms, int n, const int *device
     local.rank = 0;
     tpm_resolved_config rc;
     TPM_TRY(resolve(&local, &rc, 1, "tpm_comm_init_all"));
-    tpm_backend be;
+    tpm_backend be = TPM_BACKEND_CPU;
     TPM_TRY(pick_backend(&rc, &be));
     struct tpm_comm *cs[COMM_MAX_WORLD] = {0};
     tpm_status st = TPM_OK;
@@ -175,6 +176,7 @@ TPM_API tpm_status tpm_comm_init_all(tpm_comm_t *comms, int n, const int *device
         cs[i]->cfg.rank = i;
         cs[i]->rank = i;
         cs[i]->world = n;
+        cs[i]->nccl_comm = cfg ? cfg->nccl_comm : NULL;
     }
 #ifdef TPMOE_HAVE_CUDA
     if (be == TPM_BACKEND_CUDA)
@@ -252,7 +254,7 @@ static int nccl_available(const struct tpm_comm *c) {
 
 static tpm_status allreduce_impl(struct tpm_comm *c, const void *in, void *out, size_t count,
                                  tpm_dtype dtype, tpm_codec codec, tpm_algo algo, void *stream) {
-    size_t bytes;
+    size_t bytes = 0;
     TPM_TRY(check_call("tpm_allreduce", count, dtype, codec, algo, &bytes));
     if (count == 0) return TPM_OK;
     TPM_ARG_CHECK(in && out, "tpm_allreduce: %s is NULL", !in ? "in" : "out");
@@ -278,7 +280,7 @@ static tpm_status plan_impl(struct tpm_comm *c, size_t count, tpm_dtype dtype, t
                             tpm_algo *algo_out, tpm_codec *codec_out) {
     TPM_ARG_CHECK(algo_out && codec_out, "tpm_allreduce_plan: %s is NULL",
                   !algo_out ? "algo_out" : "codec_out");
-    size_t bytes;
+    size_t bytes = 0;
     TPM_TRY(check_call("tpm_allreduce_plan", count, dtype, codec, TPM_ALGO_AUTO, &bytes));
     return tpm_dispatch_plan(&c->cfg, c->cfg.backend, c->world, bytes, dtype, codec, TPM_ALGO_AUTO,
                              nccl_available(c), algo_out, codec_out);

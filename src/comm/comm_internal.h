@@ -35,6 +35,10 @@ struct tpm_comm {
     int rank, world;
     char last_error[TPM_ERRMSG_LEN];
     void *impl; /* backend state */
+    /* cfg->nccl_comm as given (not part of the resolved config): an
+     * ncclComm_t for tpm_comm_init, an array of n ncclComm_t (rank i at
+     * index i) for tpm_comm_init_all; NULL: the CUDA backend creates its own. */
+    void *nccl_comm;
 };
 
 /* Dispatch (src/comm/dispatch.c): one table of measured thresholds per

@@ -7,25 +7,48 @@
  * enabled between all pairs and peers' buffers are addressed directly (UVA).
  * P2P is then proven by a real kernel write into every peer's buffer and a
  * read-back; if any pair fails, the custom kernels are disabled and every
- * call goes to NCCL (created with ncclCommInitAll). The buffers of a group
- * are freed when its last communicator is destroyed, since peers write into
- * each other's memory.
+ * call goes to NCCL (created with ncclCommInitAll, or the engine's comms from
+ * cfg.nccl_comm). The buffers of a group are freed when its last
+ * communicator is destroyed, since peers write into each other's memory.
+ *
+ * One process per GPU (tpm_cuda_comm_init): a CPU bootstrap over the
+ * rendezvous directory (comm_internal.h, <dir>/boot) carries the setup.
+ *   1. device = cfg.device, or rank % device count; allocate the buffer.
+ *   2. all-gather {IPC handle of the allocation base, sizes, PCI bus id,
+ *      whether an nccl_comm was handed in and is valid}: ranks on the same
+ *      GPU, different layouts or a rejected nccl_comm fail on every rank.
+ *   3. cudaIpcOpenMemHandle every peer's handle (lazy peer access); write a
+ *      64 KB pattern into each peer's buffer from a kernel and read it back
+ *      through the opened pointer (rank r uses bytes [r*64K, (r+1)*64K) of
+ *      the peer's two-shot region, so concurrent probes never overlap).
+ *   4. all-gather the per-rank verdict: the custom kernels run only if every
+ *      rank proved every peer; otherwise all ranks use NCCL.
+ *   5. NCCL: the handed-in comm (rank, size and device checked; never
+ *      destroyed by us) or a new one: rank 0's ncclGetUniqueId is all-gathered
+ *      and every rank calls ncclCommInitRankConfig non-blocking, polled
+ *      against cfg.timeout_ms (a missing peer gives TPM_ERR_TIMEOUT, not a
+ *      hang; the comm is then aborted).
+ * Destroy: synchronize the device (our kernels into peers are done), a
+ * bootstrap barrier (every rank's kernels are done, nobody writes into our
+ * buffer any more), close the IPC mappings, then free. A failed barrier (dead
+ * peer) or an earlier kernel timeout aborts our NCCL comm instead of
+ * destroying it.
  *
  * Hot path: no device-wide sync, no allocation; one kernel launch per piece
  * (a message larger than one launch's buffer slot is cut into pieces). A
  * kernel that gave up waiting wrote TPM_ERR_TIMEOUT into host-mapped words;
  * the next call returns it (the communicator is dead after a timeout).
- *
- * One process per GPU (tpm_cuda_comm_init) needs the CPU bootstrap to swap
- * CUDA IPC handles and is not available yet: it returns TPM_ERR_UNSUPPORTED.
  */
 #include "comm/comm_internal.h"
 #include "comm/cuda_comm.h"
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,7 +67,10 @@ struct Impl {
     int own_nccl;
     int p2p_ok;
     int warned_fallback;
-    Group *group;
+    int broken;            /* a kernel timed out or a peer failed: abort NCCL */
+    Group *group;          /* init_all; NULL for one process per GPU */
+    void *boot;            /* one process per GPU: the CPU bootstrap */
+    void *ipc[TPM_CUDA_MAX_WORLD]; /* peers' buffers opened through CUDA IPC */
 };
 
 struct Group {
@@ -74,15 +100,50 @@ ncclDataType_t nccl_type(tpm_dtype dt) {
     return dt == TPM_DTYPE_BF16 ? ncclBfloat16 : dt == TPM_DTYPE_FP16 ? ncclHalf : ncclFloat;
 }
 
+/* Wait for a non-blocking NCCL comm's pending operation (init or an
+ * enqueue that returned ncclInProgress), bounded by timeout_ms. */
+tpm_status nccl_wait(ncclComm_t comm, int32_t timeout_ms, const char *what) {
+    uint64_t deadline = tpm_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 30000) * 1000000ull;
+    for (;;) {
+        ncclResult_t ar = ncclSuccess;
+        ncclResult_t r = ncclCommGetAsyncError(comm, &ar);
+        if (r != ncclSuccess)
+            return tpm_err(TPM_ERR_NCCL, "%s: ncclCommGetAsyncError: %s", what,
+                           ncclGetErrorString(r));
+        if (ar == ncclSuccess) return TPM_OK;
+        if (ar != ncclInProgress)
+            return tpm_err(TPM_ERR_NCCL, "%s: %s", what, ncclGetErrorString(ar));
+        if (tpm_now_ns() > deadline)
+            return tpm_err(TPM_ERR_TIMEOUT, "%s: not done after %d ms (a peer is missing?)", what,
+                           (int)timeout_ms);
+        sched_yield();
+    }
+}
+
 void free_impl(Impl *im) {
     if (!im) return;
     int prev = -1;
     cudaGetDevice(&prev);
     cudaSetDevice(im->dev);
-    if (im->nccl && im->own_nccl) ncclCommDestroy(im->nccl);
+    for (int p = 0; p < TPM_CUDA_MAX_WORLD; p++)
+        if (im->ipc[p]) cudaIpcCloseMemHandle(im->ipc[p]);
+    if (im->nccl && im->own_nccl) {
+        if (!im->broken && !im->group) {
+            /* ours is non-blocking: finalize bounded by the timeout (a peer
+             * that is gone must not hang us), then destroy; else abort */
+            ncclResult_t r = ncclCommFinalize(im->nccl);
+            if ((r != ncclSuccess && r != ncclInProgress) ||
+                nccl_wait(im->nccl, (int32_t)(im->base.timeout_ns / 1000000ull),
+                          "ncclCommFinalize") != TPM_OK)
+                im->broken = 1;
+        }
+        if (im->broken) ncclCommAbort(im->nccl);
+        else ncclCommDestroy(im->nccl);
+    }
     if (im->buf) cudaFree(im->buf);
     if (im->err_host) cudaFreeHost(im->err_host);
     if (prev >= 0) cudaSetDevice(prev);
+    tpm_cpu_bootstrap_destroy(im->boot);
     free(im);
 }
 
@@ -128,20 +189,24 @@ void set_peer(Impl *im, int p, uint8_t *peer_buf, int n) {
     im->base.ts[p] = peer_buf + ll_off + 2 * (size_t)n * im->base.ll_slot;
 }
 
-/* Prove i -> j P2P: a kernel on i writes a pattern into j's two-shot region
- * and reads it back; the host compares. Peer-access queries can lie. */
-tpm_status probe_pair(Impl *a, Impl *b, int *ok) {
+/* Prove a -> peer p P2P: a kernel on a's GPU writes a pattern into p's
+ * two-shot region (bytes [rank*64K, (rank+1)*64K) of it, so concurrent
+ * probes by different ranks never overlap) and copies it back into a's own
+ * region (past the W slots peers write); the host compares. Peer-access
+ * queries can lie. */
+tpm_status probe_peer(Impl *a, int p, int *ok) {
     enum { kBytes = 65536 };
     tpm_status st = TPM_OK;
+    const int me = a->base.rank, n = a->base.world;
     uint8_t *pat = (uint8_t *)malloc(kBytes), *back = (uint8_t *)malloc(kBytes);
-    uint8_t *src = a->base.ts[a->base.rank], *dst = b->base.ts[b->base.rank];
-    uint8_t *chk = src + kBytes;
+    uint8_t *dst = a->base.ts[p] + (size_t)me * kBytes;
+    uint8_t *chk = a->base.ts[me] + (size_t)n * kBytes, *src = chk + kBytes;
     *ok = 0;
     if (!pat || !back) {
         st = tpm_err(TPM_ERR_NO_MEMORY, "P2P probe: out of host memory");
         goto fail;
     }
-    for (int i = 0; i < kBytes; i++) pat[i] = (uint8_t)(i * 131 + a->base.rank * 17 + b->base.rank + 1);
+    for (int i = 0; i < kBytes; i++) pat[i] = (uint8_t)(i * 131 + me * 17 + p + 1);
     CUDA_TRY(cudaSetDevice(a->dev));
     CUDA_TRY(cudaMemcpy(src, pat, kBytes, cudaMemcpyHostToDevice));
     if (tpm_cuda_copy_launch(dst, src, kBytes, 8, NULL) ||
@@ -160,6 +225,7 @@ fail:
 tpm_status check_error_words(struct tpm_comm *c, Impl *im) {
     volatile uint32_t *e = im->err_host;
     if (e[TPM_CUDA_ERR_CODE] == 0) return TPM_OK;
+    im->broken = 1;
     static const char *stage[] = {"?", "one-shot packets", "two-shot reduce-scatter flag",
                                   "two-shot all-gather flag"};
     uint32_t s = e[TPM_CUDA_ERR_STAGE];
@@ -174,6 +240,12 @@ tpm_status nccl_allreduce(Impl *im, const void *in, void *out, size_t count, tpm
                           cudaStream_t s) {
     if (!im->nccl) return tpm_err(TPM_ERR_UNSUPPORTED, "no NCCL communicator");
     ncclResult_t r = ncclAllReduce(in, out, count, nccl_type(dt), ncclSum, im->nccl, s);
+    if (r == ncclInProgress) { /* a non-blocking comm (ours, or handed in) */
+        tpm_status st = nccl_wait(im->nccl, (int32_t)(im->base.timeout_ns / 1000000ull),
+                                  "ncclAllReduce");
+        if (st != TPM_OK) im->broken = 1;
+        return st;
+    }
     if (r != ncclSuccess) return tpm_err(TPM_ERR_NCCL, "ncclAllReduce: %s", ncclGetErrorString(r));
     return TPM_OK;
 }
@@ -232,6 +304,15 @@ void cuda_destroy(struct tpm_comm *c) {
     cudaSetDevice(im->dev);
     cudaDeviceSynchronize(); /* our own kernels into peers are done */
     if (prev >= 0) cudaSetDevice(prev);
+    if (!g) { /* one process per GPU: wait until no peer kernel can write to us */
+        if (im->boot && tpm_cpu_bootstrap_barrier(im->boot) != TPM_OK) {
+            TPM_LOG_W("rank %d: destroy barrier failed (%s); freeing anyway", c->rank,
+                      tpm_err_msg());
+            im->broken = 1;
+        }
+        free_impl(im);
+        return;
+    }
     pthread_mutex_lock(&g->mu);
     int last = --g->live == 0;
     pthread_mutex_unlock(&g->mu);
@@ -239,6 +320,26 @@ void cuda_destroy(struct tpm_comm *c) {
     for (int i = 0; i < g->n; i++) free_impl(g->impl[i]);
     pthread_mutex_destroy(&g->mu);
     free(g);
+}
+
+/* Use an engine's ncclComm_t: it must have our rank, world and device. */
+tpm_status adopt_nccl(Impl *im, void *handle, int rank, int world) {
+    ncclComm_t nc = (ncclComm_t)handle;
+    int nr = -1, nn = -1, nd = -1;
+    ncclResult_t r = ncclCommUserRank(nc, &nr);
+    if (r == ncclSuccess) r = ncclCommCount(nc, &nn);
+    if (r == ncclSuccess) r = ncclCommCuDevice(nc, &nd);
+    if (r != ncclSuccess)
+        return tpm_err(TPM_ERR_INVALID_ARG, "cfg.nccl_comm of rank %d: %s", rank,
+                       ncclGetErrorString(r));
+    if (nr != rank || nn != world || nd != im->dev)
+        return tpm_err(TPM_ERR_INVALID_ARG,
+                       "cfg.nccl_comm of rank %d is rank %d of %d on GPU %d; this communicator "
+                       "is rank %d of %d on GPU %d",
+                       rank, nr, nn, nd, rank, world, im->dev);
+    im->nccl = nc;
+    im->own_nccl = 0;
+    return TPM_OK;
 }
 
 const tpm_comm_ops kCudaOps = {"cuda", cuda_allreduce, cuda_destroy};
@@ -254,11 +355,201 @@ extern "C" int tpm_cuda_device_count(void) {
     return n;
 }
 
+namespace {
+
+/* What every rank publishes at step 2 of the one-process-per-GPU init. */
+struct Hello {
+    cudaIpcMemHandle_t handle; /* of the allocation holding the buffer */
+    uint64_t offset;           /* of the buffer from the allocation base */
+    uint64_t buf_bytes, ll_slot, ts_slot;
+    char bus[32];       /* PCI bus id of the GPU */
+    int32_t injected;   /* 1: cfg.nccl_comm given */
+    int32_t nccl_ok;    /* 0: the given nccl_comm was rejected */
+    int32_t ipc_ok;     /* 0: cudaIpcGetMemHandle failed */
+    int32_t pad;
+};
+
+/* Step 3-4: open the peers' buffers and prove them; *all_ok is the verdict
+ * of every rank (all-gathered). Fails only on errors that are not a "no". */
+tpm_status proc_peers(Impl *im, const Hello *h, int me, int n, int *all_ok) {
+    int ok = h[me].ipc_ok;
+    for (int p = 0; p < n && ok; p++) {
+        if (p == me) continue;
+        if (!h[p].ipc_ok) {
+            ok = 0;
+            break;
+        }
+        void *ptr = NULL;
+        cudaError_t e = cudaIpcOpenMemHandle(&ptr, h[p].handle, cudaIpcMemLazyEnablePeerAccess);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            TPM_LOG_W("rank %d: cudaIpcOpenMemHandle of rank %d: %s", me, p,
+                      cudaGetErrorString(e));
+            ok = 0;
+            break;
+        }
+        im->ipc[p] = ptr;
+        set_peer(im, p, (uint8_t *)ptr + h[p].offset, n);
+    }
+    for (int p = 0; p < n && ok; p++) {
+        if (p == me) continue;
+        int good = 0;
+        TPM_TRY(probe_peer(im, p, &good));
+        if (!good) {
+            TPM_LOG_W("rank %d (GPU %d) -> rank %d: peer write/read-back failed", me, im->dev, p);
+            ok = 0;
+        }
+    }
+    int32_t v = ok, all[TPM_CUDA_MAX_WORLD];
+    TPM_TRY(tpm_cpu_bootstrap_allgather(im->boot, &v, sizeof v, all));
+    *all_ok = 1;
+    for (int p = 0; p < n; p++)
+        if (!all[p]) {
+            if (p != me)
+                TPM_LOG_W("rank %d: rank %d could not prove peer-to-peer", me, p);
+            *all_ok = 0;
+        }
+    return TPM_OK;
+}
+
+/* Step 5 without a handed-in comm: rank 0's unique id, non-blocking init. */
+tpm_status proc_nccl(Impl *im, int me, int n, int32_t timeout_ms) {
+    ncclUniqueId id, all[TPM_CUDA_MAX_WORLD];
+    memset(&id, 0, sizeof id);
+    if (me == 0) {
+        ncclResult_t r = ncclGetUniqueId(&id);
+        if (r != ncclSuccess) /* the others get TPM_ERR_PEER from the bootstrap */
+            return tpm_err(TPM_ERR_NCCL, "ncclGetUniqueId: %s", ncclGetErrorString(r));
+    }
+    TPM_TRY(tpm_cpu_bootstrap_allgather(im->boot, &id, sizeof id, all));
+    cudaError_t e = cudaSetDevice(im->dev); /* NCCL binds the current device */
+    if (e != cudaSuccess) return cuda_fail(e, "cudaSetDevice");
+    ncclConfig_t nc = NCCL_CONFIG_INITIALIZER;
+    nc.blocking = 0;
+    ncclComm_t comm = NULL;
+    ncclResult_t r = ncclCommInitRankConfig(&comm, n, all[0], me, &nc);
+    if (r != ncclSuccess && r != ncclInProgress) {
+        if (comm) ncclCommAbort(comm);
+        return tpm_err(TPM_ERR_NCCL, "ncclCommInitRankConfig: %s", ncclGetErrorString(r));
+    }
+    tpm_status st = nccl_wait(comm, timeout_ms, "ncclCommInitRankConfig");
+    if (st != TPM_OK) {
+        ncclCommAbort(comm);
+        return st;
+    }
+    im->nccl = comm;
+    im->own_nccl = 1;
+    return TPM_OK;
+}
+
+} /* namespace */
+
 extern "C" tpm_status tpm_cuda_comm_init(struct tpm_comm *c) {
-    (void)c;
-    return tpm_err(TPM_ERR_UNSUPPORTED,
-                   "CUDA one-process-per-GPU communicator needs the CPU bootstrap for CUDA IPC "
-                   "handles, not built yet; use tpm_comm_init_all or the NCCL path");
+    tpm_status st = TPM_OK;
+    const int me = c->rank, n = c->world;
+    TPM_ARG_CHECK(n >= 1 && n <= TPM_CUDA_MAX_WORLD && me >= 0 && me < n,
+                  "CUDA init: rank %d of world %d is out of range (world 1..%d)", me, n,
+                  TPM_CUDA_MAX_WORLD);
+    int ndev = tpm_cuda_device_count();
+    if (ndev < 1) return tpm_err(TPM_ERR_UNSUPPORTED, "CUDA init: no CUDA device is visible");
+    int dev = c->cfg.device >= 0 ? c->cfg.device : me % ndev;
+    TPM_ARG_CHECK(dev < ndev, "CUDA init: rank %d: device %d not present (%d GPUs visible)", me,
+                  dev, ndev);
+    Impl *im = (Impl *)calloc(1, sizeof *im);
+    Hello *h = (Hello *)calloc(TPM_CUDA_MAX_WORLD, sizeof *h);
+    Hello mine;
+    int all_ok = 0;
+    if (!im || !h) {
+        free(im);
+        free(h);
+        return tpm_err(TPM_ERR_NO_MEMORY, "CUDA init: out of memory");
+    }
+    im->dev = dev;
+    int64_t B = c->cfg.buffer_bytes > 0 ? c->cfg.buffer_bytes : (64 << 20);
+    TPM_TRY_GOTO(alloc_rank(im, me, n, B, c->cfg.timeout_ms));
+    for (int p = 0; p < n; p++) set_peer(im, p, im->buf, n); /* own slot; peers below */
+    TPM_TRY_GOTO(tpm_cpu_bootstrap_init(&c->cfg, &im->boot));
+
+    /* 2: exchange handles, layouts, bus ids and the nccl_comm verdict */
+    memset(&mine, 0, sizeof mine);
+    mine.buf_bytes = im->buf_bytes;
+    mine.ll_slot = im->base.ll_slot;
+    mine.ts_slot = im->base.ts_slot;
+    mine.ipc_ok = 1;
+    if (n > 1) {
+        CUdeviceptr base = 0;
+        size_t range = 0;
+        if (cuMemGetAddressRange(&base, &range, (CUdeviceptr)(uintptr_t)im->buf) == CUDA_SUCCESS)
+            mine.offset = (uint64_t)((uintptr_t)im->buf - (uintptr_t)base);
+        cudaError_t e = cudaIpcGetMemHandle(&mine.handle, im->buf);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            TPM_LOG_W("rank %d: cudaIpcGetMemHandle: %s", me, cudaGetErrorString(e));
+            mine.ipc_ok = 0;
+        }
+    }
+    CUDA_TRY(cudaDeviceGetPCIBusId(mine.bus, (int)sizeof mine.bus, dev));
+    mine.injected = c->nccl_comm != NULL;
+    mine.nccl_ok = 1;
+    if (c->nccl_comm && adopt_nccl(im, c->nccl_comm, me, n) != TPM_OK) {
+        st = TPM_ERR_INVALID_ARG; /* message already set; tell the peers first */
+        mine.nccl_ok = 0;
+    }
+    {
+        tpm_status xs = tpm_cpu_bootstrap_allgather(im->boot, &mine, sizeof mine, h);
+        if (st != TPM_OK) goto fail;
+        TPM_TRY_GOTO(xs);
+    }
+    for (int p = 0; p < n; p++) {
+        if (!h[p].nccl_ok) {
+            st = tpm_err(TPM_ERR_PEER, "CUDA init: rank %d rejected its cfg.nccl_comm", p);
+            goto fail;
+        }
+        if (h[p].injected != mine.injected) {
+            st = tpm_err(TPM_ERR_MISMATCH,
+                         "CUDA init: rank %d %s cfg.nccl_comm, rank %d %s; all or none", p,
+                         h[p].injected ? "gave" : "did not give", me,
+                         mine.injected ? "gave" : "did not give");
+            goto fail;
+        }
+        if (h[p].buf_bytes != mine.buf_bytes || h[p].ll_slot != mine.ll_slot ||
+            h[p].ts_slot != mine.ts_slot) {
+            st = tpm_err(TPM_ERR_MISMATCH,
+                         "CUDA init: rank %d has a %llu-byte peer buffer, rank %d %llu", p,
+                         (unsigned long long)h[p].buf_bytes, me,
+                         (unsigned long long)mine.buf_bytes);
+            goto fail;
+        }
+        for (int q = 0; q < p; q++)
+            if (!strncmp(h[p].bus, h[q].bus, sizeof h[p].bus)) {
+                st = tpm_err(TPM_ERR_CONFIG,
+                             "CUDA init: ranks %d and %d are on the same GPU (%.32s); set "
+                             "cfg.device / CUDA_VISIBLE_DEVICES so every rank has its own",
+                             q, p, h[p].bus);
+                goto fail;
+            }
+    }
+    /* 3-4: open, prove, agree */
+    TPM_TRY_GOTO(proc_peers(im, h, me, n, &all_ok));
+    im->p2p_ok = all_ok;
+    /* 5: NCCL */
+    if (!im->nccl) TPM_TRY_GOTO(proc_nccl(im, me, n, c->cfg.timeout_ms));
+    c->ops = &kCudaOps;
+    c->impl = im;
+    free(h);
+    if (me == 0)
+        TPM_LOG_I("CUDA communicator: %d processes, peer-to-peer %s, %zu MB buffer per GPU, "
+                  "NCCL %s", n, all_ok ? "proven" : "unavailable (NCCL only)",
+                  im->buf_bytes >> 20, im->own_nccl ? "created" : "handed in");
+    return TPM_OK;
+fail:
+    /* Peers may still write into our buffer only during the probe, which
+     * every rank finishes before the verdict all-gather; after a failed
+     * exchange nobody has our pointer yet. */
+    im->broken = 1;
+    free_impl(im);
+    free(h);
+    return st;
 }
 
 extern "C" tpm_status tpm_cuda_comm_poll(struct tpm_comm *c) {
@@ -326,7 +617,7 @@ extern "C" tpm_status tpm_cuda_comm_init_all(struct tpm_comm **comms, int n, con
                 if (i == j) continue;
                 int can = 0, ok = 0;
                 CUDA_TRY(cudaDeviceCanAccessPeer(&can, devs[i], devs[j]));
-                if (can) TPM_TRY_GOTO(probe_pair(g->impl[i], g->impl[j], &ok));
+                if (can) TPM_TRY_GOTO(probe_peer(g->impl[i], j, &ok));
                 if (!ok) {
                     TPM_LOG_W("GPU %d -> GPU %d: peer write/read-back failed; custom "
                               "all-reduce disabled, NCCL only", devs[i], devs[j]);
@@ -335,7 +626,10 @@ extern "C" tpm_status tpm_cuda_comm_init_all(struct tpm_comm **comms, int n, con
             }
         for (int i = 0; i < n; i++) g->impl[i]->p2p_ok = all_ok;
     }
-    {
+    if (comms[0]->nccl_comm) { /* the engine's comms: an array, rank i at [i] */
+        ncclComm_t *given = (ncclComm_t *)comms[0]->nccl_comm;
+        for (int i = 0; i < n; i++) TPM_TRY_GOTO(adopt_nccl(g->impl[i], given[i], i, n));
+    } else {
         ncclResult_t r = ncclCommInitAll(ncomms, n, devs);
         if (r != ncclSuccess) {
             st = tpm_err(TPM_ERR_NCCL, "ncclCommInitAll: %s", ncclGetErrorString(r));

@@ -344,7 +344,7 @@ tpm_status tpm_st_open_buffer(const void *buf, size_t len, const char *name, tpm
     TPM_ARG_CHECK(out, "tpm_st_open_buffer: null out");
     *out = NULL;
     TPM_ARG_CHECK(buf || len == 0, "tpm_st_open_buffer: null buffer");
-    tpm_st_file *f;
+    tpm_st_file *f = NULL;
     TPM_TRY(st_new(name ? name : "<buffer>", &f));
     static const uint8_t empty[1] = {0};
     f->base = buf ? buf : empty;
@@ -372,7 +372,7 @@ tpm_status tpm_st_open(const char *path, tpm_st_file **out) {
         return tpm_err(TPM_ERR_IO, "safetensors %s: not a regular file%s%s", path, e ? ": " : "",
                        e ? strerror(e) : "");
     }
-    tpm_st_file *f;
+    tpm_st_file *f = NULL;
     tpm_status st = st_new(path, &f);
     if (st != TPM_OK) {
         close(fd);

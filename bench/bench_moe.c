@@ -1,0 +1,707 @@
+/*
+ * bench_moe.c - `tpmoe bench moe`: the CUDA MoE layer (fused shared expert)
+ * validated against an fp64 host reference on a sample of tokens, then timed.
+ *
+ *   tpmoe bench moe --preset m3 --tokens 1,8,32,128,1024,8192 [--tp 2]
+ *                   [--fuse-shared 0|1|both] [--path auto|decode|prefill]
+ *                   [--decode-kernel 0|1] [--decode-max N] [--route-gemm-min N]
+ *                   [--route-legacy 0|1] [--reps N] [--check N] [--seed S] [--json FILE]
+ *
+ * Weights are generated on the GPU (moe_cuda_gen.h), never on the host; the
+ * reference reads back only the experts the sample tokens touch. Per token
+ * count: per-phase times (routing, experts, combine, all-reduce) as medians
+ * of CUDA-graph replays (prefill calls, which read counts back to the host,
+ * are timed eagerly with events), the L2 flushed before every replay (the
+ * flush is queued right before the start event and the graph, so the
+ * host's launch latency hides behind it, as in a serving loop that runs
+ * ahead of the GPU); the
+ * memory floor (bytes of the experts this batch touched / HBM read bandwidth
+ * measured in this run) and the compute floor (FLOPs / cuBLAS bf16 GEMM rate
+ * measured in this run). TP runs one host thread per GPU over NCCL.
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifndef TPMOE_HAVE_CUDA
+int cmd_bench_moe(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: tpmoe bench moe [options] (needs a CUDA build)\n");
+            return 0;
+        }
+    fprintf(stderr, "tpmoe bench moe: this build has no CUDA (configure with -DTPMOE_CUDA=ON)\n");
+    return 1;
+}
+#else
+
+#include "internal.h"
+#include "model/presets.h"
+#include "moe/moe_cuda.h"
+#include "numeric.h"
+
+#include <cuda_runtime_api.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#define MAX_T 16
+#define MAX_TP 8
+
+typedef struct opts {
+    const tpm_preset *p;
+    int64_t tokens[MAX_T];
+    int nt, tp, reps, check;
+    int fuse[2], nfuse;
+    tpm_moe_path path;
+    int decode_kernel, decode_max, route_gemm_min, route_legacy; /* -1: the layer's default */
+    uint64_t seed;
+    const char *json;
+} opts;
+
+typedef struct phase_times {
+    double route, experts, combine, allreduce, total;
+} phase_times;
+
+/* One (fuse, T) measurement. */
+typedef struct row {
+    int fused, T, path, n_active, decode_kernel, route_mode;
+    double bytes, flops, mem_floor_us, flop_floor_us;
+    phase_times t;
+    double max_rel_err;
+    int sel_mismatch, sel_near_tie, checked;
+} row;
+
+typedef struct shared_state {
+    const opts *o;
+    int fused;
+    pthread_barrier_t bar;
+    void *nccl[MAX_TP];
+    tpm_cuda_moe *moe[MAX_TP];
+    uint16_t *hx; /* host x [Tmax x H] */
+    int T;
+    /* reference: assembled expert being checked */
+    uint16_t *g13, *g2; /* [2I x H], [H x I] */
+    int cur_slot;
+    row r;
+    row *rows;
+    int nrows;
+    tpm_status st[MAX_TP];
+    double hbm_gbps, gemm_tflops;
+} shared_state;
+
+/* MARK: host reference (fp64) */
+static double ref_act(const tpm_preset *p, double g, double u) {
+    if (p->act == TPM_ACT_SILU_GLU) return g / (1.0 + exp(-g)) * u;
+    g = fmin(g, p->act_limit);
+    u = fmin(fmax(u, -p->act_limit), p->act_limit);
+    return g / (1.0 + exp(-p->act_alpha * g)) * (u + p->act_beta);
+}
+
+/* Reference selection of token x (fp64 scores), sel[k] and weights. */
+static void ref_route(const tpm_preset *p, const float *wr, const float *br, const uint16_t *x, int *sel,
+                      double *w, double *cval) {
+    const int E = p->n_experts, H = p->hidden, k = p->top_k;
+    double *s = (double *)malloc(sizeof(double) * E), *c = (double *)malloc(sizeof(double) * E);
+    int *ok = (int *)malloc(sizeof(int) * E);
+    for (int e = 0; e < E; e++) {
+        double l = 0;
+        for (int h = 0; h < H; h++) l += (double)wr[(size_t)e * H + h] * tpm_bf16_to_f32(x[h]);
+        if (p->router == TPM_ROUTER_SOFTMAX_TOPK) {
+            s[e] = l;
+            c[e] = l;
+        } else {
+            s[e] = 1.0 / (1.0 + exp(-l));
+            c[e] = s[e] + (br ? br[e] : 0.0);
+        }
+        ok[e] = 1;
+        cval[e] = c[e];
+    }
+    if (p->router == TPM_ROUTER_GROUPED_SIGMOID && p->n_groups > 1) {
+        const int G = p->n_groups, gs = E / G;
+        double gsc[64];
+        int keep[64] = {0};
+        for (int g = 0; g < G; g++) {
+            double b1 = -INFINITY, b2 = -INFINITY;
+            for (int i = 0; i < gs; i++) {
+                const double v = c[g * gs + i];
+                if (v > b1) {
+                    b2 = b1;
+                    b1 = v;
+                } else if (v > b2) b2 = v;
+            }
+            gsc[g] = b1 + b2;
+        }
+        for (int r = 0; r < p->topk_groups; r++) {
+            int best = -1;
+            for (int g = 0; g < G; g++)
+                if (!keep[g] && (best < 0 || gsc[g] > gsc[best])) best = g;
+            keep[best] = 1;
+        }
+        for (int e = 0; e < E; e++) ok[e] = keep[e / gs];
+    }
+    double sum = 0;
+    for (int r = 0; r < k; r++) {
+        int best = -1;
+        for (int e = 0; e < E; e++)
+            if (ok[e] && (best < 0 || c[e] > c[best])) best = e;
+        ok[best] = 0;
+        sel[r] = best;
+    }
+    if (p->router == TPM_ROUTER_SOFTMAX_TOPK) {
+        for (int r = 0; r < k; r++) sum += exp(s[sel[r]] - s[sel[0]]);
+        for (int r = 0; r < k; r++) w[r] = exp(s[sel[r]] - s[sel[0]]) / sum * p->routed_scaling_factor;
+    } else {
+        for (int r = 0; r < k; r++) sum += s[sel[r]];
+        for (int r = 0; r < k; r++) w[r] = s[sel[r]] / sum * p->routed_scaling_factor;
+    }
+    free(s);
+    free(c);
+    free(ok);
+}
+
+/* y += w * E(x) for the assembled expert in g13/g2 (full, unsharded). */
+static void ref_expert(const tpm_preset *p, const uint16_t *g13, const uint16_t *g2, const uint16_t *x, double w,
+                       double *y) {
+    const int H = p->hidden, I = p->inter;
+    double *a = (double *)malloc(sizeof(double) * I);
+    for (int i = 0; i < I; i++) {
+        double g = 0, u = 0;
+        const uint16_t *gr = g13 + (size_t)i * H, *ur = g13 + (size_t)(I + i) * H;
+        for (int h = 0; h < H; h++) {
+            const double xv = tpm_bf16_to_f32(x[h]);
+            g += tpm_bf16_to_f32(gr[h]) * xv;
+            u += tpm_bf16_to_f32(ur[h]) * xv;
+        }
+        a[i] = ref_act(p, g, u);
+    }
+    for (int h = 0; h < H; h++) {
+        double v = 0;
+        const uint16_t *dr = g2 + (size_t)h * I;
+        for (int i = 0; i < I; i++) v += tpm_bf16_to_f32(dr[i]) * a[i];
+        y[h] += w * v;
+    }
+    free(a);
+}
+
+/* MARK: per-rank thread */
+typedef struct rank_arg {
+    shared_state *S;
+    int rank;
+} rank_arg;
+
+static double median_of(double *v, int n) { return cli_median(v, n); }
+
+/* Replay fn (graph or eager) reps times with an L2 flush before each; median ms. */
+typedef struct timer {
+    cudaStream_t s;
+    cudaEvent_t a, b;
+    void *flush;
+    size_t flush_bytes;
+    pthread_barrier_t *bar; /* TP: ranks start every replay together */
+} timer;
+
+static tpm_status time_graph(timer *tm, cudaGraphExec_t g, int reps, double *ms) {
+    double *v = (double *)malloc(sizeof(double) * (size_t)reps);
+    if (!v) return tpm_err(TPM_ERR_NO_MEMORY, "oom");
+    for (int r = -2; r < reps; r++) {
+        cudaStreamSynchronize(tm->s);
+        if (tm->bar) pthread_barrier_wait(tm->bar);
+        /* flush, start event and graph queued together: the graph starts when the flush ends */
+        TPM_TRY(tpm_cuda_bench_flush(tm->flush, tm->flush_bytes, tm->s));
+        cudaEventRecord(tm->a, tm->s);
+        cudaGraphLaunch(g, tm->s);
+        cudaEventRecord(tm->b, tm->s);
+        if (cudaEventSynchronize(tm->b) != cudaSuccess) {
+            free(v);
+            return tpm_err(TPM_ERR_CUDA, "graph replay: %s", cudaGetErrorString(cudaGetLastError()));
+        }
+        float f = 0;
+        cudaEventElapsedTime(&f, tm->a, tm->b);
+        if (r >= 0) v[r] = f;
+    }
+    *ms = median_of(v, reps);
+    free(v);
+    return TPM_OK;
+}
+
+enum { PH_ROUTE, PH_EXPERTS, PH_COMBINE, PH_ALLREDUCE, PH_ALL, PH_N };
+
+static tpm_status run_phase(tpm_cuda_moe *m, int ph, const void *x, void *y, int T, cudaStream_t s) {
+    switch (ph) {
+    case PH_ROUTE: return tpm_cuda_moe_route(m, x, T, s);
+    case PH_EXPERTS: return tpm_cuda_moe_experts(m, x, T, s);
+    case PH_COMBINE: return tpm_cuda_moe_combine(m, T, y, s);
+    case PH_ALLREDUCE: return tpm_cuda_moe_allreduce(m, y, T, s);
+    default: return tpm_cuda_moe_forward(m, x, T, y, s);
+    }
+}
+
+static tpm_status time_phase(timer *tm, tpm_cuda_moe *m, int ph, const void *x, void *y, int T, int reps,
+                             double *ms) {
+    if (tpm_cuda_moe_capturable(m, T)) {
+        cudaGraph_t g = NULL;
+        cudaGraphExec_t ge = NULL;
+        if (cudaStreamBeginCapture(tm->s, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
+            return tpm_err(TPM_ERR_CUDA, "begin capture");
+        tpm_status st = run_phase(m, ph, x, y, T, tm->s);
+        cudaError_t ce = cudaStreamEndCapture(tm->s, &g);
+        if (st != TPM_OK) return st;
+        if (ce != cudaSuccess || cudaGraphInstantiate(&ge, g, 0) != cudaSuccess)
+            return tpm_err(TPM_ERR_CUDA, "capture failed: %s", cudaGetErrorString(ce));
+        st = time_graph(tm, ge, reps, ms);
+        cudaGraphExecDestroy(ge);
+        cudaGraphDestroy(g);
+        return st;
+    }
+    double *v = (double *)malloc(sizeof(double) * (size_t)reps);
+    if (!v) return tpm_err(TPM_ERR_NO_MEMORY, "oom");
+    for (int r = -2; r < reps; r++) {
+        cudaStreamSynchronize(tm->s);
+        if (tm->bar) pthread_barrier_wait(tm->bar);
+        TPM_TRY(tpm_cuda_bench_flush(tm->flush, tm->flush_bytes, tm->s));
+        cudaEventRecord(tm->a, tm->s);
+        tpm_status st = run_phase(m, ph, x, y, T, tm->s);
+        cudaEventRecord(tm->b, tm->s);
+        cudaEventSynchronize(tm->b);
+        if (st != TPM_OK) {
+            free(v);
+            return st;
+        }
+        float f = 0;
+        cudaEventElapsedTime(&f, tm->a, tm->b);
+        if (r >= 0) v[r] = f;
+    }
+    *ms = median_of(v, reps);
+    free(v);
+    return TPM_OK;
+}
+
+static void *rank_main(void *argp) {
+    rank_arg *ra = (rank_arg *)argp;
+    shared_state *S = ra->S;
+    const opts *o = S->o;
+    const int rank = ra->rank, tp = o->tp;
+    const tpm_preset *p = o->p;
+    const int H = p->hidden, I = p->inter;
+    tpm_status st = TPM_OK;
+    tpm_cuda_moe *m = S->moe[rank];
+    int Tmax = 0;
+    for (int i = 0; i < o->nt; i++) Tmax = (int)(o->tokens[i] > Tmax ? o->tokens[i] : Tmax);
+    timer tm = {0};
+    void *dx = NULL, *dy = NULL;
+    uint16_t *hy = NULL, *l13 = NULL, *l2 = NULL;
+    int32_t *sel = NULL, *counts = NULL;
+    float *wts = NULL;
+    cudaSetDevice(rank);
+    const int K = tpm_cuda_moe_slots(m), Il = tpm_cuda_moe_local_inter(m), E1 = p->n_experts + p->n_shared;
+    tm.flush_bytes = (size_t)256 << 20;
+    tm.bar = tp > 1 ? &S->bar : NULL;
+    if (cudaStreamCreateWithFlags(&tm.s, cudaStreamNonBlocking) || cudaEventCreate(&tm.a) ||
+        cudaEventCreate(&tm.b) || cudaMalloc(&tm.flush, tm.flush_bytes) ||
+        cudaMalloc(&dx, (size_t)Tmax * H * 2) || cudaMalloc(&dy, (size_t)Tmax * H * 2)) {
+        st = tpm_err(TPM_ERR_CUDA, "rank %d: setup failed", rank);
+        goto done;
+    }
+    hy = (uint16_t *)malloc((size_t)Tmax * H * 2);
+    l13 = (uint16_t *)malloc((size_t)2 * Il * H * 2);
+    l2 = (uint16_t *)malloc((size_t)H * Il * 2);
+    sel = (int32_t *)malloc(sizeof(int32_t) * (size_t)Tmax * K);
+    wts = (float *)malloc(sizeof(float) * (size_t)Tmax * K);
+    counts = (int32_t *)malloc(sizeof(int32_t) * (size_t)E1);
+    if (!hy || !l13 || !l2 || !sel || !wts || !counts) {
+        st = tpm_err(TPM_ERR_NO_MEMORY, "rank %d: out of host memory", rank);
+        goto done;
+    }
+    for (int ti = 0; ti < o->nt; ti++) {
+        const int T = (int)o->tokens[ti];
+        pthread_barrier_wait(&S->bar);
+        if (cudaMemcpy(dx, S->hx, (size_t)T * H * 2, cudaMemcpyHostToDevice) ||
+            cudaMemset(dy, 0xff, (size_t)T * H * 2)) { /* poison: NaN bf16 */
+            st = tpm_err(TPM_ERR_CUDA, "copy x");
+            goto done;
+        }
+        if ((st = tpm_cuda_moe_forward(m, dx, T, dy, tm.s)) != TPM_OK) goto done;
+        if (cudaStreamSynchronize(tm.s) != cudaSuccess) {
+            st = tpm_err(TPM_ERR_CUDA, "forward: %s", cudaGetErrorString(cudaGetLastError()));
+            goto done;
+        }
+        if ((st = tpm_cuda_moe_get_routing(m, T, sel, wts, counts)) != TPM_OK) goto done;
+        cudaMemcpy(hy, dy, (size_t)T * H * 2, cudaMemcpyDeviceToHost);
+        /* validation: rank 0 computes the reference, every rank fills its shard */
+        const int nchk = o->check < T ? o->check : T;
+        int chk[8];
+        for (int c = 0; c < nchk; c++) chk[c] = nchk == 1 ? 0 : (int)((int64_t)c * (T - 1) / (nchk - 1));
+        double *yref = rank == 0 ? (double *)calloc((size_t)nchk * H, sizeof(double)) : NULL;
+        int sel_ref[8][16];
+        double w_ref[8][16];
+        if (rank == 0) {
+            float *wr = (float *)malloc((size_t)p->n_experts * H * 4), *br = (float *)malloc((size_t)p->n_experts * 4);
+            double *cv = (double *)malloc(sizeof(double) * p->n_experts);
+            tpm_cuda_moe_gen_router(p, o->seed, wr, br);
+            S->r.sel_mismatch = S->r.sel_near_tie = 0;
+            for (int c = 0; c < nchk; c++) {
+                const uint16_t *x = S->hx + (size_t)chk[c] * H;
+                ref_route(p, wr, p->router == TPM_ROUTER_SOFTMAX_TOPK ? NULL : br, x, sel_ref[c], w_ref[c], cv);
+                for (int r = 0; r < p->top_k; r++) {
+                    const int g = sel[(size_t)chk[c] * K + r];
+                    if (g != sel_ref[c][r]) {
+                        const double gap = fabs(cv[g] - cv[sel_ref[c][r]]);
+                        if (gap < 1e-5) S->r.sel_near_tie++;
+                        else S->r.sel_mismatch++;
+                    }
+                }
+            }
+            free(wr);
+            free(br);
+            free(cv);
+        }
+        /* experts of the sample: GPU's selection (+ shared) */
+        for (int c = 0; c < nchk; c++) {
+            for (int s = 0; s < p->top_k + p->n_shared; s++) {
+                const int slot = s < p->top_k ? sel[(size_t)chk[c] * K + s] : p->n_experts;
+                pthread_barrier_wait(&S->bar);
+                if ((st = tpm_cuda_moe_get_expert(m, slot, l13, l2)) != TPM_OK) goto done;
+                for (int i = 0; i < Il; i++) {
+                    memcpy(S->g13 + (size_t)(rank * Il + i) * H, l13 + (size_t)i * H, (size_t)H * 2);
+                    memcpy(S->g13 + (size_t)(I + rank * Il + i) * H, l13 + (size_t)(Il + i) * H, (size_t)H * 2);
+                }
+                for (int h = 0; h < H; h++)
+                    memcpy(S->g2 + (size_t)h * I + rank * Il, l2 + (size_t)h * Il, (size_t)Il * 2);
+                pthread_barrier_wait(&S->bar);
+                if (rank == 0) {
+                    /* fp64 weight where the selections agree, the GPU's at a near-tie */
+                    double w = 1.0;
+                    if (s < p->top_k)
+                        w = sel_ref[c][s] == slot ? w_ref[c][s] : (double)wts[(size_t)chk[c] * K + s];
+                    ref_expert(p, S->g13, S->g2, S->hx + (size_t)chk[c] * H, w, yref + (size_t)c * H);
+                }
+            }
+        }
+        if (rank == 0) {
+            double worst = 0;
+            for (int c = 0; c < nchk; c++) {
+                double num = 0, den = 0;
+                for (int h = 0; h < H; h++) {
+                    const double g = tpm_bf16_to_f32(hy[(size_t)chk[c] * H + h]), r = yref[(size_t)c * H + h];
+                    num += (g - r) * (g - r);
+                    den += r * r;
+                }
+                const double rel = sqrt(num / (den > 0 ? den : 1));
+                if (!(rel <= worst)) worst = rel; /* NaN sticks */
+            }
+            S->r.max_rel_err = worst;
+            S->r.checked = nchk;
+            int nact = 0;
+            for (int e = 0; e < E1; e++) nact += counts[e] > 0;
+            if (!S->fused && p->n_shared) nact++; /* the dense shared MLP reads its weights too */
+            S->r.n_active = nact;
+            S->r.bytes = (double)nact * (double)tpm_cuda_moe_expert_bytes(m);
+            S->r.flops = 2.0 * 3.0 * H * (double)Il * T * (p->top_k + p->n_shared);
+            S->r.mem_floor_us = S->r.bytes / (S->hbm_gbps * 1e9) * 1e6;
+            S->r.flop_floor_us = S->r.flops / (S->gemm_tflops * 1e12) * 1e6;
+            S->r.T = T;
+            S->r.fused = S->fused;
+            S->r.path = tpm_cuda_moe_path_for(m, T);
+            tpm_cuda_moe_tuning tu;
+            tpm_cuda_moe_get_tuning(m, &tu);
+            S->r.decode_kernel = tu.decode_kernel;
+            S->r.route_mode = tu.route_legacy ? 0 : T >= tu.route_gemm_min ? 2 : 1;
+            free(yref);
+        }
+        /* timing: every rank runs the same sequence (NCCL calls match) */
+        double ms[PH_N] = {0};
+        for (int ph = 0; ph < PH_N; ph++) {
+            if (ph == PH_ALLREDUCE && tp == 1) continue;
+            pthread_barrier_wait(&S->bar);
+            if ((st = time_phase(&tm, m, ph, dx, dy, T, o->reps, &ms[ph])) != TPM_OK) goto done;
+        }
+        if (rank == 0) {
+            S->r.t.route = ms[PH_ROUTE] * 1e3;
+            S->r.t.experts = ms[PH_EXPERTS] * 1e3;
+            S->r.t.combine = ms[PH_COMBINE] * 1e3;
+            S->r.t.allreduce = ms[PH_ALLREDUCE] * 1e3;
+            S->r.t.total = ms[PH_ALL] * 1e3;
+            S->rows[S->nrows++] = S->r;
+        }
+    }
+done:
+    S->st[rank] = st;
+    if (st != TPM_OK) fprintf(stderr, "tpmoe bench moe: rank %d: %s\n", rank, tpm_err_msg());
+    if (tm.s) cudaStreamDestroy(tm.s);
+    if (tm.a) cudaEventDestroy(tm.a);
+    if (tm.b) cudaEventDestroy(tm.b);
+    if (tm.flush) cudaFree(tm.flush);
+    if (dx) cudaFree(dx);
+    if (dy) cudaFree(dy);
+    free(hy);
+    free(l13);
+    free(l2);
+    free(sel);
+    free(wts);
+    free(counts);
+    return NULL;
+}
+
+/* MARK: command */
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: tpmoe bench moe [--preset P] [--tokens LIST] [--tp N] [--fuse-shared 0|1|both]\n"
+            "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
+            "                       [--route-gemm-min N] [--route-legacy 0|1] [--reps N] [--check N]\n"
+            "                       [--seed S] [--json FILE]\n"
+            "  --preset P        model preset (default m3)\n"
+            "  --tokens LIST     comma list of token counts (default 1,8,32,128,1024,8192)\n"
+            "  --tp N            tensor-parallel GPUs, one host thread each, NCCL all-reduce (default 1)\n"
+            "  --fuse-shared X   shared expert fused as slot E (1), dense beside it (0), or both (default)\n"
+            "  --path X          force the decode (<= %d tokens) or prefill path (default auto)\n"
+            "  --decode-kernel K decode kernels: 0 two scalar GEMV launches, 1 one persistent\n"
+            "                    tensor-core launch (default: the layer's, 0)\n"
+            "  --decode-max N    path auto: decode up to N tokens (default: the layer's)\n"
+            "  --route-gemm-min N  router as a tensor-core GEMM from N tokens, one fused launch below\n"
+            "  --route-legacy B  1: the older two-launch routing (for comparison)\n"
+            "  --reps N          timed replays per phase, median reported (default 20)\n"
+            "  --check N         sample tokens validated against the fp64 reference (default 3, max 8)\n"
+            "  --seed S          weight seed (default 1)\n"
+            "  --json FILE       write every row as JSON\n",
+            TPM_MOE_DECODE_MAX_NT);
+}
+
+static int parse(int argc, char **argv, opts *o) {
+    memset(o, 0, sizeof *o);
+    o->p = tpm_preset_find("m3");
+    const int64_t def[] = {1, 8, 32, 128, 1024, 8192};
+    memcpy(o->tokens, def, sizeof def);
+    o->nt = 6;
+    o->tp = 1;
+    o->reps = 20;
+    o->check = 3;
+    o->seed = 1;
+    o->fuse[0] = 1;
+    o->fuse[1] = 0;
+    o->nfuse = 2;
+    o->path = TPM_MOE_PATH_AUTO;
+    o->decode_kernel = o->decode_max = o->route_gemm_min = o->route_legacy = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long long n;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!v) return cli_usage_error("bench moe", "option %s needs a value (or unknown option)", a);
+        i++;
+        if (!strcmp(a, "--preset")) {
+            o->p = tpm_preset_find(v);
+            if (!o->p) return cli_usage_error("bench moe", "--preset: unknown preset '%s'", v);
+        } else if (!strcmp(a, "--tokens")) {
+            o->nt = cli_parse_size_list(v, o->tokens, MAX_T);
+            if (o->nt <= 0) return cli_usage_error("bench moe", "--tokens: bad list '%s'", v);
+            for (int t = 0; t < o->nt; t++)
+                if (o->tokens[t] < 1 || o->tokens[t] > 65536)
+                    return cli_usage_error("bench moe", "--tokens: %lld outside 1..65536", (long long)o->tokens[t]);
+        } else if (!strcmp(a, "--tp")) {
+            if (cli_parse_int(v, 1, MAX_TP, &n)) return cli_usage_error("bench moe", "--tp: bad value '%s'", v);
+            o->tp = (int)n;
+        } else if (!strcmp(a, "--reps")) {
+            if (cli_parse_int(v, 1, 1000, &n)) return cli_usage_error("bench moe", "--reps: bad value '%s'", v);
+            o->reps = (int)n;
+        } else if (!strcmp(a, "--check")) {
+            if (cli_parse_int(v, 0, 8, &n)) return cli_usage_error("bench moe", "--check: bad value '%s'", v);
+            o->check = (int)n;
+        } else if (!strcmp(a, "--seed")) {
+            if (cli_parse_int(v, 0, (long long)1 << 62, &n)) return cli_usage_error("bench moe", "--seed: bad value '%s'", v);
+            o->seed = (uint64_t)n;
+        } else if (!strcmp(a, "--fuse-shared")) {
+            if (!strcmp(v, "both")) o->nfuse = 2;
+            else if (!strcmp(v, "1")) o->nfuse = 1, o->fuse[0] = 1;
+            else if (!strcmp(v, "0")) o->nfuse = 1, o->fuse[0] = 0;
+            else return cli_usage_error("bench moe", "--fuse-shared: '%s' is not 0, 1 or both", v);
+        } else if (!strcmp(a, "--path")) {
+            if (!strcmp(v, "auto")) o->path = TPM_MOE_PATH_AUTO;
+            else if (!strcmp(v, "decode")) o->path = TPM_MOE_PATH_DECODE;
+            else if (!strcmp(v, "prefill")) o->path = TPM_MOE_PATH_PREFILL;
+            else return cli_usage_error("bench moe", "--path: '%s' is not auto, decode or prefill", v);
+        } else if (!strcmp(a, "--decode-kernel")) {
+            if (cli_parse_int(v, 0, 1, &n)) return cli_usage_error("bench moe", "--decode-kernel: bad value '%s'", v);
+            o->decode_kernel = (int)n;
+        } else if (!strcmp(a, "--decode-max")) {
+            if (cli_parse_int(v, 0, TPM_MOE_DECODE_MAX_NT, &n))
+                return cli_usage_error("bench moe", "--decode-max: bad value '%s'", v);
+            o->decode_max = (int)n;
+        } else if (!strcmp(a, "--route-gemm-min")) {
+            if (cli_parse_int(v, 1, 1 << 20, &n)) return cli_usage_error("bench moe", "--route-gemm-min: bad value '%s'", v);
+            o->route_gemm_min = (int)n;
+        } else if (!strcmp(a, "--route-legacy")) {
+            if (cli_parse_int(v, 0, 1, &n)) return cli_usage_error("bench moe", "--route-legacy: bad value '%s'", v);
+            o->route_legacy = (int)n;
+        } else if (!strcmp(a, "--json")) {
+            o->json = v;
+        } else {
+            return cli_usage_error("bench moe", "unknown option '%s'", a);
+        }
+    }
+    if (o->p->n_shared == 0) o->nfuse = 1; /* nothing to fuse */
+    return -1;
+}
+
+static const char *path_name(int p) { return p == TPM_MOE_PATH_PREFILL ? "prefill" : "decode"; }
+static const char *route_name(int m) { return m == 0 ? "legacy" : m == 1 ? "fused" : "gemm"; }
+
+static tpm_status apply_tuning(tpm_cuda_moe *m, const opts *o) {
+    tpm_cuda_moe_tuning t;
+    TPM_TRY(tpm_cuda_moe_get_tuning(m, &t));
+    if (o->decode_kernel >= 0) t.decode_kernel = o->decode_kernel;
+    if (o->decode_max >= 0) t.decode_max_tokens = o->decode_max;
+    if (o->route_gemm_min >= 0) t.route_gemm_min = o->route_gemm_min;
+    if (o->route_legacy >= 0) t.route_legacy = o->route_legacy;
+    return tpm_cuda_moe_set_tuning(m, &t);
+}
+
+int cmd_bench_moe(int argc, char **argv) {
+    opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc >= 0) return rc;
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < o.tp) {
+        fprintf(stderr, "tpmoe bench moe: needs %d GPU(s), found %d\n", o.tp, ndev);
+        return 1;
+    }
+    const tpm_preset *p = o.p;
+    const int H = p->hidden;
+    int Tmax = 0;
+    for (int i = 0; i < o.nt; i++) Tmax = (int)(o.tokens[i] > Tmax ? o.tokens[i] : Tmax);
+    shared_state S;
+    memset(&S, 0, sizeof S);
+    S.o = &o;
+    int fail = 0;
+    tpm_status st;
+    /* ceilings, measured on GPU 0 in this run */
+    if ((st = tpm_cuda_bench_read_bw(0, (size_t)4 << 30, 10, &S.hbm_gbps)) != TPM_OK ||
+        (st = tpm_cuda_bench_gemm_rate(0, 8192, 8192, 8192, 10, &S.gemm_tflops)) != TPM_OK)
+        return cli_fail("bench moe", "ceilings", st, tpm_err_msg());
+    struct cudaDeviceProp prop;
+    cudaGetDeviceProperties(&prop, 0);
+    printf("# device %s x%d, HBM read %.0f GB/s, cuBLAS bf16 %.0f TFLOP/s (8192^3)\n", prop.name, o.tp,
+           S.hbm_gbps, S.gemm_tflops);
+    S.hx = (uint16_t *)malloc((size_t)Tmax * H * 2);
+    S.g13 = (uint16_t *)malloc((size_t)2 * p->inter * H * 2);
+    S.g2 = (uint16_t *)malloc((size_t)H * p->inter * 2);
+    S.rows = (row *)calloc((size_t)o.nt * 2, sizeof(row));
+    if (!S.hx || !S.g13 || !S.g2 || !S.rows) return cli_fail("bench moe", "host memory", TPM_ERR_NO_MEMORY, "");
+    cli_rng rng = {o.seed * 7919u + 17u};
+    for (size_t i = 0; i < (size_t)Tmax * H; i++) S.hx[i] = tpm_f32_to_bf16((float)cli_rng_normal(&rng));
+    if (o.tp > 1) {
+        int devs[MAX_TP];
+        for (int r = 0; r < o.tp; r++) devs[r] = r;
+        if ((st = tpm_cuda_nccl_init_all(o.tp, devs, S.nccl)) != TPM_OK)
+            return cli_fail("bench moe", "NCCL init", st, tpm_err_msg());
+    }
+    for (int f = 0; f < o.nfuse && !fail; f++) {
+        S.fused = o.fuse[f] && p->n_shared;
+        for (int r = 0; r < o.tp; r++) {
+            tpm_cuda_moe_desc d = {p, r, o.tp, r, S.fused, Tmax, S.nccl[r]};
+            if ((st = tpm_cuda_moe_create(&d, &S.moe[r])) != TPM_OK ||
+                (st = tpm_cuda_moe_generate(S.moe[r], o.seed)) != TPM_OK ||
+                (st = tpm_cuda_moe_set_path(S.moe[r], o.path)) != TPM_OK ||
+                (st = apply_tuning(S.moe[r], &o)) != TPM_OK) {
+                fail = 1;
+                cli_fail("bench moe", "layer setup", st, tpm_err_msg());
+                break;
+            }
+        }
+        if (fail) break;
+        pthread_barrier_init(&S.bar, NULL, (unsigned)o.tp);
+        pthread_t th[MAX_TP];
+        rank_arg ra[MAX_TP];
+        for (int r = 0; r < o.tp; r++) {
+            ra[r].S = &S;
+            ra[r].rank = r;
+            pthread_create(&th[r], NULL, rank_main, &ra[r]);
+        }
+        for (int r = 0; r < o.tp; r++) pthread_join(th[r], NULL);
+        pthread_barrier_destroy(&S.bar);
+        for (int r = 0; r < o.tp; r++) {
+            if (S.st[r] != TPM_OK) fail = 1;
+            tpm_cuda_moe_destroy(S.moe[r]);
+            S.moe[r] = NULL;
+        }
+    }
+    /* table */
+    printf("\n%-6s %-5s %-7s %3s %-6s %4s %4s %9s %9s %9s %9s %9s %9s %9s %6s %9s %5s\n", "tokens", "fused", "path",
+           "dk", "route", "tp", "exp", "route_us", "expert_us", "comb_us", "ar_us", "total_us", "memfl_us", "flopfl_us",
+           "x_flr", "rel_err", "sel!");
+    for (int i = 0; i < S.nrows; i++) {
+        const row *r = &S.rows[i];
+        const double floor = r->mem_floor_us > r->flop_floor_us ? r->mem_floor_us : r->flop_floor_us;
+        const double moe_us = r->t.route + r->t.experts + r->t.combine;
+        (void)moe_us;
+        printf("%-6d %-5d %-7s %3d %-6s %4d %4d %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.2f %9.2e %5d\n", r->T,
+               r->fused, path_name(r->path), r->decode_kernel, route_name(r->route_mode), o.tp, r->n_active, r->t.route, r->t.experts, r->t.combine, r->t.allreduce,
+               r->t.total, r->mem_floor_us, r->flop_floor_us, r->t.total / floor, r->max_rel_err, r->sel_mismatch);
+        if (!(r->max_rel_err <= 1e-2) || r->sel_mismatch > 0) fail = 1;
+    }
+    if (o.json) {
+        json_t *root = json_object(), *arr = json_array();
+        json_object_set_new(root, "bench", json_string("moe"));
+        json_object_set_new(root, "device", json_string(prop.name));
+        json_object_set_new(root, "preset", json_string(p->name));
+        json_object_set_new(root, "tp", json_integer(o.tp));
+        json_object_set_new(root, "hbm_read_gbps", json_real(S.hbm_gbps));
+        json_object_set_new(root, "gemm_bf16_tflops", json_real(S.gemm_tflops));
+        json_object_set_new(root, "reps", json_integer(o.reps));
+        json_object_set_new(root, "timing",
+                            json_string("median of CUDA-graph replays (prefill: eager calls incl. host sync), "
+                                        "L2 flushed by a queued memset right before the start event"));
+        json_object_set_new(root, "seed", json_integer((json_int_t)o.seed));
+        char cmd[1024] = "tpmoe bench";
+        for (int i = 0; i < argc; i++) {
+            strncat(cmd, " ", sizeof cmd - strlen(cmd) - 1);
+            strncat(cmd, argv[i], sizeof cmd - strlen(cmd) - 1);
+        }
+        json_object_set_new(root, "command", json_string(cmd));
+        for (int i = 0; i < S.nrows; i++) {
+            const row *r = &S.rows[i];
+            const double floor = r->mem_floor_us > r->flop_floor_us ? r->mem_floor_us : r->flop_floor_us;
+            json_t *j = json_object();
+            json_object_set_new(j, "tokens", json_integer(r->T));
+            json_object_set_new(j, "fused", json_integer(r->fused));
+            json_object_set_new(j, "path", json_string(path_name(r->path)));
+            json_object_set_new(j, "decode_kernel", json_integer(r->decode_kernel));
+            json_object_set_new(j, "route_mode", json_string(route_name(r->route_mode)));
+            json_object_set_new(j, "experts_touched", json_integer(r->n_active));
+            json_object_set_new(j, "bytes", json_real(r->bytes));
+            json_object_set_new(j, "flops", json_real(r->flops));
+            json_object_set_new(j, "mem_floor_us", json_real(r->mem_floor_us));
+            json_object_set_new(j, "flop_floor_us", json_real(r->flop_floor_us));
+            json_object_set_new(j, "floor_us", json_real(floor));
+            json_object_set_new(j, "route_us", json_real(r->t.route));
+            json_object_set_new(j, "experts_us", json_real(r->t.experts));
+            json_object_set_new(j, "combine_us", json_real(r->t.combine));
+            json_object_set_new(j, "allreduce_us", json_real(r->t.allreduce));
+            json_object_set_new(j, "total_us", json_real(r->t.total));
+            json_object_set_new(j, "x_floor", json_real(r->t.total / floor));
+            json_object_set_new(j, "max_rel_err", json_real(r->max_rel_err));
+            json_object_set_new(j, "checked_tokens", json_integer(r->checked));
+            json_object_set_new(j, "sel_mismatch", json_integer(r->sel_mismatch));
+            json_object_set_new(j, "sel_near_tie", json_integer(r->sel_near_tie));
+            json_array_append_new(arr, j);
+        }
+        json_object_set_new(root, "rows", arr);
+        if (json_dump_file(root, o.json, JSON_INDENT(1)) != 0) {
+            fprintf(stderr, "tpmoe bench moe: cannot write %s\n", o.json);
+            fail = 1;
+        }
+        json_decref(root);
+    }
+    for (int r = 0; r < o.tp; r++) tpm_cuda_nccl_destroy(S.nccl[r]);
+    free(S.hx);
+    free(S.g13);
+    free(S.g2);
+    free(S.rows);
+    if (fail) fprintf(stderr, "tpmoe bench moe: FAILED (validation or run error)\n");
+    return fail ? 1 : 0;
+}
+#endif

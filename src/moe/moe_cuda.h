@@ -1,0 +1,122 @@
+/*
+ * moe_cuda.h - the CUDA MoE layer (one rank = one GPU), internal API used by
+ * the benchmark, the GPU tests and (later) the tpm_moe_t CUDA backend.
+ *
+ * One layer instance owns one GPU's shard of one MoE layer: every expert
+ * (the shared one included, stored as slot E) is sharded on its
+ * intermediate dimension over `tp` ranks. forward = route -> experts ->
+ * combine -> all-reduce (TP > 1), all on one stream; with the decode path the
+ * whole block is capturable in one CUDA graph. The prefill path reads the
+ * per-expert counts back to the host once per call (cuBLAS needs host sizes)
+ * and is therefore not capturable; tpm_cuda_moe_capturable() says which.
+ *
+ * Conventions (identical to the CPU reference, shared/reference/minimax-m3.md):
+ * routed scaling factor folded into the routed weights; the fused shared
+ * expert is slot k of every token with weight 1.0; the down bias (gpt-oss) is
+ * added by rank 0 only; slots are summed in slot order (deterministic).
+ * Tensors: x and y are bf16 [T x H] row-major device arrays.
+ */
+#ifndef TPM_MOE_CUDA_H
+#define TPM_MOE_CUDA_H
+
+#include "model/moe_weights.h"
+#include "model/presets.h"
+#include "tpmoe.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tpm_cuda_moe tpm_cuda_moe;
+
+typedef enum tpm_moe_path {
+    TPM_MOE_PATH_AUTO = 0,    /* decode up to tuning.decode_max_tokens, else prefill */
+    TPM_MOE_PATH_DECODE = 1,  /* persistent decode kernels (<= TPM_MOE_DECODE_MAX_NT tokens) */
+    TPM_MOE_PATH_PREFILL = 2  /* grouped cuBLAS GEMMs on tensor cores */
+} tpm_moe_path;
+
+/* Largest batch the decode kernels take (tokens per expert, the shared slot
+ * gets all of them). */
+#define TPM_MOE_DECODE_MAX_NT 32
+
+typedef struct tpm_cuda_moe_desc {
+    const tpm_preset *preset;
+    int device;      /* CUDA device of this rank */
+    int tp, rank;    /* intermediate-dimension shard rank of tp */
+    int fuse_shared; /* 1: shared expert = slot E of the grouped launch; 0: dense MLP beside it */
+    int max_tokens;  /* largest T of any call */
+    void *nccl_comm; /* ncclComm_t for the TP all-reduce (required when tp > 1) */
+} tpm_cuda_moe_desc;
+
+tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *d, tpm_cuda_moe **out);
+void tpm_cuda_moe_destroy(tpm_cuda_moe *m);
+
+/* Upload this rank's shard of host fp32 weights (rounded to bf16; routers
+ * and biases stay fp32). Interleaved gate_up rows are de-interleaved. */
+tpm_status tpm_cuda_moe_upload(tpm_cuda_moe *m, const tpm_moe_weights *w);
+/* Generate this rank's shard of the synthetic layer of moe_cuda_gen.h on the
+ * GPU (no host copy of the experts). */
+tpm_status tpm_cuda_moe_generate(tpm_cuda_moe *m, uint64_t seed);
+/* The router weight [E x H] / bias [E] the generator uses (host fp32). */
+void tpm_cuda_moe_gen_router(const tpm_preset *p, uint64_t seed, float *router, float *bias);
+
+tpm_status tpm_cuda_moe_set_path(tpm_cuda_moe *m, tpm_moe_path path);
+
+/* Implementation choices. The defaults are the measured best
+ * (docs/moe_cuda.md); the benchmark can force each one to compare them. */
+typedef struct tpm_cuda_moe_tuning {
+    int decode_kernel;     /* 0: two scalar GEMV kernels (default, measured faster);
+                            * 1: one persistent tensor-core kernel */
+    int decode_max_tokens; /* path AUTO: decode up to this many tokens (1..TPM_MOE_DECODE_MAX_NT) */
+    int route_legacy;      /* 1: the old two-launch routing (for comparison) */
+    int route_gemm_min;    /* routing: one fused launch below this many tokens, the router GEMM
+                            * (3 x bf16 on tensor cores, exact fp32 products) + select at and above */
+} tpm_cuda_moe_tuning;
+tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t);
+tpm_status tpm_cuda_moe_get_tuning(const tpm_cuda_moe *m, tpm_cuda_moe_tuning *t);
+/* Path AUTO picks for T tokens; 1 if that call can be captured in a graph. */
+tpm_moe_path tpm_cuda_moe_path_for(const tpm_cuda_moe *m, int T);
+int tpm_cuda_moe_capturable(const tpm_cuda_moe *m, int T);
+
+/* The whole block. stream is a cudaStream_t (NULL: legacy default). */
+tpm_status tpm_cuda_moe_forward(tpm_cuda_moe *m, const void *x, int T, void *y, void *stream);
+/* Its phases, for per-phase timing (each needs the previous ones to have
+ * run with the same x and T). */
+tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *stream);
+tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *stream);
+tpm_status tpm_cuda_moe_combine(tpm_cuda_moe *m, int T, void *y, void *stream);
+tpm_status tpm_cuda_moe_allreduce(tpm_cuda_moe *m, void *y, int T, void *stream);
+
+/* MARK: inspection (synchronous) */
+int tpm_cuda_moe_slots(const tpm_cuda_moe *m);     /* slots per token in the grouped launch */
+int tpm_cuda_moe_local_inter(const tpm_cuda_moe *m);
+/* Routing of the last route() call: sel/wts [T x slots], counts [E + n_shared]. */
+tpm_status tpm_cuda_moe_get_routing(tpm_cuda_moe *m, int T, int32_t *sel, float *wts,
+                                    int32_t *counts);
+/* bf16 bits of this rank's shard of expert slot e: gate_up [2*Il x H]
+ * (rows 0..Il-1 gate, Il..2Il-1 up, uninterleaved), down [H x Il]. */
+tpm_status tpm_cuda_moe_get_expert(tpm_cuda_moe *m, int slot, uint16_t *gate_up, uint16_t *down);
+/* Bytes of one expert slot's weights on this rank. */
+uint64_t tpm_cuda_moe_expert_bytes(const tpm_cuda_moe *m);
+
+/* MARK: measurement helpers (moe_cuda_bench.cu), for the floors of the benchmark */
+/* HBM read bandwidth (GB/s) of a 16-byte-load read kernel over `bytes`, median of reps. */
+tpm_status tpm_cuda_bench_read_bw(int device, size_t bytes, int reps, double *gbps);
+/* bf16 GEMM rate (TFLOP/s) of cuBLAS on random m x n x k, median of reps. */
+tpm_status tpm_cuda_bench_gemm_rate(int device, int m, int n, int k, int reps, double *tflops);
+/* Evict the L2: write `bytes` of scratch (enqueued on stream). */
+tpm_status tpm_cuda_bench_flush(void *scratch, size_t bytes, void *stream);
+
+/* MARK: NCCL helpers for TP inside one process (one host thread per GPU). */
+tpm_status tpm_cuda_nccl_init_all(int n, const int *devices, void **comms);
+void tpm_cuda_nccl_destroy(void *comm);
+/* ncclGroupStart (begin != 0) / ncclGroupEnd, for one thread driving several ranks. */
+tpm_status tpm_cuda_nccl_group(int begin);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TPM_MOE_CUDA_H */

@@ -1,0 +1,120 @@
+/*
+ * moe_cuda_kernels.h - device state and kernel launchers shared by the
+ * moe_cuda_*.cu files (CUDA C++ only, not installed).
+ *
+ * Data layout on one rank (Il = local intermediate = inter / tp, E1 = E +
+ * n_shared slots; the shared expert is slot E):
+ *   w13 bf16 [E1][2*Il][H]   rows 0..Il-1 gate, Il..2Il-1 up (uninterleaved)
+ *   w2  bf16 [E1][H][Il]
+ *   b13 fp32 [E1][2*Il] or NULL, b2 fp32 [E1][H] or NULL (rank 0 only adds b2)
+ *   wr  fp32 [E][H], br fp32 [E] or NULL
+ * Routing state (K slots per token; K = k + 1 when the shared expert is fused):
+ *   sel/wts [T][K], counts/offsets by expert slot, perm_tok/perm_exp [T*K]
+ *   (token and expert of each permuted row, rows grouped by expert in
+ *   increasing expert order, tokens increasing inside an expert), inv [T][K]
+ *   (permuted row of each (token, slot)), active [n_active] (touched experts
+ *   in increasing order), ctr[4] work counters of the persistent kernels.
+ */
+#ifndef TPM_MOE_CUDA_KERNELS_H
+#define TPM_MOE_CUDA_KERNELS_H
+
+#include "internal.h"
+#include "moe/moe_cuda.h"
+#include "numeric.h"
+#include "model/presets.h"
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+struct tpm_moe_dev {
+    /* shapes and math */
+    int H, E, E1, k, K, Il, tp, rank;
+    int fused;
+    int router, n_groups, topk_groups, act;
+    float rsf, alpha, limit, beta;
+    /* weights */
+    uint16_t *w13, *w2;
+    float *b13, *b2, *wr, *br;
+    uint16_t *wr3;           /* [3][E][H] bf16: wr = hi + mid + lo exactly (router GEMM on tensor cores) */
+    /* routing state */
+    float *logits;           /* [S][T][E] partial logits of S slices of H */
+    int logit_rows;          /* capacity of logits in rows of E (S * T <= it) */
+    int32_t *sel;            /* [T][K] */
+    float *wts;              /* [T][K] */
+    int32_t *counts, *offsets; /* [E1], [E1+1] */
+    int32_t *perm_tok, *perm_exp, *inv; /* [T*K] */
+    int32_t *active, *n_active; /* [E1], [1] */
+    uint32_t *bits, *bitpre; /* [E1][ceil(T/32)] */
+    int32_t *ctr;            /* [16]: 0, 1 scalar decode item counters, 2 route ticket, 3 decode_mma
+                              * item counter, 4 its exit counter, 5 its error flag */
+    int32_t *done;           /* [E1] decode_mma: finished gate_up tiles per expert */
+    int32_t *tile_ctr;       /* [tile_cap] route_fused: finished logit blocks per 8-token tile */
+    int tile_cap;
+    /* decode buffers */
+    float *act_f32;          /* [T*K][Il] */
+    float *rows_f32;         /* [T*K][H] */
+    /* prefill buffers (bf16) */
+    uint16_t *xp, *h13, *act_bf, *rows_bf; /* [T*K][H], [T*K][2Il], [T*K][Il], [T*K][H] */
+    /* unfused shared expert */
+    uint16_t *sh_h13, *sh_act, *sh_out;     /* [T][2Il], [T][Il], [T][H] */
+    int sm_count;
+};
+
+/* Record a CUDA error as a tpm status (clears the sticky-free error). */
+#define TPM_CUDA_TRY(expr)                                                                 \
+    do {                                                                                   \
+        cudaError_t tpm_ce_ = (expr);                                                      \
+        if (tpm_ce_ != cudaSuccess)                                                        \
+            return tpm_err(TPM_ERR_CUDA, "%s: %s (%s:%d)", #expr, cudaGetErrorString(tpm_ce_), \
+                           __FILE__, __LINE__);                                            \
+    } while (0)
+#define TPM_CUDA_LAUNCHED() TPM_CUDA_TRY(cudaGetLastError())
+
+/* moe_cuda_route.cu: logits, top-k (+ shared slot), counts/offsets/permutation.
+ * mode 0: legacy two launches (k_logits, k_select); 1: one launch (route_fused,
+ * small T); 2: router GEMM on tensor cores (cuBLAS, blas bound to s) + k_select. */
+tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T, int mode,
+                                cudaStream_t s);
+/* 1 if route mode 1 (one launch) can take T tokens. */
+int tpm_moe_route_fused_ok(const tpm_moe_dev &d, int T);
+/* wr3 = the 3-way bf16 split of wr (after wr changed). */
+tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s);
+/* moe_cuda_decode.cu: gate_up + activation, then down (persistent, one pass over weights). */
+tpm_status tpm_moe_launch_decode(const tpm_moe_dev &d, const uint16_t *x, int T, cudaStream_t s);
+/* moe_cuda_decode_mma.cu: the same in one persistent launch on tensor cores (mma.sync);
+ * needs H % 32 == 0 and Il % 32 == 0. */
+int tpm_moe_decode_mma_ok(const tpm_moe_dev &d);
+tpm_status tpm_moe_launch_decode_mma(const tpm_moe_dev &d, const uint16_t *x, int T, cudaStream_t s);
+/* moe_cuda_combine.cu: y[t] = sum_s wts[t][s] * (row(t,s) + b2) (+ unfused shared), bf16 out. */
+tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, uint16_t *y,
+                                  cudaStream_t s);
+/* moe_cuda_combine.cu: elementwise helpers of the prefill path. */
+tpm_status tpm_moe_launch_gather(const tpm_moe_dev &d, const uint16_t *x, int T, cudaStream_t s);
+/* act[r][i] = swiglu(h[r][i] + b, h[r][Il+i] + b) for rows r < nrows_max with expert
+ * perm_exp[r] (or fixed_expert >= 0); rows past the device total are skipped
+ * when use_total. */
+tpm_status tpm_moe_launch_act(const tpm_moe_dev &d, const uint16_t *h, uint16_t *act, int nrows,
+                              int fixed_expert, cudaStream_t s);
+/* moe_cuda_prefill.cu: grouped GEMMs on tensor cores (cuBLAS), one pair per touched
+ * expert; h_offsets are the offsets read back to the host (E1 + 1 entries).
+ * blas is a cublasHandle_t already bound to the stream. */
+tpm_status tpm_moe_prefill_experts(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T,
+                                   const int32_t *h_offsets, cudaStream_t s);
+/* The unfused shared expert as a dense MLP over all T tokens -> sh_out. */
+tpm_status tpm_moe_shared_dense(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T,
+                                cudaStream_t s);
+/* moe_cuda_weights.cu: synthetic weights (moe_cuda_gen.h) of this shard. */
+tpm_status tpm_moe_launch_generate(const tpm_moe_dev &d, const tpm_preset *p, uint64_t seed,
+                                   cudaStream_t s);
+
+/* swiglu-oai / SiLU-GLU in fp32 (device and host). */
+__host__ __device__ __forceinline__ float tpm_moe_act(int kind, float g, float u, float alpha,
+                                                      float limit, float beta) {
+    if (kind == TPM_ACT_SILU_GLU) return g / (1.0f + expf(-g)) * u;
+    g = fminf(g, limit);
+    u = fminf(fmaxf(u, -limit), limit);
+    float sg = 1.0f / (1.0f + expf(-alpha * g));
+    return g * sg * (u + beta);
+}
+
+#endif /* TPM_MOE_CUDA_KERNELS_H */

@@ -1,0 +1,435 @@
+/*
+ * moe_cuda_layer.cu - the CUDA MoE layer object: allocation, weight upload,
+ * path choice and the forward orchestration (route -> experts -> combine ->
+ * all-reduce), all on the caller's stream.
+ *
+ * Paths: decode (moe_cuda_decode_mma.cu, one persistent tensor-core launch;
+ * moe_cuda_decode.cu, the older two scalar GEMV launches) up to
+ * tune.decode_max_tokens tokens, prefill (moe_cuda_prefill.cu) above. The decode path never touches the
+ * host, so route -> experts -> combine -> ncclAllReduce captures into one
+ * CUDA graph; the prefill path reads the per-expert offsets back (one sync).
+ * TP: each rank holds an Il = inter/tp slice of every expert (shared
+ * included); the partial bf16 outputs are summed by ncclAllReduce on the
+ * same stream. The unfused baseline runs the shared expert as a dense cuBLAS
+ * MLP beside the routed launch and the combine adds it.
+ */
+#include "moe_cuda_kernels.h"
+
+#include <cublas_v2.h>
+#include <nccl.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Defaults of tpm_cuda_moe_tuning, from the H200 run of 2026-11-30 (m3,
+ * fused, bench/results/moe_m3_tp1_{before,path_prefill,path_decode}.json,
+ * moe_m3_run2_tail.txt): decode kernel 0 (scalar) beats kernel 1 (tensor
+ * core) at 1 and 8 tokens (175.8 vs 240.7 us, 930.9 vs 1184.6); decode beats
+ * prefill up to 8 tokens (930.9 vs 1162.0 at 8) and loses from 16 (decode
+ * 1912 (kernel 1) / 2027 (kernel 0, earlier run) vs prefill 1760.8): decode
+ * up to 8 tokens. Router GEMM vs one fused launch: 29.2 vs 42.9 us at 64
+ * tokens, 34.8 vs 81.3 at 256 (fused launch: 33.3 us at 32). */
+#define TPM_MOE_DECODE_KERNEL 0
+#define TPM_MOE_DECODE_MAX_TOKENS 8
+#define TPM_MOE_ROUTE_GEMM_MIN 64
+
+struct tpm_cuda_moe {
+    tpm_cuda_moe_desc desc;
+    const tpm_preset *p;
+    tpm_moe_dev d;
+    cublasHandle_t blas;
+    void *blas_ws;
+    int32_t *h_offsets; /* pinned [E1 + 1] */
+    tpm_moe_path path;
+    tpm_cuda_moe_tuning tune;
+    int max_tokens, decode_rows;
+};
+
+#define NCCL_TRY(expr)                                                                          \
+    do {                                                                                        \
+        ncclResult_t r_ = (expr);                                                               \
+        if (r_ != ncclSuccess) return tpm_err(TPM_ERR_NCCL, "%s: %s", #expr, ncclGetErrorString(r_)); \
+    } while (0)
+
+static tpm_status dev_alloc(void **p, size_t bytes) {
+    *p = NULL;
+    if (bytes == 0) return TPM_OK;
+    cudaError_t e = cudaMalloc(p, bytes);
+    if (e != cudaSuccess) {
+        *p = NULL;
+        return tpm_err(TPM_ERR_NO_MEMORY, "cudaMalloc(%zu): %s", bytes, cudaGetErrorString(e));
+    }
+    return TPM_OK;
+}
+#define DALLOC(ptr, bytes) TPM_TRY_GOTO(dev_alloc((void **)&(ptr), (bytes)))
+
+tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out) {
+    TPM_ARG_CHECK(desc && out, "tpm_cuda_moe_create: null argument");
+    *out = NULL;
+    const tpm_preset *p = desc->preset;
+    TPM_ARG_CHECK(p, "tpm_cuda_moe_create: no preset");
+    TPM_ARG_CHECK(desc->tp >= 1 && desc->rank >= 0 && desc->rank < desc->tp, "bad tp %d / rank %d",
+                  desc->tp, desc->rank);
+    TPM_ARG_CHECK(desc->max_tokens >= 1 && desc->max_tokens <= (1 << 20), "bad max_tokens %d",
+                  desc->max_tokens);
+    TPM_ARG_CHECK(desc->tp == 1 || desc->nccl_comm, "tp %d needs an NCCL communicator", desc->tp);
+    TPM_ARG_CHECK(p->inter % (8 * desc->tp) == 0 && p->hidden % 8 == 0,
+                  "preset %s: inter %d / hidden %d not divisible for tp %d", p->name, p->inter, p->hidden,
+                  desc->tp);
+    TPM_ARG_CHECK(p->n_shared <= 1, "preset %s: %d shared experts (at most 1 supported)", p->name, p->n_shared);
+    if (p->n_shared == 1 && p->shared_inter != p->inter)
+        return tpm_err(TPM_ERR_UNSUPPORTED, "preset %s: shared inter %d != routed inter %d", p->name,
+                       p->shared_inter, p->inter);
+    TPM_ARG_CHECK(p->n_experts <= 256 && p->top_k <= 16, "preset %s: at most 256 experts top-16", p->name);
+    if (p->router == TPM_ROUTER_GROUPED_SIGMOID)
+        TPM_ARG_CHECK(p->n_groups >= 1 && p->n_groups <= 32 && p->n_experts % p->n_groups == 0 &&
+                          p->topk_groups * (p->n_experts / p->n_groups) >= p->top_k,
+                      "preset %s: bad expert groups", p->name);
+    TPM_CUDA_TRY(cudaSetDevice(desc->device));
+    tpm_status st = TPM_OK;
+    tpm_cuda_moe *m = (tpm_cuda_moe *)calloc(1, sizeof *m);
+    if (!m) return tpm_err(TPM_ERR_NO_MEMORY, "tpm_cuda_moe_create: out of host memory");
+    m->desc = *desc;
+    m->p = p;
+    m->max_tokens = desc->max_tokens;
+    tpm_moe_dev &d = m->d;
+    d.H = p->hidden;
+    d.E = p->n_experts;
+    d.E1 = p->n_experts + p->n_shared;
+    d.k = p->top_k;
+    d.fused = desc->fuse_shared && p->n_shared == 1;
+    d.K = d.k + (d.fused ? 1 : 0);
+    d.tp = desc->tp;
+    d.rank = desc->rank;
+    d.Il = p->inter / desc->tp;
+    d.router = p->router;
+    d.n_groups = p->n_groups;
+    d.topk_groups = p->topk_groups;
+    d.act = p->act == TPM_ACT_SWIGLU_OAI_INTERLEAVED ? TPM_ACT_SWIGLU_OAI : p->act;
+    d.rsf = p->routed_scaling_factor;
+    d.alpha = p->act_alpha;
+    d.limit = p->act_limit;
+    d.beta = p->act_beta;
+    {
+        int dev = 0;
+        cudaGetDevice(&dev);
+        cudaDeviceGetAttribute(&d.sm_count, cudaDevAttrMultiProcessorCount, dev);
+    }
+    {
+        const size_t T = (size_t)desc->max_tokens, R = T * d.K, H = d.H, Il = d.Il, E1 = d.E1;
+        const size_t Wt = (T + 31) / 32;
+        const size_t Rd = (size_t)(T < TPM_MOE_DECODE_MAX_NT ? T : TPM_MOE_DECODE_MAX_NT) * d.K;
+        m->decode_rows = (int)Rd;
+        d.tile_cap = (int)((T < 1024 ? T : 1024) + 7) / 8;
+        DALLOC(d.w13, E1 * 2 * Il * H * 2);
+        DALLOC(d.w2, E1 * H * Il * 2);
+        if (p->expert_bias) {
+            DALLOC(d.b13, E1 * 2 * Il * 4);
+            DALLOC(d.b2, E1 * H * 4);
+        }
+        DALLOC(d.wr, (size_t)d.E * H * 4);
+        DALLOC(d.wr3, (size_t)3 * d.E * H * 2);
+        DALLOC(d.done, E1 * 4);
+        DALLOC(d.tile_ctr, (size_t)d.tile_cap * 4);
+        if (p->router != TPM_ROUTER_SOFTMAX_TOPK) DALLOC(d.br, (size_t)d.E * 4);
+        d.logit_rows = (int)(T > 4096 ? T : (16 * T < 4096 ? 16 * T : 4096)); /* H slices x tokens */
+        if ((size_t)d.logit_rows < 3 * T) d.logit_rows = (int)(3 * T);      /* router GEMM: [T][3E] */
+        DALLOC(d.logits, (size_t)d.logit_rows * d.E * 4);
+        DALLOC(d.sel, R * 4);
+        DALLOC(d.wts, R * 4);
+        DALLOC(d.counts, E1 * 4);
+        DALLOC(d.offsets, (E1 + 1) * 4);
+        DALLOC(d.perm_tok, R * 4);
+        DALLOC(d.perm_exp, R * 4);
+        DALLOC(d.inv, R * 4);
+        DALLOC(d.active, E1 * 4);
+        DALLOC(d.n_active, 4);
+        DALLOC(d.bits, E1 * Wt * 4);
+        DALLOC(d.bitpre, E1 * Wt * 4);
+        DALLOC(d.ctr, 64);
+        DALLOC(d.act_f32, Rd * Il * 4);
+        DALLOC(d.rows_f32, Rd * H * 4);
+        DALLOC(d.xp, R * H * 2); /* prefill buffers (the path can be forced at any T) */
+        DALLOC(d.h13, R * 2 * Il * 2);
+        DALLOC(d.act_bf, R * Il * 2);
+        DALLOC(d.rows_bf, R * H * 2);
+        if (p->n_shared == 1 && !d.fused) {
+            DALLOC(d.sh_h13, T * 2 * Il * 2);
+            DALLOC(d.sh_act, T * Il * 2);
+            DALLOC(d.sh_out, T * H * 2);
+        }
+        if (cudaMemset(d.ctr, 0, 64) != cudaSuccess || cudaMemset(d.done, 0, E1 * 4) != cudaSuccess ||
+            cudaMemset(d.tile_ctr, 0, (size_t)d.tile_cap * 4) != cudaSuccess || cudaMemset(d.w13, 0, E1 * 2 * Il * H * 2) != cudaSuccess ||
+            cudaMemset(d.w2, 0, E1 * H * Il * 2) != cudaSuccess) {
+            st = tpm_err(TPM_ERR_CUDA, "cudaMemset failed");
+            goto fail;
+        }
+    }
+    if (cublasCreate(&m->blas) != CUBLAS_STATUS_SUCCESS) {
+        st = tpm_err(TPM_ERR_CUDA, "cublasCreate failed");
+        goto fail;
+    }
+    DALLOC(m->blas_ws, (size_t)32 << 20);
+    cublasSetWorkspace(m->blas, m->blas_ws, (size_t)32 << 20);
+    if (cudaMallocHost((void **)&m->h_offsets, (size_t)(d.E1 + 1) * 4) != cudaSuccess) {
+        st = tpm_err(TPM_ERR_CUDA, "cudaMallocHost failed");
+        goto fail;
+    }
+    m->path = TPM_MOE_PATH_AUTO;
+    m->tune.decode_kernel = tpm_moe_decode_mma_ok(d) ? TPM_MOE_DECODE_KERNEL : 0;
+    m->tune.decode_max_tokens = TPM_MOE_DECODE_MAX_TOKENS;
+    m->tune.route_legacy = 0;
+    m->tune.route_gemm_min = TPM_MOE_ROUTE_GEMM_MIN;
+    *out = m;
+    return TPM_OK;
+fail:
+    tpm_cuda_moe_destroy(m);
+    return st;
+}
+
+void tpm_cuda_moe_destroy(tpm_cuda_moe *m) {
+    if (!m) return;
+    cudaSetDevice(m->desc.device);
+    tpm_moe_dev &d = m->d;
+    void *bufs[] = {d.w13,     d.w2,     d.b13,    d.b2,      d.wr,      d.br,       d.logits, d.sel,
+                    d.wts,     d.counts, d.offsets, d.perm_tok, d.perm_exp, d.inv,     d.active, d.n_active,
+                    d.bits,    d.bitpre, d.ctr,    d.act_f32, d.rows_f32, d.xp,      d.h13,    d.act_bf,
+                    d.rows_bf, d.sh_h13, d.sh_act, d.sh_out,  m->blas_ws, d.wr3,     d.done,     d.tile_ctr};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i]) cudaFree(bufs[i]);
+    if (m->blas) cublasDestroy(m->blas);
+    if (m->h_offsets) cudaFreeHost(m->h_offsets);
+    free(m);
+}
+
+/* MARK: weights */
+static uint16_t bf16_of(float f) { return tpm_f32_to_bf16(f); }
+
+tpm_status tpm_cuda_moe_upload(tpm_cuda_moe *m, const tpm_moe_weights *w) {
+    TPM_ARG_CHECK(m && w, "tpm_cuda_moe_upload: null argument");
+    const tpm_moe_dev &d = m->d;
+    const tpm_preset *p = m->p;
+    TPM_ARG_CHECK(w->hidden == d.H && w->n_experts == d.E && w->inter == p->inter && w->n_shared == p->n_shared,
+                  "tpm_cuda_moe_upload: weights do not match preset %s", p->name);
+    TPM_ARG_CHECK(w->router && w->experts && (p->n_shared == 0 || w->shared), "tpm_cuda_moe_upload: missing arrays");
+    TPM_ARG_CHECK(!p->expert_bias || (w->experts[0].gate_up_bias && w->experts[0].down_bias),
+                  "tpm_cuda_moe_upload: preset %s needs expert biases", p->name);
+    TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
+    const int H = d.H, Il = d.Il, I = p->inter, r0 = m->desc.rank * Il;
+    const int il = w->interleaved;
+    tpm_status st = TPM_OK;
+    uint16_t *g13 = (uint16_t *)malloc((size_t)2 * Il * H * 2), *g2 = (uint16_t *)malloc((size_t)H * Il * 2);
+    float *f13 = (float *)malloc((size_t)2 * Il * 4), *f2 = (float *)malloc((size_t)H * 4);
+    if (!g13 || !g2 || !f13 || !f2) {
+        st = tpm_err(TPM_ERR_NO_MEMORY, "tpm_cuda_moe_upload: out of host memory");
+        goto done;
+    }
+    for (int e = 0; e < d.E1; e++) {
+        const tpm_expert_weights *x = e < d.E ? &w->experts[e] : &w->shared[0];
+        for (int i = 0; i < Il; i++) {
+            const int gi = il ? 2 * (r0 + i) : r0 + i, ui = il ? 2 * (r0 + i) + 1 : I + r0 + i;
+            for (int h = 0; h < H; h++) {
+                g13[(size_t)i * H + h] = bf16_of(x->gate_up[(size_t)gi * H + h]);
+                g13[(size_t)(Il + i) * H + h] = bf16_of(x->gate_up[(size_t)ui * H + h]);
+            }
+            if (d.b13) {
+                f13[i] = x->gate_up_bias ? x->gate_up_bias[gi] : 0.0f;
+                f13[Il + i] = x->gate_up_bias ? x->gate_up_bias[ui] : 0.0f;
+            }
+        }
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < Il; i++) g2[(size_t)h * Il + i] = bf16_of(x->down[(size_t)h * I + r0 + i]);
+        if (d.b2)
+            for (int h = 0; h < H; h++) f2[h] = x->down_bias ? x->down_bias[h] : 0.0f;
+        if (cudaMemcpy(d.w13 + (size_t)e * 2 * Il * H, g13, (size_t)2 * Il * H * 2, cudaMemcpyHostToDevice) ||
+            cudaMemcpy(d.w2 + (size_t)e * H * Il, g2, (size_t)H * Il * 2, cudaMemcpyHostToDevice) ||
+            (d.b13 && cudaMemcpy(d.b13 + (size_t)e * 2 * Il, f13, (size_t)2 * Il * 4, cudaMemcpyHostToDevice)) ||
+            (d.b2 && cudaMemcpy(d.b2 + (size_t)e * H, f2, (size_t)H * 4, cudaMemcpyHostToDevice))) {
+            st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_upload: cudaMemcpy failed");
+            goto done;
+        }
+    }
+    if (cudaMemcpy(d.wr, w->router, (size_t)d.E * H * 4, cudaMemcpyHostToDevice) ||
+        (d.br && cudaMemcpy(d.br, w->router_bias, (size_t)d.E * 4, cudaMemcpyHostToDevice)))
+        st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_upload: router cudaMemcpy failed");
+    if (d.br && !w->router_bias) st = tpm_err(TPM_ERR_INVALID_ARG, "tpm_cuda_moe_upload: router bias missing");
+    if (st == TPM_OK) {
+        st = tpm_moe_launch_split_router(d, 0);
+        if (st == TPM_OK && cudaDeviceSynchronize() != cudaSuccess)
+            st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_upload: router split failed");
+    }
+done:
+    free(g13);
+    free(g2);
+    free(f13);
+    free(f2);
+    return st;
+}
+
+tpm_status tpm_cuda_moe_generate(tpm_cuda_moe *m, uint64_t seed) {
+    TPM_ARG_CHECK(m, "tpm_cuda_moe_generate: null argument");
+    TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
+    const tpm_moe_dev &d = m->d;
+    TPM_TRY(tpm_moe_launch_generate(d, m->p, seed, 0));
+    float *r = (float *)malloc((size_t)d.E * d.H * 4), *b = (float *)malloc((size_t)d.E * 4);
+    if (!r || !b) {
+        free(r);
+        free(b);
+        return tpm_err(TPM_ERR_NO_MEMORY, "tpm_cuda_moe_generate: out of host memory");
+    }
+    tpm_cuda_moe_gen_router(m->p, seed, r, b);
+    tpm_status st = TPM_OK;
+    if (cudaMemcpy(d.wr, r, (size_t)d.E * d.H * 4, cudaMemcpyHostToDevice) ||
+        (d.br && cudaMemcpy(d.br, b, (size_t)d.E * 4, cudaMemcpyHostToDevice)))
+        st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_generate: %s", cudaGetErrorString(cudaGetLastError()));
+    if (st == TPM_OK) st = tpm_moe_launch_split_router(d, 0);
+    if (st == TPM_OK && cudaDeviceSynchronize() != cudaSuccess)
+        st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_generate: %s", cudaGetErrorString(cudaGetLastError()));
+    free(r);
+    free(b);
+    return st;
+}
+
+/* MARK: forward */
+tpm_status tpm_cuda_moe_set_path(tpm_cuda_moe *m, tpm_moe_path path) {
+    TPM_ARG_CHECK(m && path >= TPM_MOE_PATH_AUTO && path <= TPM_MOE_PATH_PREFILL, "tpm_cuda_moe_set_path: bad argument");
+    m->path = path;
+    return TPM_OK;
+}
+
+tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t) {
+    TPM_ARG_CHECK(m && t, "tpm_cuda_moe_set_tuning: null argument");
+    TPM_ARG_CHECK(t->decode_kernel == 0 || t->decode_kernel == 1, "decode_kernel %d is not 0 or 1", t->decode_kernel);
+    TPM_ARG_CHECK(t->decode_kernel == 0 || tpm_moe_decode_mma_ok(m->d),
+                  "decode_kernel 1 needs hidden and inter/tp divisible by 32");
+    TPM_ARG_CHECK(t->decode_max_tokens >= 0 && t->decode_max_tokens <= TPM_MOE_DECODE_MAX_NT,
+                  "decode_max_tokens %d outside 0..%d", t->decode_max_tokens, TPM_MOE_DECODE_MAX_NT);
+    TPM_ARG_CHECK(t->route_gemm_min >= 1, "route_gemm_min %d < 1", t->route_gemm_min);
+    m->tune = *t;
+    return TPM_OK;
+}
+
+tpm_status tpm_cuda_moe_get_tuning(const tpm_cuda_moe *m, tpm_cuda_moe_tuning *t) {
+    TPM_ARG_CHECK(m && t, "tpm_cuda_moe_get_tuning: null argument");
+    *t = m->tune;
+    return TPM_OK;
+}
+
+tpm_moe_path tpm_cuda_moe_path_for(const tpm_cuda_moe *m, int T) {
+    if (m->path == TPM_MOE_PATH_DECODE && T <= TPM_MOE_DECODE_MAX_NT) return TPM_MOE_PATH_DECODE;
+    if (m->path == TPM_MOE_PATH_PREFILL) return TPM_MOE_PATH_PREFILL;
+    return T <= m->tune.decode_max_tokens ? TPM_MOE_PATH_DECODE : TPM_MOE_PATH_PREFILL;
+}
+
+int tpm_cuda_moe_capturable(const tpm_cuda_moe *m, int T) {
+    return tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE;
+}
+
+/* cuBLAS on stream s; cublasSetStream resets the workspace to the default
+ * pool, so the layer's own workspace is set again (graph capture needs it). */
+static tpm_status bind_blas(tpm_cuda_moe *m, cudaStream_t s) {
+    if (cublasSetStream(m->blas, s) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetWorkspace(m->blas, m->blas_ws, (size_t)32 << 20) != CUBLAS_STATUS_SUCCESS)
+        return tpm_err(TPM_ERR_CUDA, "cublasSetStream / cublasSetWorkspace failed");
+    return TPM_OK;
+}
+
+static tpm_status check_call(const tpm_cuda_moe *m, const void *ptr, int T) {
+    TPM_ARG_CHECK(m && ptr, "tpm_cuda_moe: null argument");
+    TPM_ARG_CHECK(T >= 1 && T <= m->max_tokens, "tpm_cuda_moe: T = %d outside 1..%d", T, m->max_tokens);
+    return TPM_OK;
+}
+
+tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *stream) {
+    TPM_TRY(check_call(m, x, T));
+    TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
+    const int mode = m->tune.route_legacy ? 0 : T >= m->tune.route_gemm_min ? 2 : 1;
+    if (mode == 2) TPM_TRY(bind_blas(m, (cudaStream_t)stream));
+    return tpm_moe_launch_route(m->d, m->blas, (const uint16_t *)x, T, mode, (cudaStream_t)stream);
+}
+
+tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *stream) {
+    TPM_TRY(check_call(m, x, T));
+    TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
+    cudaStream_t s = (cudaStream_t)stream;
+    const tpm_moe_dev &d = m->d;
+    if (!d.fused && m->p->n_shared == 1) {
+        TPM_TRY(bind_blas(m, s));
+        TPM_TRY(tpm_moe_shared_dense(d, m->blas, (const uint16_t *)x, T, s));
+    }
+    if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE)
+        return m->tune.decode_kernel ? tpm_moe_launch_decode_mma(d, (const uint16_t *)x, T, s)
+                                     : tpm_moe_launch_decode(d, (const uint16_t *)x, T, s);
+    TPM_CUDA_TRY(cudaMemcpyAsync(m->h_offsets, d.offsets, (size_t)(d.E1 + 1) * 4, cudaMemcpyDeviceToHost, s));
+    TPM_CUDA_TRY(cudaStreamSynchronize(s));
+    TPM_TRY(bind_blas(m, s));
+    return tpm_moe_prefill_experts(d, m->blas, (const uint16_t *)x, T, m->h_offsets, s);
+}
+
+tpm_status tpm_cuda_moe_combine(tpm_cuda_moe *m, int T, void *y, void *stream) {
+    TPM_TRY(check_call(m, y, T));
+    TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
+    const int bf = tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_PREFILL;
+    return tpm_moe_launch_combine(m->d, T, bf, (uint16_t *)y, (cudaStream_t)stream);
+}
+
+tpm_status tpm_cuda_moe_allreduce(tpm_cuda_moe *m, void *y, int T, void *stream) {
+    TPM_TRY(check_call(m, y, T));
+    if (m->desc.tp == 1) return TPM_OK;
+    TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
+    NCCL_TRY(ncclAllReduce(y, y, (size_t)T * m->d.H, ncclBfloat16, ncclSum, (ncclComm_t)m->desc.nccl_comm,
+                           (cudaStream_t)stream));
+    return TPM_OK;
+}
+
+tpm_status tpm_cuda_moe_forward(tpm_cuda_moe *m, const void *x, int T, void *y, void *stream) {
+    TPM_TRY(check_call(m, x, T));
+    TPM_ARG_CHECK(y, "tpm_cuda_moe_forward: null output");
+    TPM_TRY(tpm_cuda_moe_route(m, x, T, stream));
+    TPM_TRY(tpm_cuda_moe_experts(m, x, T, stream));
+    TPM_TRY(tpm_cuda_moe_combine(m, T, y, stream));
+    return tpm_cuda_moe_allreduce(m, y, T, stream);
+}
+
+/* MARK: inspection */
+int tpm_cuda_moe_slots(const tpm_cuda_moe *m) { return m ? m->d.K : 0; }
+int tpm_cuda_moe_local_inter(const tpm_cuda_moe *m) { return m ? m->d.Il : 0; }
+uint64_t tpm_cuda_moe_expert_bytes(const tpm_cuda_moe *m) {
+    return m ? (uint64_t)3 * m->d.Il * m->d.H * 2 : 0;
+}
+
+tpm_status tpm_cuda_moe_get_routing(tpm_cuda_moe *m, int T, int32_t *sel, float *wts, int32_t *counts) {
+    TPM_ARG_CHECK(m && T >= 1 && T <= m->max_tokens, "tpm_cuda_moe_get_routing: bad argument");
+    TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
+    TPM_CUDA_TRY(cudaDeviceSynchronize());
+    const size_t R = (size_t)T * m->d.K;
+    if (sel) TPM_CUDA_TRY(cudaMemcpy(sel, m->d.sel, R * 4, cudaMemcpyDeviceToHost));
+    if (wts) TPM_CUDA_TRY(cudaMemcpy(wts, m->d.wts, R * 4, cudaMemcpyDeviceToHost));
+    if (counts) TPM_CUDA_TRY(cudaMemcpy(counts, m->d.counts, (size_t)m->d.E1 * 4, cudaMemcpyDeviceToHost));
+    return TPM_OK;
+}
+
+tpm_status tpm_cuda_moe_get_expert(tpm_cuda_moe *m, int slot, uint16_t *gate_up, uint16_t *down) {
+    TPM_ARG_CHECK(m && slot >= 0 && slot < m->d.E1, "tpm_cuda_moe_get_expert: bad argument");
+    TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
+    const size_t n13 = (size_t)2 * m->d.Il * m->d.H, n2 = (size_t)m->d.H * m->d.Il;
+    if (gate_up) TPM_CUDA_TRY(cudaMemcpy(gate_up, m->d.w13 + slot * n13, n13 * 2, cudaMemcpyDeviceToHost));
+    if (down) TPM_CUDA_TRY(cudaMemcpy(down, m->d.w2 + slot * n2, n2 * 2, cudaMemcpyDeviceToHost));
+    return TPM_OK;
+}
+
+/* MARK: NCCL */
+tpm_status tpm_cuda_nccl_init_all(int n, const int *devices, void **comms) {
+    TPM_ARG_CHECK(n >= 1 && n <= 64 && comms, "tpm_cuda_nccl_init_all: bad argument");
+    NCCL_TRY(ncclCommInitAll((ncclComm_t *)comms, n, devices));
+    return TPM_OK;
+}
+
+void tpm_cuda_nccl_destroy(void *comm) {
+    if (comm) ncclCommDestroy((ncclComm_t)comm);
+}
+
+tpm_status tpm_cuda_nccl_group(int begin) {
+    if (begin) NCCL_TRY(ncclGroupStart());
+    else NCCL_TRY(ncclGroupEnd());
+    return TPM_OK;
+}

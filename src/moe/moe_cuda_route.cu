@@ -1,0 +1,485 @@
+/*
+ * moe_cuda_route.cu - MoE routing on the GPU: logits, top-k, counts, offsets
+ * and the token permutation. Three modes (moe_cuda_kernels.h):
+ *
+ * mode 1, small T (one launch), k_route_fused: grid (E/32, ceil(T/8), S).
+ *    Every block computes partial logits of 32 experts x 8 tokens x one of S
+ *    slices of H (logits_tile below). Block-done tickets then chain the rest
+ *    inside the same launch: the last block of an 8-token tile (atomic ticket
+ *    on tile_ctr[tile] after __threadfence) selects for those 8 tokens (one
+ *    warp per token, select_token below), then takes a ticket on ctr[2]; the
+ *    last tile builds the permutation with a shared-memory bitmap. Data
+ *    written inside the launch is read with ld.global.cg (L2), never through
+ *    a possibly stale L1 line. Each last block zeroes the ticket it won, so
+ *    the launch replays inside a CUDA graph.
+ * mode 2, large T: logits = x . wr3^T as ONE cuBLAS bf16 GEMM with fp32
+ *    output, wr3 = [hi; mid; lo] the exact 3-way bf16 split of the fp32
+ *    router (x is bf16, so every product is exact in fp32 and the sum is an
+ *    fp32 accumulation, as with fmaf; tensor cores instead of 2.8 ms of FMA
+ *    at 8192 tokens), then k_select adds hi + mid + lo and selects.
+ * mode 0 (legacy, kept for comparison): k_logits then k_select.
+ *
+ * k_logits / logits_tile: a warp owns 4 experts x 8 tokens of its slice;
+ *    each lane accumulates a strided part with fmaf, the warp reduces with a
+ *    fixed xor butterfly, the selection adds the S slices in slice order. A
+ *    logit has the same bits in every run; identical router rows give
+ *    identical logits (exact ties stay ties).
+ * select_token (one warp per token): scores sanitized (NaN -> -inf), k rounds
+ *    of a warp arg-max over (eligible, value, lower index wins): an expert
+ *    is never picked twice or out of range. Variants: sigmoid + bias (bias
+ *    for selection only), grouped (group score = sum of the top-2 biased
+ *    scores, top groups kept), softmax over the top-k logits. Weights are
+ *    renormalized over the routed experts, the routed scaling factor folded
+ *    in; the fused shared expert is appended as slot k, weight 1.0.
+ * Permutation (last block): bitmap [expert][token/32] -> per-word prefix
+ *    popcounts -> counts, offsets, the touched-expert list, and for every
+ *    (token, slot) its row offset[e] + #(earlier tokens on e): stable
+ *    (tokens increasing inside an expert) and independent of block timing.
+ */
+#include "moe_cuda_kernels.h"
+
+#include <cublas_v2.h>
+#include <float.h>
+#include <math.h>
+
+namespace {
+
+constexpr int kLogitWarps = 8;   /* warps per block */
+constexpr int kLogitEpw = 4;     /* experts per warp */
+constexpr int kLogitTokens = 8;  /* tokens per block */
+constexpr int kLogitExperts = kLogitWarps * kLogitEpw;
+constexpr int kMaxSplits = 16;
+constexpr int kSelThreads = 1024; /* the last block builds the permutation with all of them */
+constexpr int kMaxPerLane = 8; /* E <= 256 */
+constexpr int kPermSmemWords = 4096; /* route_fused: bitmap [E1][ceil(T/32)] in shared memory */
+constexpr int kMaxE1 = 257;
+
+/* Partial logits of a (32 experts x 8 tokens x H-slice) tile: each lane keeps
+ * 4 x 8 accumulators over float4 chunks c = lane, lane + 32, ... of its
+ * slice, the warp reduces with a fixed butterfly, k_select sums the slices
+ * in slice order. */
+__device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, const float *__restrict__ wr,
+                                            float *__restrict__ part, int T, int H, int E) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int e0 = blockIdx.x * kLogitExperts + warp * kLogitEpw;
+    const int t0 = blockIdx.y * kLogitTokens;
+    const int split = blockIdx.z, nsplit = gridDim.z;
+    const int n4 = H / 4;
+    const int cb = (int)((int64_t)n4 * split / nsplit), ce = (int)((int64_t)n4 * (split + 1) / nsplit);
+    const int nt = min(kLogitTokens, T - t0);
+    float acc[kLogitEpw][kLogitTokens];
+#pragma unroll
+    for (int i = 0; i < kLogitEpw; i++)
+#pragma unroll
+        for (int j = 0; j < kLogitTokens; j++) acc[i][j] = 0.0f;
+    for (int c = cb + lane; c < ce; c += 32) {
+        float4 w[kLogitEpw];
+#pragma unroll
+        for (int i = 0; i < kLogitEpw; i++)
+            w[i] = e0 + i < E ? __ldg(reinterpret_cast<const float4 *>(wr + (size_t)(e0 + i) * H) + c)
+                              : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int j = 0; j < kLogitTokens; j++) {
+            if (j < nt) {
+                const uint2 xv = __ldg(reinterpret_cast<const uint2 *>(x + (size_t)(t0 + j) * H) + c);
+                const float x0 = __uint_as_float(xv.x << 16), x1 = __uint_as_float(xv.x & 0xffff0000u);
+                const float x2 = __uint_as_float(xv.y << 16), x3 = __uint_as_float(xv.y & 0xffff0000u);
+#pragma unroll
+                for (int i = 0; i < kLogitEpw; i++) {
+                    acc[i][j] = fmaf(w[i].x, x0, acc[i][j]);
+                    acc[i][j] = fmaf(w[i].y, x1, acc[i][j]);
+                    acc[i][j] = fmaf(w[i].z, x2, acc[i][j]);
+                    acc[i][j] = fmaf(w[i].w, x3, acc[i][j]);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < kLogitEpw; i++)
+#pragma unroll
+        for (int j = 0; j < kLogitTokens; j++) {
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) acc[i][j] += __shfl_xor_sync(0xffffffffu, acc[i][j], o);
+            if (lane == i * kLogitTokens + j && j < nt && e0 + i < E)
+                part[((size_t)split * T + t0 + j) * E + e0 + i] = acc[i][j];
+        }
+}
+
+__global__ void __launch_bounds__(kLogitWarps * 32) k_logits(const uint16_t *__restrict__ x,
+                                                             const float *__restrict__ wr,
+                                                             float *__restrict__ part, int T, int H, int E) {
+    logits_tile(x, wr, part, T, H, E);
+}
+
+/* Warp arg-max of (ok, v, lower index): returns the winning index, or -1. */
+__device__ __forceinline__ int warp_argmax(bool ok, float v, int idx) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const int ook = __shfl_xor_sync(0xffffffffu, (int)ok, o);
+        const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+        const int oi = __shfl_xor_sync(0xffffffffu, idx, o);
+        bool take;
+        if (ook != (int)ok) take = ook;
+        else if (ov != v) take = ov > v;
+        else take = oi < idx;
+        if (take) {
+            ok = ook;
+            v = ov;
+            idx = oi;
+        }
+    }
+    return ok ? idx : -1;
+}
+
+__device__ __forceinline__ float sanitize(float v) { return isnan(v) ? -INFINITY : v; }
+
+/* The permutation, run by the last block of k_select. */
+__device__ void build_permutation(const tpm_moe_dev &d, int T) {
+    const int K = d.K, E1 = d.E1, Wt = (T + 31) / 32;
+    const int tid = threadIdx.x, nth = blockDim.x;
+    for (int i = tid; i < E1 * Wt; i += nth) d.bits[i] = 0u;
+    __syncthreads();
+    for (int p = tid; p < T * K; p += nth) {
+        const int t = p / K, e = __ldcg(d.sel + p);
+        atomicOr(d.bits + (size_t)e * Wt + (t >> 5), 1u << (t & 31));
+    }
+    __syncthreads();
+    for (int e = tid; e < E1; e += nth) {
+        int run = 0;
+#pragma unroll 8
+        for (int w = 0; w < Wt; w++) {
+            d.bitpre[(size_t)e * Wt + w] = (uint32_t)run;
+            run += __popc(__ldcg(d.bits + (size_t)e * Wt + w));
+        }
+        d.counts[e] = run;
+    }
+    __syncthreads();
+    if (tid < 32) { /* warp 0: exclusive scan of counts, list of touched experts */
+        int base = 0, nact = 0;
+        for (int e0 = 0; e0 < E1; e0 += 32) {
+            const int e = e0 + tid;
+            const int c = e < E1 ? __ldcg(d.counts + e) : 0;
+            int inc = c;
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                const int v = __shfl_up_sync(0xffffffffu, inc, o);
+                if (tid >= o) inc += v;
+            }
+            if (e < E1) d.offsets[e] = base + inc - c;
+            const unsigned m = __ballot_sync(0xffffffffu, c > 0);
+            if (c > 0) d.active[nact + __popc(m & ((1u << tid) - 1u))] = e;
+            nact += __popc(m);
+            base += __shfl_sync(0xffffffffu, inc, 31);
+        }
+        if (tid == 0) {
+            d.offsets[E1] = base;
+            *d.n_active = nact;
+        }
+    }
+    __syncthreads();
+    for (int p = tid; p < T * K; p += nth) {
+        const int t = p / K, e = __ldcg(d.sel + p), w = t >> 5;
+        const uint32_t word = __ldcg(d.bits + (size_t)e * Wt + w);
+        const int pos = __ldcg(d.offsets + e) + (int)__ldcg(d.bitpre + (size_t)e * Wt + w) +
+                        __popc(word & ((1u << (t & 31)) - 1u));
+        d.perm_tok[pos] = t;
+        d.perm_exp[pos] = e;
+        d.inv[p] = pos;
+    }
+    if (tid == 0) d.ctr[2] = 0; /* ticket, for the next replay */
+}
+
+/* The permutation for small T, run by the last block of k_route_fused: the
+ * bitmap lives in shared memory (E1 * ceil(T/32) <= kPermSmemWords) and the
+ * per-word prefixes are recomputed (at most a few words per expert). */
+__device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *bits, int *s_off) {
+    const int K = d.K, E1 = d.E1, Wt = (T + 31) / 32;
+    const int tid = threadIdx.x, nth = blockDim.x;
+    for (int i = tid; i < E1 * Wt; i += nth) bits[i] = 0u;
+    __syncthreads();
+    for (int p = tid; p < T * K; p += nth) {
+        const int t = p / K, e = __ldcg(d.sel + p);
+        atomicOr(bits + e * Wt + (t >> 5), 1u << (t & 31));
+    }
+    __syncthreads();
+    for (int e = tid; e < E1; e += nth) {
+        int run = 0;
+        for (int w = 0; w < Wt; w++) run += __popc(bits[e * Wt + w]);
+        s_off[e] = run; /* count for now */
+        d.counts[e] = run;
+    }
+    __syncthreads();
+    if (tid < 32) { /* warp 0: exclusive scan of counts, list of touched experts */
+        int base = 0, nact = 0;
+        for (int e0 = 0; e0 < E1; e0 += 32) {
+            const int e = e0 + tid;
+            const int c = e < E1 ? s_off[e] : 0;
+            int inc = c;
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                const int v = __shfl_up_sync(0xffffffffu, inc, o);
+                if (tid >= o) inc += v;
+            }
+            __syncwarp();
+            if (e < E1) {
+                s_off[e] = base + inc - c;
+                d.offsets[e] = base + inc - c;
+            }
+            const unsigned m = __ballot_sync(0xffffffffu, c > 0);
+            if (c > 0) d.active[nact + __popc(m & ((1u << tid) - 1u))] = e;
+            nact += __popc(m);
+            base += __shfl_sync(0xffffffffu, inc, 31);
+        }
+        if (tid == 0) {
+            d.offsets[E1] = base;
+            *d.n_active = nact;
+        }
+    }
+    __syncthreads();
+    for (int p = tid; p < T * K; p += nth) {
+        const int t = p / K, e = __ldcg(d.sel + p), w = t >> 5;
+        int pos = s_off[e] + __popc(bits[e * Wt + w] & ((1u << (t & 31)) - 1u));
+        for (int w2 = 0; w2 < w; w2++) pos += __popc(bits[e * Wt + w2]);
+        d.perm_tok[pos] = t;
+        d.perm_exp[pos] = e;
+        d.inv[p] = pos;
+    }
+}
+
+/* Selection of token t by one warp. The logit of expert e is the sum, in
+ * slice order, of lg[e + s * sstride] for s < nsplit (lg = row of t). sc_w
+ * [256] / gsc_w [32] are this warp's shared scratch (grouped router). */
+__device__ void select_token(const tpm_moe_dev &d, int t, const float *lg, size_t sstride, int nsplit,
+                             float *sc_w, float *gsc_w) {
+    const int lane = threadIdx.x & 31;
+    const int E = d.E, k = d.k;
+    float s[kMaxPerLane], c[kMaxPerLane];
+    bool ok[kMaxPerLane];
+#pragma unroll
+    for (int j = 0; j < kMaxPerLane; j++) {
+        const int e = lane + 32 * j;
+        ok[j] = e < E;
+        float l = -INFINITY;
+        if (ok[j]) {
+            l = __ldcg(lg + e);
+            for (int sp = 1; sp < nsplit; sp++) l += __ldcg(lg + e + sp * sstride); /* slice order */
+            l = sanitize(l);
+        }
+        if (d.router == TPM_ROUTER_SOFTMAX_TOPK) { /* finite, so exp(l - max) is defined */
+            s[j] = fminf(fmaxf(l, -FLT_MAX), FLT_MAX);
+            c[j] = s[j];
+        } else {
+            s[j] = 1.0f / (1.0f + expf(-l));
+            c[j] = s[j] + (d.br && ok[j] ? d.br[e] : 0.0f);
+        }
+    }
+    if (d.router == TPM_ROUTER_GROUPED_SIGMOID && d.n_groups > 1) {
+        /* group score = sum of the two largest biased scores of the group */
+        const int gs = E / d.n_groups;
+#pragma unroll
+        for (int j = 0; j < kMaxPerLane; j++)
+            if (ok[j]) sc_w[lane + 32 * j] = c[j];
+        __syncwarp();
+        if (lane < d.n_groups) {
+            float b1 = -INFINITY, b2 = -INFINITY;
+            int i1 = -1;
+            for (int i = 0; i < gs; i++) { /* top-1 (lower index on ties) */
+                const float v = sc_w[lane * gs + i];
+                if (i1 < 0 || v > b1) {
+                    b1 = v;
+                    i1 = i;
+                }
+            }
+            for (int i = 0; i < gs; i++) {
+                const float v = sc_w[lane * gs + i];
+                if (i != i1 && (v > b2 || b2 == -INFINITY)) b2 = v;
+            }
+            gsc_w[lane] = b1 + b2;
+        }
+        __syncwarp();
+        bool gok = lane < d.n_groups, keep = false;
+        float gv = gok ? sanitize(gsc_w[lane]) : -INFINITY;
+        for (int r = 0; r < d.topk_groups; r++) {
+            const int g = warp_argmax(gok, gv, lane);
+            if (g == lane) {
+                keep = true;
+                gok = false;
+            }
+        }
+        const unsigned kept = __ballot_sync(0xffffffffu, keep);
+#pragma unroll
+        for (int j = 0; j < kMaxPerLane; j++)
+            if (ok[j] && !((kept >> ((lane + 32 * j) / gs)) & 1u)) ok[j] = false;
+    }
+    /* top-k: k rounds of arg-max over the remaining eligible experts */
+    int idx_mine = -1;
+    float wsel = 0.0f;
+    float wk[16];
+    for (int r = 0; r < k; r++) {
+        bool bok = false;
+        float bv = -INFINITY;
+        int bi = 0x7fffffff;
+#pragma unroll
+        for (int j = 0; j < kMaxPerLane; j++) {
+            const int e = lane + 32 * j;
+            if (ok[j] && (!bok || c[j] > bv)) {
+                bok = true;
+                bv = c[j];
+                bi = e;
+            }
+        }
+        const int win = warp_argmax(bok, bv, bi);
+        float wv = 0.0f;
+#pragma unroll
+        for (int j = 0; j < kMaxPerLane; j++) {
+            if (lane + 32 * j == win) {
+                ok[j] = false;
+                wv = s[j];
+            }
+        }
+        /* broadcast the winner's score from its owner lane */
+        const int owner = win >= 0 ? (win & 31) : 0;
+        wv = __shfl_sync(0xffffffffu, wv, owner);
+        if (r < 16) wk[r] = wv;
+        if (lane == r) {
+            idx_mine = win;
+            wsel = wv;
+        }
+    }
+    /* weights, in slot order (same order on every lane) */
+    float sum = 0.0f;
+    if (d.router == TPM_ROUTER_SOFTMAX_TOPK) {
+        const float mx = wk[0]; /* slot 0 has the largest logit */
+        for (int r = 0; r < k; r++) sum += expf(wk[r] - mx);
+        wsel = expf(wsel - mx) / sum * d.rsf;
+    } else {
+        for (int r = 0; r < k; r++) sum += wk[r];
+        wsel = (sum > 0.0f && isfinite(sum)) ? wsel / sum * d.rsf : d.rsf / (float)k;
+    }
+    if (lane < k) {
+        d.sel[(size_t)t * d.K + lane] = idx_mine < 0 ? 0 : idx_mine;
+        d.wts[(size_t)t * d.K + lane] = wsel;
+    }
+    if (d.fused && lane == 0) {
+        d.sel[(size_t)t * d.K + k] = E; /* the shared expert slot */
+        d.wts[(size_t)t * d.K + k] = 1.0f;
+    }
+}
+
+/* One warp per token; logits of (t, e) = sum over s < nsplit of
+ * logits[t * rstride + s * sstride + e]. The last block builds the permutation. */
+__global__ void __launch_bounds__(kSelThreads) k_select(tpm_moe_dev d, int T, int nsplit, int rstride,
+                                                        int sstride) {
+    __shared__ float sc[kSelThreads / 32][256];
+    __shared__ float gsc[kSelThreads / 32][32];
+    const int warp = threadIdx.x >> 5;
+    const int t = blockIdx.x * (kSelThreads / 32) + warp;
+    if (t < T) select_token(d, t, d.logits + (size_t)t * rstride, (size_t)sstride, nsplit, sc[warp], gsc[warp]);
+    /* last block builds the permutation */
+    __shared__ int s_last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) s_last = (atomicAdd(d.ctr + 2, 1) == (int)gridDim.x - 1);
+    __syncthreads();
+    if (s_last) {
+        __threadfence();
+        build_permutation(d, T);
+    }
+}
+
+/* Mode 1: the whole routing in one launch (see the top of the file). */
+__global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d, const uint16_t *__restrict__ x,
+                                                                  int T) {
+    __shared__ float sc[kLogitWarps][256];
+    __shared__ float gsc[kLogitWarps][32];
+    __shared__ uint32_t bits[kPermSmemWords];
+    __shared__ int s_off[kMaxE1 + 1];
+    __shared__ int s_last;
+    logits_tile(x, d.wr, d.logits, T, d.H, d.E);
+    const int tile = blockIdx.y, per_tile = (int)(gridDim.x * gridDim.z);
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) s_last = (atomicAdd(d.tile_ctr + tile, 1) == per_tile - 1);
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    const int warp = threadIdx.x >> 5, t = tile * kLogitTokens + warp;
+    if (t < T) select_token(d, t, d.logits + (size_t)t * d.E, (size_t)T * d.E, (int)gridDim.z, sc[warp], gsc[warp]);
+    if (threadIdx.x == 0) d.tile_ctr[tile] = 0; /* for the next replay */
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) s_last = (atomicAdd(d.ctr + 2, 1) == (int)gridDim.y - 1);
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    build_permutation_small(d, T, bits, s_off);
+    if (threadIdx.x == 0) d.ctr[2] = 0;
+}
+
+/* wr3[0..2][e][h]: hi, mid, lo with wr = hi + mid + lo (each rounded to nearest). */
+__global__ void k_split_router(const float *__restrict__ wr, uint16_t *__restrict__ wr3, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const float w = wr[i];
+        const uint16_t h = tpm_f32_to_bf16(w);
+        const float r1 = w - tpm_bf16_to_f32(h);
+        const uint16_t m = tpm_f32_to_bf16(r1);
+        const float r2 = r1 - tpm_bf16_to_f32(m);
+        wr3[i] = h;
+        const bool fin = isfinite(w); /* NaN / inf: hi carries it alone */
+        wr3[n + i] = fin ? m : (uint16_t)0;
+        wr3[2 * n + i] = fin ? tpm_f32_to_bf16(r2) : (uint16_t)0;
+    }
+}
+
+int logit_splits(const tpm_moe_dev &d, int T) {
+    /* split H so that the grid fills the GPU about twice; slices of >= 128 floats */
+    const int tiles = ((d.E + kLogitExperts - 1) / kLogitExperts) * ((T + kLogitTokens - 1) / kLogitTokens);
+    const int nsplit = (2 * d.sm_count + tiles - 1) / tiles;
+    return max(1, min(min(nsplit, d.logit_rows / T), min(kMaxSplits, d.H / 128)));
+}
+
+} // namespace
+
+int tpm_moe_route_fused_ok(const tpm_moe_dev &d, int T) {
+    return d.E1 <= kMaxE1 && d.E1 * ((T + 31) / 32) <= kPermSmemWords &&
+           (T + kLogitTokens - 1) / kLogitTokens <= d.tile_cap;
+}
+
+tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s) {
+    k_split_router<<<d.sm_count * 4, 256, 0, s>>>(d.wr, d.wr3, (size_t)d.E * d.H);
+    TPM_CUDA_LAUNCHED();
+    return TPM_OK;
+}
+
+tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T, int mode,
+                                cudaStream_t s) {
+    TPM_ASSERT(d.E <= 32 * kMaxPerLane && d.k <= 16 && d.k <= 32);
+    const int tpb = kSelThreads / 32;
+    if (mode == 1 && tpm_moe_route_fused_ok(d, T)) {
+        const int nsplit = logit_splits(d, T);
+        dim3 g((d.E + kLogitExperts - 1) / kLogitExperts, (T + kLogitTokens - 1) / kLogitTokens, nsplit);
+        k_route_fused<<<g, kLogitWarps * 32, 0, s>>>(d, x, T);
+        TPM_CUDA_LAUNCHED();
+        return TPM_OK;
+    }
+    if (mode == 2 && blas && (size_t)d.logit_rows >= (size_t)3 * T) {
+        /* logits [T][3E] = x [T x H] . wr3^T: column-major C^T [3E x T] = wr3 [H x 3E]^T . x^T */
+        const float one = 1.0f, zero = 0.0f;
+        const cublasStatus_t st = cublasGemmEx(static_cast<cublasHandle_t>(blas), CUBLAS_OP_T, CUBLAS_OP_N, 3 * d.E,
+                                               T, d.H, &one, d.wr3, CUDA_R_16BF, d.H, x, CUDA_R_16BF, d.H, &zero,
+                                               d.logits, CUDA_R_32F, 3 * d.E, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        if (st != CUBLAS_STATUS_SUCCESS)
+            return tpm_err(TPM_ERR_CUDA, "router cublasGemmEx (%d x %d x %d): %s", T, 3 * d.E, d.H,
+                           cublasGetStatusString(st));
+        k_select<<<(T + tpb - 1) / tpb, kSelThreads, 0, s>>>(d, T, 3, 3 * d.E, d.E);
+        TPM_CUDA_LAUNCHED();
+        return TPM_OK;
+    }
+    const int nsplit = logit_splits(d, T);
+    dim3 g1((d.E + kLogitExperts - 1) / kLogitExperts, (T + kLogitTokens - 1) / kLogitTokens, nsplit);
+    k_logits<<<g1, kLogitWarps * 32, 0, s>>>(x, d.wr, d.logits, T, d.H, d.E);
+    TPM_CUDA_LAUNCHED();
+    k_select<<<(T + tpb - 1) / tpb, kSelThreads, 0, s>>>(d, T, nsplit, d.E, T * d.E);
+    TPM_CUDA_LAUNCHED();
+    return TPM_OK;
+}

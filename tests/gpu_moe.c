@@ -1,0 +1,576 @@
+/*
+ * gpu_moe.c - the CUDA MoE layer against an fp64 host reference (router,
+ * top-k variants, swiglu-oai / SiLU-GLU, biases, fused shared expert) for
+ * every structure preset (mini sizes), both paths (decode GEMV, prefill
+ * cuBLAS), fused == unfused, TP 2 == TP 1 (two GPUs), NaN logits, empty and
+ * overfull experts, token counts 1..16384 (odd ones too), run-to-run bit
+ * reproducibility and bad arguments. Exits 77 (skipped) without CUDA or GPU.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#ifndef TPMOE_HAVE_CUDA
+int main(void) {
+    printf("gpu_moe: skipped (this build has no CUDA)\n");
+    return 77;
+}
+#else
+
+#include "model/moe_weights.h"
+#include "model/presets.h"
+#include "moe/moe_cuda.h"
+#include "numeric.h"
+
+#include <cuda_runtime_api.h>
+#include <math.h>
+
+/* MARK: host weights and reference */
+static uint64_t rng_s;
+static double urand(void) { /* [-1, 1) */
+    rng_s += 0x9e3779b97f4a7c15ull;
+    uint64_t z = rng_s;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+}
+static float bfr(double v) { return tpm_bf16_to_f32(tpm_f32_to_bf16((float)v)); }
+
+static float *fill(size_t n, double scale, int bf) {
+    float *a = malloc(n * sizeof *a);
+    assert_non_null(a);
+    for (size_t i = 0; i < n; i++) a[i] = bf ? bfr(urand() * scale) : (float)(urand() * scale);
+    return a;
+}
+
+static void make_weights(const tpm_preset *p, uint64_t seed, tpm_moe_weights *w) {
+    rng_s = seed;
+    memset(w, 0, sizeof *w);
+    const int H = p->hidden, I = p->inter, E = p->n_experts;
+    w->preset = p;
+    w->hidden = H;
+    w->n_experts = E;
+    w->inter = I;
+    w->n_shared = p->n_shared;
+    w->shared_inter = p->shared_inter;
+    w->interleaved = p->act == TPM_ACT_SWIGLU_OAI_INTERLEAVED;
+    w->router = fill((size_t)E * H, 1.0 / sqrt(H), 0);
+    w->router_bias = p->router == TPM_ROUTER_SOFTMAX_TOPK ? NULL : fill((size_t)E, 0.05, 0);
+    w->experts = calloc((size_t)E, sizeof *w->experts);
+    w->shared = p->n_shared ? calloc(1, sizeof *w->shared) : NULL;
+    for (int e = 0; e < E + p->n_shared; e++) {
+        tpm_expert_weights *x = e < E ? &w->experts[e] : &w->shared[0];
+        x->gate_up = fill((size_t)2 * I * H, 2.0 / sqrt(H), 1);
+        x->down = fill((size_t)H * I, 2.0 / sqrt(I), 1);
+        if (p->expert_bias) {
+            x->gate_up_bias = fill((size_t)2 * I, 0.1, 0);
+            x->down_bias = fill((size_t)H, 0.1, 0);
+        }
+    }
+}
+
+static void free_weights(tpm_moe_weights *w) {
+    for (int e = 0; e < w->n_experts + w->n_shared; e++) {
+        tpm_expert_weights *x = e < w->n_experts ? &w->experts[e] : &w->shared[0];
+        free(x->gate_up);
+        free(x->down);
+        free(x->gate_up_bias);
+        free(x->down_bias);
+    }
+    free(w->experts);
+    free(w->shared);
+    free(w->router);
+    free(w->router_bias);
+    memset(w, 0, sizeof *w);
+}
+
+static double act_ref(const tpm_preset *p, double g, double u) {
+    if (p->act == TPM_ACT_SILU_GLU) return g / (1.0 + exp(-g)) * u;
+    g = fmin(g, p->act_limit);
+    u = fmin(fmax(u, -p->act_limit), p->act_limit);
+    return g / (1.0 + exp(-p->act_alpha * g)) * (u + p->act_beta);
+}
+
+/* fp64 routing of one token: sel[k], w[k]; c (scores used for selection). */
+static void route_ref(const tpm_moe_weights *w, const uint16_t *x, int *sel, double *wt, double *c) {
+    const tpm_preset *p = w->preset;
+    const int E = w->n_experts, H = w->hidden, k = p->top_k;
+    double s[256];
+    int ok[256];
+    for (int e = 0; e < E; e++) {
+        double l = 0;
+        for (int h = 0; h < H; h++) l += (double)w->router[(size_t)e * H + h] * tpm_bf16_to_f32(x[h]);
+        if (isnan(l)) l = -INFINITY;
+        if (p->router == TPM_ROUTER_SOFTMAX_TOPK) {
+            s[e] = fmax(fmin(l, 3.4e38), -3.4e38);
+            c[e] = s[e];
+        } else {
+            s[e] = 1.0 / (1.0 + exp(-l));
+            c[e] = s[e] + (w->router_bias ? w->router_bias[e] : 0.0);
+        }
+        ok[e] = 1;
+    }
+    if (p->router == TPM_ROUTER_GROUPED_SIGMOID && p->n_groups > 1) {
+        const int G = p->n_groups, gs = E / G;
+        double gsc[32];
+        int keep[32] = {0};
+        for (int g = 0; g < G; g++) {
+            double b1 = -INFINITY, b2 = -INFINITY;
+            for (int i = 0; i < gs; i++) {
+                const double v = c[g * gs + i];
+                if (v > b1) {
+                    b2 = b1;
+                    b1 = v;
+                } else if (v > b2) b2 = v;
+            }
+            gsc[g] = b1 + b2;
+        }
+        for (int r = 0; r < p->topk_groups; r++) {
+            int best = -1;
+            for (int g = 0; g < G; g++)
+                if (!keep[g] && (best < 0 || gsc[g] > gsc[best])) best = g;
+            keep[best] = 1;
+        }
+        for (int e = 0; e < E; e++) ok[e] = keep[e / gs];
+    }
+    double sum = 0;
+    for (int r = 0; r < k; r++) {
+        int best = -1;
+        for (int e = 0; e < E; e++)
+            if (ok[e] && (best < 0 || c[e] > c[best])) best = e;
+        ok[best] = 0;
+        sel[r] = best;
+    }
+    if (p->router == TPM_ROUTER_SOFTMAX_TOPK) {
+        for (int r = 0; r < k; r++) sum += exp(s[sel[r]] - s[sel[0]]);
+        for (int r = 0; r < k; r++) wt[r] = exp(s[sel[r]] - s[sel[0]]) / sum * p->routed_scaling_factor;
+    } else {
+        for (int r = 0; r < k; r++) sum += s[sel[r]];
+        for (int r = 0; r < k; r++)
+            wt[r] = sum > 0 ? s[sel[r]] / sum * p->routed_scaling_factor : p->routed_scaling_factor / k;
+    }
+}
+
+static void expert_ref(const tpm_moe_weights *w, const tpm_expert_weights *x, const uint16_t *in, double wt,
+                       double *y) {
+    const int H = w->hidden, I = w->inter;
+    double *a = malloc(sizeof(double) * I);
+    for (int i = 0; i < I; i++) {
+        const int gi = w->interleaved ? 2 * i : i, ui = w->interleaved ? 2 * i + 1 : I + i;
+        double g = x->gate_up_bias ? x->gate_up_bias[gi] : 0, u = x->gate_up_bias ? x->gate_up_bias[ui] : 0;
+        for (int h = 0; h < H; h++) {
+            g += (double)x->gate_up[(size_t)gi * H + h] * tpm_bf16_to_f32(in[h]);
+            u += (double)x->gate_up[(size_t)ui * H + h] * tpm_bf16_to_f32(in[h]);
+        }
+        a[i] = act_ref(w->preset, g, u);
+    }
+    for (int h = 0; h < H; h++) {
+        double v = x->down_bias ? x->down_bias[h] : 0;
+        for (int i = 0; i < I; i++) v += (double)x->down[(size_t)h * I + i] * a[i];
+        y[h] += wt * v;
+    }
+    free(a);
+}
+
+/* MARK: GPU runner */
+/* Tuning overrides of the next run_gpu calls (-1: the layer's default). */
+static int tune_decode_kernel = -1, tune_route_gemm_min = -1, tune_route_legacy = -1;
+
+typedef struct gpu_run {
+    int T, K;
+    uint16_t *y;  /* [T x H] */
+    int32_t *sel; /* [T x K] */
+    float *wts;
+} gpu_run;
+
+static void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fused, tpm_moe_path path, gpu_run *r) {
+    const tpm_preset *p = w->preset;
+    const int H = p->hidden;
+    tpm_cuda_moe_desc d = {p, 0, 1, 0, fused, T, NULL};
+    tpm_cuda_moe *m = NULL;
+    assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_OK);
+    assert_int_equal(tpm_cuda_moe_upload(m, w), TPM_OK);
+    assert_int_equal(tpm_cuda_moe_set_path(m, path), TPM_OK);
+    tpm_cuda_moe_tuning tu;
+    assert_int_equal(tpm_cuda_moe_get_tuning(m, &tu), TPM_OK);
+    if (tune_decode_kernel >= 0) tu.decode_kernel = tune_decode_kernel;
+    if (tune_route_gemm_min >= 0) tu.route_gemm_min = tune_route_gemm_min;
+    if (tune_route_legacy >= 0) tu.route_legacy = tune_route_legacy;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+    void *dx = NULL, *dy = NULL;
+    assert_int_equal(cudaMalloc(&dx, (size_t)T * H * 2), cudaSuccess);
+    assert_int_equal(cudaMalloc(&dy, (size_t)T * H * 2), cudaSuccess);
+    assert_int_equal(cudaMemcpy(dx, x, (size_t)T * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
+    assert_int_equal(cudaMemset(dy, 0xff, (size_t)T * H * 2), cudaSuccess); /* poison (NaN) */
+    assert_int_equal(tpm_cuda_moe_forward(m, dx, T, dy, NULL), TPM_OK);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    r->T = T;
+    r->K = tpm_cuda_moe_slots(m);
+    r->y = malloc((size_t)T * H * 2);
+    r->sel = malloc(sizeof(int32_t) * (size_t)T * r->K);
+    r->wts = malloc(sizeof(float) * (size_t)T * r->K);
+    assert_int_equal(cudaMemcpy(r->y, dy, (size_t)T * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    assert_int_equal(tpm_cuda_moe_get_routing(m, T, r->sel, r->wts, NULL), TPM_OK);
+    /* a second run gives the same bits (no order-dependent atomics) */
+    uint16_t *y2 = malloc((size_t)T * H * 2);
+    assert_int_equal(cudaMemset(dy, 0xff, (size_t)T * H * 2), cudaSuccess);
+    assert_int_equal(tpm_cuda_moe_forward(m, dx, T, dy, NULL), TPM_OK);
+    assert_int_equal(cudaMemcpy(y2, dy, (size_t)T * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    assert_memory_equal(y2, r->y, (size_t)T * H * 2);
+    free(y2);
+    cudaFree(dx);
+    cudaFree(dy);
+    tpm_cuda_moe_destroy(m);
+}
+
+static void free_run(gpu_run *r) {
+    free(r->y);
+    free(r->sel);
+    free(r->wts);
+}
+
+static uint16_t *make_x(int T, int H, uint64_t seed) {
+    rng_s = seed;
+    uint16_t *x = malloc((size_t)T * H * 2);
+    for (size_t i = 0; i < (size_t)T * H; i++) x[i] = tpm_f32_to_bf16((float)(urand() * 1.7));
+    return x;
+}
+
+/* Check the selections are valid (in range, distinct, shared slot last) and
+ * agree with the fp64 reference except at near-ties; outputs of up to
+ * `sample` tokens within tol. Returns the worst relative error. */
+static double check_run(const tpm_moe_weights *w, const uint16_t *x, const gpu_run *r, int fused, int sample,
+                        double tol) {
+    const tpm_preset *p = w->preset;
+    const int H = p->hidden, k = p->top_k, E = p->n_experts;
+    for (int t = 0; t < r->T; t++) {
+        for (int s = 0; s < k; s++) {
+            const int e = r->sel[(size_t)t * r->K + s];
+            assert_true(e >= 0 && e < E);
+            for (int s2 = 0; s2 < s; s2++) assert_int_not_equal(e, r->sel[(size_t)t * r->K + s2]);
+        }
+        if (fused && p->n_shared) {
+            assert_int_equal(r->sel[(size_t)t * r->K + k], E);
+            assert_true(r->wts[(size_t)t * r->K + k] == 1.0f);
+        }
+        for (size_t h = 0; h < (size_t)H; h++) assert_false(isnan(tpm_bf16_to_f32(r->y[(size_t)t * H + h])));
+    }
+    double worst = 0;
+    const int n = sample < r->T ? sample : r->T;
+    double *y = malloc(sizeof(double) * H), c[256], wt[16];
+    int sel[16];
+    for (int i = 0; i < n; i++) {
+        const int t = n == 1 ? 0 : (int)((int64_t)i * (r->T - 1) / (n - 1));
+        const uint16_t *xt = x + (size_t)t * H;
+        route_ref(w, xt, sel, wt, c);
+        memset(y, 0, sizeof(double) * H);
+        for (int s = 0; s < k; s++) {
+            const int g = r->sel[(size_t)t * r->K + s];
+            if (g != sel[s]) { /* only a near-tie may differ */
+                assert_true(fabs(c[g] - c[sel[s]]) < 1e-5 * (1 + fabs(c[g])));
+                wt[s] = r->wts[(size_t)t * r->K + s];
+            }
+            expert_ref(w, &w->experts[g], xt, wt[s], y);
+        }
+        if (p->n_shared) expert_ref(w, &w->shared[0], xt, 1.0, y);
+        double num = 0, den = 0;
+        for (int h = 0; h < H; h++) {
+            const double g = tpm_bf16_to_f32(r->y[(size_t)t * H + h]);
+            num += (g - y[h]) * (g - y[h]);
+            den += y[h] * y[h];
+        }
+        const double rel = sqrt(num / (den > 0 ? den : 1));
+        if (!(rel <= worst)) worst = rel;
+    }
+    free(y);
+    if (!(worst <= tol)) fprintf(stderr, "  %s T=%d fused=%d: rel err %.3e > %.1e\n", p->name, r->T, fused, worst, tol);
+    assert_true(worst <= tol);
+    return worst;
+}
+
+/* MARK: tests */
+static const int token_counts[] = {1, 2, 7, 31, 32, 33, 100, 513, 4097};
+
+static void presets_vs_reference(void **state) {
+    (void)state;
+    const char *names[] = {"m3-mini", "deepseek-v3-mini", "gpt-oss-mini"};
+    for (size_t pi = 0; pi < 3; pi++) {
+        const tpm_preset *p = tpm_preset_find(names[pi]);
+        assert_non_null(p);
+        tpm_moe_weights w;
+        make_weights(p, 100 + pi, &w);
+        for (size_t ti = 0; ti < sizeof token_counts / sizeof token_counts[0]; ti++) {
+            const int T = token_counts[ti];
+            uint16_t *x = make_x(T, p->hidden, 7 + T);
+            for (int path = TPM_MOE_PATH_AUTO; path <= TPM_MOE_PATH_PREFILL; path++) {
+                if (path == TPM_MOE_PATH_DECODE && T > TPM_MOE_DECODE_MAX_NT) continue;
+                gpu_run r;
+                run_gpu(&w, x, T, 1, (tpm_moe_path)path, &r);
+                const double e = check_run(&w, x, &r, 1, 6, 1e-2);
+                printf("  %-17s T=%-5d path=%d rel err %.2e\n", p->name, T, path, e);
+                free_run(&r);
+            }
+            free(x);
+        }
+        free_weights(&w);
+    }
+}
+
+/* Both decode kernels (scalar GEMV, persistent tensor-core) and the three
+ * routing modes (legacy two launches, one fused launch, router GEMM) against
+ * the reference; the fused launch gives the legacy routing bit for bit (same
+ * arithmetic); a NaN router row is never selected by any mode. */
+static void variants_vs_reference(void **state) {
+    (void)state;
+    const char *names[] = {"m3-mini", "deepseek-v3-mini", "gpt-oss-mini"};
+    for (size_t pi = 0; pi < 3; pi++) {
+        const tpm_preset *p = tpm_preset_find(names[pi]);
+        tpm_moe_weights w;
+        make_weights(p, 300 + pi, &w);
+        for (int h = 0; h < p->hidden; h++) w.router[(size_t)5 * p->hidden + h] = NAN;
+        const int Ts[] = {1, 5, 8, 17, 32, 100, 300};
+        for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
+            const int T = Ts[ti];
+            uint16_t *x = make_x(T, p->hidden, 500 + T);
+            if (T <= TPM_MOE_DECODE_MAX_NT) {
+                for (int dk = 0; dk <= 1; dk++) {
+                    gpu_run r;
+                    tune_decode_kernel = dk;
+                    run_gpu(&w, x, T, 1, TPM_MOE_PATH_DECODE, &r);
+                    tune_decode_kernel = -1;
+                    const double e = check_run(&w, x, &r, 1, 4, 1e-2);
+                    printf("  %-17s T=%-4d decode kernel %d rel err %.2e\n", p->name, T, dk, e);
+                    free_run(&r);
+                }
+            }
+            gpu_run rm[3];
+            for (int mode = 0; mode < 3; mode++) {
+                tune_route_legacy = mode == 0;
+                tune_route_gemm_min = mode == 2 ? 1 : 1 << 20;
+                run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rm[mode]);
+                tune_route_legacy = tune_route_gemm_min = -1;
+                for (int t = 0; t < T; t++)
+                    for (int sl = 0; sl < p->top_k; sl++) assert_int_not_equal(rm[mode].sel[(size_t)t * rm[mode].K + sl], 5);
+                const double e = check_run(&w, x, &rm[mode], 1, 4, 1e-2);
+                printf("  %-17s T=%-4d route mode %d rel err %.2e\n", p->name, T, mode, e);
+            }
+            const size_t nk = (size_t)T * rm[0].K;
+            assert_memory_equal(rm[0].sel, rm[1].sel, nk * sizeof(int32_t));
+            assert_memory_equal(rm[0].wts, rm[1].wts, nk * sizeof(float));
+            for (int mode = 0; mode < 3; mode++) free_run(&rm[mode]);
+            free(x);
+        }
+        free_weights(&w);
+    }
+}
+
+static void m2_like_structure(void **state) {
+    (void)state;
+    /* MiniMax-M2's structure (256 experts top-8, sigmoid+bias, no shared, SiLU-GLU) at small sizes */
+    tpm_preset p = *tpm_preset_find("m2");
+    p.hidden = 256;
+    p.inter = 128;
+    tpm_moe_weights w;
+    make_weights(&p, 5, &w);
+    const int Ts[] = {1, 9, 200};
+    for (int i = 0; i < 3; i++) {
+        uint16_t *x = make_x(Ts[i], p.hidden, 3 + i);
+        gpu_run r;
+        run_gpu(&w, x, Ts[i], 1, TPM_MOE_PATH_AUTO, &r);
+        check_run(&w, x, &r, 1, 4, 1e-2);
+        free_run(&r);
+        free(x);
+    }
+    free_weights(&w);
+}
+
+static double rel_diff(const uint16_t *a, const uint16_t *b, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double x = tpm_bf16_to_f32(a[i]), y = tpm_bf16_to_f32(b[i]);
+        num += (x - y) * (x - y);
+        den += y * y;
+    }
+    return sqrt(num / (den > 0 ? den : 1));
+}
+
+static void fused_equals_unfused(void **state) {
+    (void)state;
+    const tpm_preset *p = tpm_preset_find("m3-mini");
+    tpm_moe_weights w;
+    make_weights(p, 11, &w);
+    const int Ts[] = {1, 8, 32, 300};
+    for (int i = 0; i < 4; i++) {
+        uint16_t *x = make_x(Ts[i], p->hidden, 40 + i);
+        gpu_run a, b;
+        run_gpu(&w, x, Ts[i], 1, TPM_MOE_PATH_AUTO, &a);
+        run_gpu(&w, x, Ts[i], 0, TPM_MOE_PATH_AUTO, &b);
+        check_run(&w, x, &b, 0, 4, 1e-2);
+        const double d = rel_diff(a.y, b.y, (size_t)Ts[i] * p->hidden);
+        printf("  fused vs unfused T=%d: rel diff %.2e\n", Ts[i], d);
+        assert_true(d < 1e-2);
+        free_run(&a);
+        free_run(&b);
+        free(x);
+    }
+    free_weights(&w);
+}
+
+static void nan_logits_and_overfull(void **state) {
+    (void)state;
+    const tpm_preset *p = tpm_preset_find("m3-mini");
+    tpm_moe_weights w;
+    make_weights(p, 12, &w);
+    const int H = p->hidden, T = 16384;
+    /* expert 3 is overfull (huge bias), expert 5 always NaN (router row NaN) */
+    w.router_bias[3] = 100.0f;
+    for (int h = 0; h < H; h++) w.router[5 * H + h] = NAN;
+    uint16_t *x = make_x(T, H, 99);
+    for (int h = 0; h < H; h++) x[(size_t)17 * H + h] = 0x7fc0; /* token 17: all logits NaN */
+    gpu_run r;
+    run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &r);
+    for (int t = 0; t < T; t++) {
+        if (t == 17) continue;
+        int has3 = 0;
+        for (int s = 0; s < p->top_k; s++) {
+            has3 |= r.sel[(size_t)t * r.K + s] == 3;
+            assert_int_not_equal(r.sel[(size_t)t * r.K + s], 5);
+        }
+        assert_true(has3);
+    }
+    /* all-NaN token: the lowest indices after the sanitized order, all distinct, in range */
+    for (int s = 0; s < p->top_k; s++) {
+        const int e = r.sel[(size_t)17 * r.K + s];
+        assert_true(e >= 0 && e < p->n_experts);
+        for (int s2 = 0; s2 < s; s2++) assert_int_not_equal(e, r.sel[(size_t)17 * r.K + s2]);
+    }
+    free_run(&r);
+    free(x);
+    free_weights(&w);
+}
+
+static void tp2_equals_tp1(void **state) {
+    (void)state;
+    int n = 0;
+    cudaGetDeviceCount(&n);
+    if (n < 2) {
+        printf("  tp2: skipped (one GPU)\n");
+        return;
+    }
+    const tpm_preset *p = tpm_preset_find("m3-mini");
+    tpm_moe_weights w;
+    make_weights(p, 13, &w);
+    const int H = p->hidden, T = 37;
+    uint16_t *x = make_x(T, H, 5);
+    gpu_run ref;
+    run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &ref);
+    void *comms[2] = {NULL, NULL};
+    int devs[2] = {0, 1};
+    assert_int_equal(tpm_cuda_nccl_init_all(2, devs, comms), TPM_OK);
+    for (int path = TPM_MOE_PATH_DECODE; path <= TPM_MOE_PATH_PREFILL; path++) {
+        const int Tp = path == TPM_MOE_PATH_DECODE ? 32 : T;
+        tpm_cuda_moe *m[2];
+        void *dx[2], *dy[2];
+        for (int r = 0; r < 2; r++) {
+            tpm_cuda_moe_desc d = {p, r, 2, r, 1, T, comms[r]};
+            assert_int_equal(tpm_cuda_moe_create(&d, &m[r]), TPM_OK);
+            assert_int_equal(tpm_cuda_moe_upload(m[r], &w), TPM_OK);
+            assert_int_equal(tpm_cuda_moe_set_path(m[r], (tpm_moe_path)path), TPM_OK);
+            assert_int_equal(cudaMalloc(&dx[r], (size_t)T * H * 2), cudaSuccess);
+            assert_int_equal(cudaMalloc(&dy[r], (size_t)T * H * 2), cudaSuccess);
+            assert_int_equal(cudaMemcpy(dx[r], x, (size_t)T * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
+        }
+        /* one thread drives both ranks: the experts, then the all-reduces as one NCCL group */
+        for (int r = 0; r < 2; r++) {
+            cudaSetDevice(r);
+            assert_int_equal(tpm_cuda_moe_route(m[r], dx[r], Tp, NULL), TPM_OK);
+            assert_int_equal(tpm_cuda_moe_experts(m[r], dx[r], Tp, NULL), TPM_OK);
+            assert_int_equal(tpm_cuda_moe_combine(m[r], Tp, dy[r], NULL), TPM_OK);
+        }
+        assert_int_equal(tpm_cuda_nccl_group(1), TPM_OK);
+        for (int r = 0; r < 2; r++) assert_int_equal(tpm_cuda_moe_allreduce(m[r], dy[r], Tp, NULL), TPM_OK);
+        assert_int_equal(tpm_cuda_nccl_group(0), TPM_OK);
+        uint16_t *y = malloc((size_t)T * H * 2), *y1 = malloc((size_t)T * H * 2);
+        for (int r = 0; r < 2; r++) {
+            cudaSetDevice(r);
+            assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+        }
+        assert_int_equal(cudaMemcpy(y, dy[0], (size_t)Tp * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+        assert_int_equal(cudaMemcpy(y1, dy[1], (size_t)Tp * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+        assert_memory_equal(y, y1, (size_t)Tp * H * 2); /* both ranks hold the same sum */
+        const double d = rel_diff(y, ref.y, (size_t)Tp * H);
+        printf("  tp2 vs tp1 path=%d: rel diff %.2e\n", path, d);
+        assert_true(d < 1e-2);
+        free(y);
+        free(y1);
+        for (int r = 0; r < 2; r++) {
+            cudaFree(dx[r]);
+            cudaFree(dy[r]);
+            tpm_cuda_moe_destroy(m[r]);
+        }
+    }
+    cudaSetDevice(0);
+    tpm_cuda_nccl_destroy(comms[0]);
+    tpm_cuda_nccl_destroy(comms[1]);
+    free_run(&ref);
+    free(x);
+    free_weights(&w);
+}
+
+static void bad_arguments(void **state) {
+    (void)state;
+    tpm_cuda_moe *m = NULL;
+    assert_int_equal(tpm_cuda_moe_create(NULL, &m), TPM_ERR_INVALID_ARG);
+    tpm_cuda_moe_desc d = {NULL, 0, 1, 0, 1, 8, NULL};
+    assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_ERR_INVALID_ARG);
+    d.preset = tpm_preset_find("m3-mini");
+    d.tp = 2; /* no communicator */
+    assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_ERR_INVALID_ARG);
+    d.tp = 1;
+    d.max_tokens = 0;
+    assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_ERR_INVALID_ARG);
+    d.max_tokens = 8;
+    assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_OK);
+    void *dx = NULL;
+    assert_int_equal(cudaMalloc(&dx, (size_t)16 * 512 * 2), cudaSuccess);
+    assert_int_equal(tpm_cuda_moe_forward(m, dx, 0, dx, NULL), TPM_ERR_INVALID_ARG);
+    assert_int_equal(tpm_cuda_moe_forward(m, dx, 9, dx, NULL), TPM_ERR_INVALID_ARG);
+    assert_int_equal(tpm_cuda_moe_forward(m, NULL, 1, dx, NULL), TPM_ERR_INVALID_ARG);
+    assert_int_equal(tpm_cuda_moe_upload(m, NULL), TPM_ERR_INVALID_ARG);
+    assert_int_equal(tpm_cuda_moe_get_expert(m, 33, NULL, NULL), TPM_ERR_INVALID_ARG);
+    tpm_cuda_moe_tuning tu;
+    assert_int_equal(tpm_cuda_moe_get_tuning(m, NULL), TPM_ERR_INVALID_ARG);
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, NULL), TPM_ERR_INVALID_ARG);
+    assert_int_equal(tpm_cuda_moe_get_tuning(m, &tu), TPM_OK);
+    tu.decode_kernel = 2;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.decode_kernel = 1;
+    tu.decode_max_tokens = TPM_MOE_DECODE_MAX_NT + 1;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.decode_max_tokens = 8;
+    tu.route_gemm_min = 0;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    cudaFree(dx);
+    tpm_cuda_moe_destroy(m);
+}
+
+int main(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
+        printf("gpu_moe: skipped (no GPU)\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bad_arguments),        cmocka_unit_test(presets_vs_reference),
+        cmocka_unit_test(variants_vs_reference), cmocka_unit_test(m2_like_structure),
+        cmocka_unit_test(fused_equals_unfused),
+        cmocka_unit_test(nan_logits_and_overfull), cmocka_unit_test(tp2_equals_tp1),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#endif
