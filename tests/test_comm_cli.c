@@ -86,10 +86,14 @@ static void test_data_table(void **state) {
 
 static void test_env_codec(void **state) {
     (void)state;
-    expect("TPMOE_QUICK_REDUCE_QUANTIZATION=INT8", "allreduce --ranks 2 --bytes 1M --iters 1", 0,
-           "int8");
-    /* below the quantization window the call is exact, and says so */
-    expect(NULL, "allreduce --ranks 2 --codec int8 --bytes 64K --iters 1", 0, "none applied");
+    expect("TPMOE_QUICK_REDUCE_QUANTIZATION=INT8 TPMOE_QUICK_REDUCE_MIN_BYTES=1M",
+           "allreduce --ranks 2 --bytes 1M --iters 1", 0, "int8");
+    /* a codec from the environment obeys the quantization window (default
+     * from 8 MiB): below it the call is exact, and says so */
+    expect("TPMOE_QUICK_REDUCE_QUANTIZATION=INT8", "allreduce --ranks 2 --bytes 64K --iters 1", 0,
+           "\nnone ");
+    /* a codec named on the command line applies at every size */
+    expect(NULL, "allreduce --ranks 2 --codec int8 --bytes 64K --iters 1", 0, "int8");
     /* an invalid environment fails the run (exit 1) naming the variable */
     expect("TPMOE_QUICK_REDUCE_QUANTIZATION=INT5", "allreduce --ranks 2 --bytes 4K --iters 1", 1,
            "TPMOE_QUICK_REDUCE_QUANTIZATION");

@@ -90,7 +90,9 @@ static void usage(FILE *f) {
         "  --processes            ranks are forked processes over shared memory\n"
         "                         (default: threads of this process)\n"
         "  --codec X[,Y..]        none|int8|int6|int4|fp8|int4_h|int6_h (default: the\n"
-        "                         resolved config, TPMOE_QUICK_REDUCE_QUANTIZATION)\n"
+        "                         resolved config, TPMOE_QUICK_REDUCE_QUANTIZATION, which\n"
+        "                         applies inside the quant window only; a codec named\n"
+        "                         here applies at every size)\n"
         "  --dtype T              bf16|fp16|fp32 (default bf16)\n"
         "  --bytes S              message bytes per rank, K/M/G suffixes (default 1M)\n"
         "  --algo A               auto|oneshot|twoshot (default auto: dispatch table)\n"
@@ -189,6 +191,9 @@ static tpm_config run_config(const ar_run *run) {
     tpm_config cfg = TPM_CONFIG_INIT;
     cfg.backend = TPM_BACKEND_CPU;
     cfg.codec = run->codec;
+    /* A codec named on the command line applies at every size: the policy's
+     * quant window (TPMOE_QUICK_REDUCE_MIN/MAX_BYTES) governs the default. */
+    if (run->codec != TPM_CODEC_DEFAULT) cfg.quant_min_bytes = 0;
     cfg.dtype = run->o->dtype;
     return cfg;
 }

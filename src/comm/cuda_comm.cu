@@ -42,7 +42,6 @@
 #include "comm/comm_internal.h"
 #include "comm/cuda_comm.h"
 
-#include <cuda.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -477,10 +476,9 @@ extern "C" tpm_status tpm_cuda_comm_init(struct tpm_comm *c) {
     mine.ts_slot = im->base.ts_slot;
     mine.ipc_ok = 1;
     if (n > 1) {
-        CUdeviceptr base = 0;
-        size_t range = 0;
-        if (cuMemGetAddressRange(&base, &range, (CUdeviceptr)(uintptr_t)im->buf) == CUDA_SUCCESS)
-            mine.offset = (uint64_t)((uintptr_t)im->buf - (uintptr_t)base);
+        /* im->buf is our own cudaMalloc, i.e. the allocation base: offset 0.
+         * (No driver-API call: the library must load where no driver is.) */
+        mine.offset = 0;
         cudaError_t e = cudaIpcGetMemHandle(&mine.handle, im->buf);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
