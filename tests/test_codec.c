@@ -15,6 +15,7 @@
 #include "codec/codec.h"
 #include "codec/codec_format.h"
 #include "internal.h"
+#include "util/splitmix.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -26,23 +27,9 @@ static const tpm_codec k_lossy[] = {TPM_CODEC_INT8, TPM_CODEC_INT6,   TPM_CODEC_
 #define N_LOSSY (sizeof k_lossy / sizeof k_lossy[0])
 
 /* MARK: helpers */
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double rng_unif(uint64_t *s) { return ((double)(rng_next(s) >> 11) + 0.5) / 9007199254740992.0; }
-
-static double rng_gauss(uint64_t *s) {
-    double u = rng_unif(s), v = rng_unif(s);
-    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
-}
-
 /* n Gaussian values stored as dtype dt (scale sigma). */
 static void fill(uint64_t *s, void *p, tpm_dtype dt, size_t n, double sigma) {
-    for (size_t i = 0; i < n; i++) tpm_store_f32(p, (int)dt, i, (float)(rng_gauss(s) * sigma));
+    for (size_t i = 0; i < n; i++) tpm_store_f32(p, (int)dt, i, (float)(tu_sm_gauss(s) * sigma));
 }
 
 static int same_bits(float a, float b) { return tpm_f32_bits(a) == tpm_f32_bits(b); }
@@ -152,8 +139,8 @@ static void test_e4m3_random(void **state) {
     uint64_t s = 77;
     for (int i = 0; i < 20000; i++) {
         /* log-uniform magnitudes over 2^-14 .. 2^10, both signs */
-        double e = -14.0 + 24.0 * rng_unif(&s);
-        float f = (float)(exp2(e) * (rng_next(&s) & 1 ? -1.0 : 1.0));
+        double e = -14.0 + 24.0 * tu_sm_unif(&s);
+        float f = (float)(exp2(e) * (tu_sm_next(&s) & 1 ? -1.0 : 1.0));
         if (tpm_f32_to_e4m3(f) != e4m3_brute(f)) fail_msg("e4m3(%a) = %#x, want %#x", (double)f,
                                                           tpm_f32_to_e4m3(f), e4m3_brute(f));
     }
@@ -219,7 +206,7 @@ static void test_hadamard(void **state) {
     for (int rep = 0; rep < 100; rep++) {
         float x[32], y[32];
         double n0 = 0, n1 = 0, err = 0;
-        for (int i = 0; i < 32; i++) x[i] = y[i] = (float)rng_gauss(&s);
+        for (int i = 0; i < 32; i++) x[i] = y[i] = (float)tu_sm_gauss(&s);
         tpm_hadamard32(y);
         for (int i = 0; i < 32; i++) {
             n0 += (double)x[i] * x[i];
@@ -265,7 +252,7 @@ static void test_extreme_exact(void **state) {
      * bf16 value: m = 448 * 2^-3 * 1.5 = 84. */
     float x[32], y[32];
     uint8_t codes[32];
-    for (int i = 0; i < 32; i++) x[i] = (float)(rng_gauss(&s) * 10.0);
+    for (int i = 0; i < 32; i++) x[i] = (float)(tu_sm_gauss(&s) * 10.0);
     x[17] = -84.0f;
     uint16_t sb = tpm_codec_quantize_block(TPM_FMT_FP8, x, codes);
     assert_int_equal(sb, tpm_f32_to_bf16(0.1875f));
@@ -313,7 +300,7 @@ static void test_int_rounding_ties(void **state) {
         x[0] = (float)(-q) * 0.0625f; /* scale 1/16: x * inv is exactly k + 0.5 */
         want[0] = 0;
         for (int i = 1; i < 32; i++) {
-            int j = (int)(rng_next(&s) % (uint64_t)(2 * q - 1)) - q; /* -q .. q-2 */
+            int j = (int)(tu_sm_next(&s) % (uint64_t)(2 * q - 1)) - q; /* -q .. q-2 */
             x[i] = ((float)j + 0.5f) * 0.0625f;
             want[i] = ((j & 1) ? j + 1 : j) + q; /* the even neighbour, biased */
         }
@@ -345,13 +332,13 @@ static void test_zero_and_tiny_blocks(void **state) {
         for (int i = 32; i < 64; i++) assert_true(out[i] == 0.0f);
         for (int i = 0; i < 32; i++) assert_true(isfinite(out[i]));
         /* Tiny values whose scale would be a bf16 subnormal: flushed, zeros. */
-        for (int i = 32; i < 64; i++) in[i] = (float)(rng_gauss(&s) * 1e-38);
+        for (int i = 32; i < 64; i++) in[i] = (float)(tu_sm_gauss(&s) * 1e-38);
         assert_int_equal(tpm_codec_encode(c, TPM_DTYPE_FP32, in, N, wire, wb), TPM_OK);
         assert_int_equal(wire_scale(c, wire, 3, 1), 0);
         assert_int_equal(tpm_codec_decode(c, TPM_DTYPE_FP32, wire, wb, N, out), TPM_OK);
         for (int i = 32; i < 64; i++) assert_true(out[i] == 0.0f);
         /* Small but normal scales still quantize (fp16 subnormal inputs). */
-        for (int i = 32; i < 64; i++) in[i] = (float)(rng_gauss(&s) * 0x1p-20);
+        for (int i = 32; i < 64; i++) in[i] = (float)(tu_sm_gauss(&s) * 0x1p-20);
         assert_int_equal(tpm_codec_encode(c, TPM_DTYPE_FP32, in, N, wire, wb), TPM_OK);
         assert_int_not_equal(wire_scale(c, wire, 3, 1), 0);
     }
@@ -372,7 +359,7 @@ static void test_nonfinite_containment(void **state) {
                 uint8_t in_dt[N * 4], wire_ok[512], wire[512];
                 fill(&s, in, TPM_DTYPE_FP32, N, 2.0);
                 size_t pb = (k + v + (size_t)dt) % NB; /* poisoned block (maybe the tail) */
-                size_t pi = pb * 32 + (size_t)(rng_next(&s) % (pb == NB - 1 ? 25 : 32));
+                size_t pi = pb * 32 + (size_t)(tu_sm_next(&s) % (pb == NB - 1 ? 25 : 32));
                 for (size_t i = 0; i < N; i++) tpm_store_f32(in_dt, dt, i, in[i]);
                 assert_int_equal(tpm_codec_encode(c, (tpm_dtype)dt, in_dt, N, wire_ok, wb), TPM_OK);
                 tpm_store_f32(in_dt, dt, pi, bad[v]);

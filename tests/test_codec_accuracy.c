@@ -18,6 +18,7 @@
 
 #include "codec/codec.h"
 #include "codec/codec_format.h"
+#include "util/splitmix.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -29,29 +30,6 @@ static const tpm_codec k_lossy[] = {TPM_CODEC_INT8, TPM_CODEC_INT6,   TPM_CODEC_
 #define N_LOSSY (sizeof k_lossy / sizeof k_lossy[0])
 
 /* MARK: data */
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double rng_unif(uint64_t *s) { return ((double)(rng_next(s) >> 11) + 0.5) / 9007199254740992.0; }
-
-static double rng_gauss(uint64_t *s) {
-    double u = rng_unif(s), v = rng_unif(s);
-    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
-}
-
-static double rng_t3(uint64_t *s) {
-    double chi = 0;
-    for (int k = 0; k < 3; k++) {
-        double z = rng_gauss(s);
-        chi += z * z;
-    }
-    return rng_gauss(s) / sqrt(chi / 3.0);
-}
-
 enum { DATA_GAUSS, DATA_T3, DATA_OUTLIER, DATA_COUNT };
 static const char *const k_data_names[] = {"Gaussian", "Student-t(3)", "Gaussian, every 97th x30"};
 
@@ -59,7 +37,7 @@ static const char *const k_data_names[] = {"Gaussian", "Student-t(3)", "Gaussian
  * activations are. Outlier channels are the same on every rank. */
 static void make_data(int kind, uint64_t *s, float *x, size_t n, int world) {
     for (size_t i = 0; i < n * (size_t)world; i++) {
-        double v = kind == DATA_T3 ? rng_t3(s) : rng_gauss(s);
+        double v = kind == DATA_T3 ? tu_sm_t3(s) : tu_sm_gauss(s);
         if (kind == DATA_OUTLIER && (i % n) % 97 == 0) v *= 30.0;
         x[i] = tpm_bf16_to_f32(tpm_f32_to_bf16((float)v));
     }

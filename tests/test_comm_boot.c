@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "comm/cpu_comm.h"
+#include "util/splitmix.h"
 
 #include <dirent.h>
 #include <pthread.h>
@@ -82,17 +83,10 @@ static int teardown(void **state) {
 }
 
 /* MARK: data */
-static uint64_t splitmix(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static void fill_bytes(uint8_t *p, size_t n, uint64_t seed) {
     uint64_t s = seed * 0x2545f4914f6cdd1dull + 12345;
     for (size_t i = 0; i < n; i++)
-        p[i] = (uint8_t)(splitmix(&s) >> 56);
+        p[i] = (uint8_t)(tu_sm_next(&s) >> 56);
 }
 
 static uint64_t bseed(int call, int rank) {

@@ -15,18 +15,12 @@
 #include "codec/codec.h"
 #include "numeric.h"
 #include "tpmoe.h"
+#include "util/splitmix.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t tr_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 /* Roughly Gaussian nonzero values (sum of 4 uniforms), a few larger ones. */
 static void tr_fill(void *buf, tpm_dtype dt, size_t n, uint64_t seed) {
@@ -34,7 +28,7 @@ static void tr_fill(void *buf, tpm_dtype dt, size_t n, uint64_t seed) {
     for (size_t i = 0; i < n; i++) {
         double v = 0;
         for (int k = 0; k < 4; k++)
-            v += (double)(tr_next(&s) >> 11) * (1.0 / 9007199254740992.0) - 0.5;
+            v += (double)(tu_sm_next(&s) >> 11) * (1.0 / 9007199254740992.0) - 0.5;
         if (v == 0) v = 0.125;
         if (i % 61 == 7) v *= 8;
         tpm_store_f32(buf, (int)dt, i, (float)v);

@@ -5,11 +5,12 @@
  * tests/test_codec.c (CPU) and the CUDA codec test hold the encoders and
  * decoders to these bytes. File format and build command: README.md here.
  *
- * The input is deterministic (splitmix64 + Box-Muller); it is stored in the
- * files, so the checks never depend on regenerating it.
+ * The input is deterministic (splitmix64 + Box-Muller, tests/util/splitmix.h);
+ * it is stored in the files, so the checks never depend on regenerating it.
  */
 #include "tpmoe.h"
 #include "codec/codec_format.h"
+#include "../util/splitmix.h" /* the generator the tests share */
 
 #include <math.h>
 #include <stdio.h>
@@ -20,29 +21,6 @@
 #define N_TAIL 13
 #define N_VALUES (NBLK_FULL * 32 + N_TAIL) /* 557 */
 
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double rng_unif(uint64_t *s) { return ((double)(rng_next(s) >> 11) + 0.5) / 9007199254740992.0; }
-
-static double rng_gauss(uint64_t *s) {
-    double u = rng_unif(s), v = rng_unif(s);
-    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
-}
-
-static double rng_t3(uint64_t *s) {
-    double chi = 0;
-    for (int k = 0; k < 3; k++) {
-        double z = rng_gauss(s);
-        chi += z * z;
-    }
-    return rng_gauss(s) / sqrt(chi / 3.0);
-}
-
 /* A block of values on exact rounding midpoints of an INT format with
  * most-negative code -q: x[0] = -q*u sets the scale to u, the others are
  * (k + 0.5) * u. */
@@ -50,7 +28,7 @@ static void int_midpoints(uint64_t *s, float *x, int q, int kmax) {
     const float u = 0.0625f;
     x[0] = (float)(-q) * u;
     for (int i = 1; i < 32; i++) {
-        int k = (int)(rng_next(s) % (uint64_t)(2 * kmax)) - kmax;
+        int k = (int)(tu_sm_next(s) % (uint64_t)(2 * kmax)) - kmax;
         x[i] = ((float)k + 0.5f) * u;
     }
 }
@@ -59,29 +37,29 @@ static void int_midpoints(uint64_t *s, float *x, int q, int kmax) {
 static void make_input(float *x) {
     uint64_t s = 20261130;
     float *b;
-    for (int i = 0; i < 64; i++) x[i] = (float)rng_gauss(&s); /* blocks 0-1 */
-    for (int i = 64; i < 128; i++) x[i] = (float)rng_t3(&s);  /* blocks 2-3 */
+    for (int i = 0; i < 64; i++) x[i] = (float)tu_sm_gauss(&s); /* blocks 0-1 */
+    for (int i = 64; i < 128; i++) x[i] = (float)tu_sm_t3(&s);  /* blocks 2-3 */
     b = x + 4 * 32; /* outlier channels x30 */
-    for (int i = 0; i < 32; i++) b[i] = (float)(rng_gauss(&s) * (i % 7 == 3 ? 30.0 : 1.0));
+    for (int i = 0; i < 32; i++) b[i] = (float)(tu_sm_gauss(&s) * (i % 7 == 3 ? 30.0 : 1.0));
     b = x + 5 * 32; /* all zero, both signs */
     for (int i = 0; i < 32; i++) b[i] = (i & 1) ? -0.0f : 0.0f;
     b = x + 6 * 32; /* NaN block */
-    for (int i = 0; i < 32; i++) b[i] = (float)rng_gauss(&s);
+    for (int i = 0; i < 32; i++) b[i] = (float)tu_sm_gauss(&s);
     b[5] = NAN;
     b = x + 7 * 32; /* Inf block */
-    for (int i = 0; i < 32; i++) b[i] = (float)rng_gauss(&s);
+    for (int i = 0; i < 32; i++) b[i] = (float)tu_sm_gauss(&s);
     b[3] = INFINITY;
     b[20] = -INFINITY;
     b = x + 8 * 32; /* tiny: fp16 subnormals, normal in bf16 */
-    for (int i = 0; i < 32; i++) b[i] = (float)(rng_gauss(&s) * 0x1p-18);
+    for (int i = 0; i < 32; i++) b[i] = (float)(tu_sm_gauss(&s) * 0x1p-18);
     b = x + 9 * 32; /* tinier: bf16 subnormals (scale flushes to 0), 0 in fp16 */
-    for (int i = 0; i < 32; i++) b[i] = (float)(rng_gauss(&s) * 1e-38);
+    for (int i = 0; i < 32; i++) b[i] = (float)(tu_sm_gauss(&s) * 1e-38);
     b = x + 10 * 32; /* extreme tie, +a first */
-    for (int i = 0; i < 32; i++) b[i] = (float)(rng_gauss(&s) * 0.5);
+    for (int i = 0; i < 32; i++) b[i] = (float)(tu_sm_gauss(&s) * 0.5);
     b[3] = 3.0f;
     b[20] = -3.0f;
     b = x + 11 * 32; /* extreme tie, -a first */
-    for (int i = 0; i < 32; i++) b[i] = (float)(rng_gauss(&s) * 0.5);
+    for (int i = 0; i < 32; i++) b[i] = (float)(tu_sm_gauss(&s) * 0.5);
     b[2] = -2.5f;
     b[30] = 2.5f;
     int_midpoints(&s, x + 12 * 32, 128, 64); /* INT8 ties (|k+0.5| fits bf16) */
@@ -90,13 +68,13 @@ static void make_input(float *x) {
     b = x + 15 * 32; /* FP8 ties: scale 0.25, midpoints between e4m3 values */
     b[0] = 448.0f * 0.25f;
     for (int i = 1; i < 32; i++) {
-        uint8_t c = (uint8_t)(rng_next(&s) % 0x7e); /* 0x00..0x7d: c+1 finite */
+        uint8_t c = (uint8_t)(tu_sm_next(&s) % 0x7e); /* 0x00..0x7d: c+1 finite */
         float mid = (tpm_e4m3_to_f32(c) + tpm_e4m3_to_f32((uint8_t)(c + 1))) * 0.5f;
         b[i] = ((i & 1) ? -mid : mid) * 0.25f;
     }
     b = x + 16 * 32; /* large values */
-    for (int i = 0; i < 32; i++) b[i] = (float)(rng_gauss(&s) * 100.0);
-    for (int i = NBLK_FULL * 32; i < N_VALUES; i++) x[i] = (float)rng_gauss(&s); /* tail */
+    for (int i = 0; i < 32; i++) b[i] = (float)(tu_sm_gauss(&s) * 100.0);
+    for (int i = NBLK_FULL * 32; i < N_VALUES; i++) x[i] = (float)tu_sm_gauss(&s); /* tail */
 }
 
 static void put_u32(unsigned char *p, uint32_t v) {

@@ -1,5 +1,6 @@
 /* test_util.c - see test_util.h. */
 #include "util/test_util.h"
+#include "util/splitmix.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -15,12 +16,7 @@ uint64_t tu_seed(void) {
     return s;
 }
 
-uint64_t tu_next(tu_rng *r) {
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+uint64_t tu_next(tu_rng *r) { return tu_sm_next(&r->s); }
 
 double tu_uniform(tu_rng *r) { return (double)(tu_next(r) >> 11) * (1.0 / 9007199254740992.0); }
 

@@ -1,7 +1,8 @@
 /*
  * test_util.h - helpers shared by the cmocka tests (every .c file in tests/util is linked
  * into every test program): a seeded RNG for fresh test data, output
- * poisoning, tensor comparison and temporary file paths.
+ * poisoning, tensor comparison and temporary file paths. splitmix.h (header
+ * only) is the generator on a bare uint64_t state that tu_next steps.
  */
 #ifndef TPM_TEST_UTIL_H
 #define TPM_TEST_UTIL_H
