@@ -16,14 +16,13 @@
 
 #include "comm/cpu_comm.h"
 #include "util/splitmix.h"
+#include "util/test_proc.h"
 
-#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,24 +59,13 @@ static char g_dir[64];
 
 static int setup(void **state) {
     (void)state;
-    snprintf(g_dir, sizeof g_dir, "/tmp/tpmoe-boot-XXXXXX");
-    assert_non_null(mkdtemp(g_dir));
+    assert_non_null(tu_mkdtemp(g_dir, sizeof g_dir, "boot"));
     return 0;
-}
-
-static int count_entries(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
-    closedir(d);
-    return n;
 }
 
 static int teardown(void **state) {
     (void)state;
-    assert_int_equal(count_entries(g_dir), 0); /* nothing left behind */
+    assert_int_equal(tu_count_entries(g_dir), 0); /* nothing left behind */
     rmdir(g_dir);
     return 0;
 }
@@ -106,12 +94,7 @@ static size_t slot_bytes(int W) {
 
 static tpm_status resolve(int rank, int W, const char *dir, int timeout_ms,
                           tpm_resolved_config *rc) {
-    tpm_config cfg = TPM_CONFIG_INIT;
-    cfg.backend = TPM_BACKEND_CPU;
-    cfg.rank = rank;
-    cfg.world_size = W;
-    cfg.rendezvous = dir;
-    cfg.timeout_ms = timeout_ms;
+    tpm_config cfg = tu_cpu_config(rank, W, dir, timeout_ms);
     cfg.buffer_bytes = 1 << 20; /* the bootstrap arena ignores it */
     return tpm_config_resolve(&cfg, rc, NULL, 0);
 }
@@ -131,18 +114,14 @@ static tpm_status do_call(void *boot, int k, int rank, int W, uint8_t *out, uint
 }
 
 /* MARK: processes */
-static void child(const bspec *s, int rank) {
+static void child(const void *arg, int rank) {
+    const bspec *s = arg;
     bshared *sh = s->sh;
     tpm_resolved_config rc;
     tpm_status st = resolve(rank, s->W, g_dir, s->timeout_ms, &rc);
     /* A CPU comm and a bootstrap over the same directory, both alive. */
     tpm_comm_t comm = NULL;
-    tpm_config cc = TPM_CONFIG_INIT;
-    cc.backend = TPM_BACKEND_CPU;
-    cc.rank = rank;
-    cc.world_size = s->W;
-    cc.rendezvous = g_dir;
-    cc.timeout_ms = s->timeout_ms;
+    tpm_config cc = tu_cpu_config(rank, s->W, g_dir, s->timeout_ms);
     if (st == TPM_OK && s->mode == MODE_OK) st = tpm_comm_init(&comm, &cc);
     void *boot = NULL;
     if (st == TPM_OK) st = tpm_cpu_bootstrap_init(&rc, &boot);
@@ -151,7 +130,7 @@ static void child(const bspec *s, int rank) {
         snprintf(sh->msg[rank], MSG, "%s", tpm_last_error());
         _exit(1);
     }
-    sh->dir_entries[rank] = count_entries(g_dir);
+    sh->dir_entries[rank] = tu_count_entries(g_dir);
     uint8_t *in = malloc(MAXBYTES), *exp = malloc(slot_bytes(s->W));
     sh->status[rank] = TPM_OK;
     for (int k = 0; k < NCALLS; k++) {
@@ -209,9 +188,8 @@ static bspec make_spec(int W, int mode) {
     s.mode = mode;
     s.victim = -1;
     s.timeout_ms = 20000;
-    size_t total = sizeof(bshared) + (size_t)NCALLS * (size_t)W * slot_bytes(W);
-    void *mem = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    assert_true(mem != MAP_FAILED);
+    void *mem = tu_shared_alloc(sizeof(bshared) + (size_t)NCALLS * (size_t)W * slot_bytes(W));
+    assert_non_null(mem);
     s.sh = (bshared *)mem;
     s.out = (uint8_t *)mem + sizeof(bshared);
     for (int i = 0; i < MAXW; i++)
@@ -220,27 +198,16 @@ static bspec make_spec(int W, int mode) {
 }
 
 static void free_spec(bspec *s) {
-    munmap(s->sh, sizeof(bshared) + (size_t)NCALLS * (size_t)s->W * slot_bytes(s->W));
+    tu_shared_free(s->sh, sizeof(bshared) + (size_t)NCALLS * (size_t)s->W * slot_bytes(s->W));
 }
 
 static void spawn(const bspec *s, pid_t *pids) {
-    fflush(NULL);
-    for (int i = 0; i < s->W; i++) {
-        pid_t p = fork();
-        assert_true(p >= 0);
-        if (p == 0) child(s, i);
-        pids[i] = p;
-    }
+    assert_int_equal(tu_spawn(s->W, child, s, pids), 0);
 }
 
 /* Reap the victim last, so it stays a zombie while the others look at it. */
 static void reap(const bspec *s, const pid_t *pids) {
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < s->W; i++) {
-            if ((i == s->victim) != (pass == 1)) continue;
-            int ws;
-            assert_int_equal(waitpid(pids[i], &ws, 0), pids[i]);
-        }
+    assert_int_equal(tu_reap(pids, s->W, s->victim), 0);
 }
 
 static void run_world(int W) {

@@ -14,15 +14,13 @@
 
 #include "comm/cpu_comm.h"
 #include "test_comm_ref.h"
+#include "util/test_proc.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -67,8 +65,7 @@ static char g_dir[64];
 
 static int setup(void **state) {
     (void)state;
-    snprintf(g_dir, sizeof g_dir, "/tmp/tpmoe-test-XXXXXX");
-    assert_non_null(mkdtemp(g_dir));
+    assert_non_null(tu_mkdtemp(g_dir, sizeof g_dir, "test"));
     return 0;
 }
 
@@ -81,21 +78,12 @@ static int teardown(void **state) {
     return 0;
 }
 
-static int count_entries(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
-    closedir(d);
-    return n;
-}
-
 static uint64_t pseed(int call, int rank) {
     return 7777u + (uint64_t)call * 131u + (uint64_t)rank;
 }
 
-static void child(const pspec *s, int idx) {
+static void child(const void *arg, int idx) {
+    const pspec *s = arg;
     int rank = s->rank_of[idx];
     tpm_config cfg = TPM_CONFIG_INIT;
     cfg.backend = TPM_BACKEND_CPU;
@@ -121,7 +109,7 @@ static void child(const pspec *s, int idx) {
         snprintf(s->sh->msg[idx], MSG, "%s", tpm_last_error());
         _exit(1);
     }
-    s->sh->dir_entries_after_init[idx] = count_entries(s->dir);
+    s->sh->dir_entries_after_init[idx] = tu_count_entries(s->dir);
     uint8_t *in = malloc(s->max_bytes), *tmp = malloc(s->max_bytes);
     for (long it = 0;; it++) {
         int k = (int)(it % s->ncalls);
@@ -150,20 +138,11 @@ static void child(const pspec *s, int idx) {
 }
 
 static void spawn(pspec *s, pid_t *pids) {
-    fflush(NULL);
-    for (int i = 0; i < s->W; i++) {
-        pid_t p = fork();
-        assert_true(p >= 0);
-        if (p == 0) child(s, i);
-        pids[i] = p;
-    }
+    assert_int_equal(tu_spawn(s->W, child, s, pids), 0);
 }
 
 static void reap(const pspec *s, const pid_t *pids) {
-    for (int i = 0; i < s->W; i++) {
-        int ws;
-        assert_int_equal(waitpid(pids[i], &ws, 0), pids[i]);
-    }
+    assert_int_equal(tu_reap(pids, s->W, -1), 0);
 }
 
 static pspec make_spec(int W, const pcall *calls, int ncalls) {
@@ -183,9 +162,8 @@ static pspec make_spec(int W, const pcall *calls, int ncalls) {
         size_t b = calls[k].count * tpm_dtype_size(calls[k].dt);
         if (b > s.max_bytes) s.max_bytes = b;
     }
-    size_t total = sizeof(pshared) + (size_t)ncalls * (size_t)W * s.max_bytes;
-    void *mem = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    assert_true(mem != MAP_FAILED);
+    void *mem = tu_shared_alloc(sizeof(pshared) + (size_t)ncalls * (size_t)W * s.max_bytes);
+    assert_non_null(mem);
     s.sh = (pshared *)mem;
     s.out = (uint8_t *)mem + sizeof(pshared);
     for (int i = 0; i < MAXW; i++)
@@ -194,7 +172,7 @@ static pspec make_spec(int W, const pcall *calls, int ncalls) {
 }
 
 static void free_spec(pspec *s) {
-    munmap(s->sh, sizeof(pshared) + (size_t)s->ncalls * (size_t)s->W * s->max_bytes);
+    tu_shared_free(s->sh, sizeof(pshared) + (size_t)s->ncalls * (size_t)s->W * s->max_bytes);
 }
 
 /* MARK: results */
@@ -293,11 +271,7 @@ static void test_proc_kill(void **state) {
     double t0 = tpm_now_s();
     assert_int_equal(kill(pids[2], SIGKILL), 0);
     /* reap the survivors first so the killed one stays a zombie meanwhile */
-    static const int order[] = {0, 1, 3, 2};
-    for (int k = 0; k < 4; k++) {
-        int ws;
-        assert_int_equal(waitpid(pids[order[k]], &ws, 0), pids[order[k]]);
-    }
+    assert_int_equal(tu_reap(pids, 4, 2), 0);
     double dt = tpm_now_s() - t0;
     assert_true(dt < 10.0);
     for (int i = 0; i < 4; i++) {
@@ -348,12 +322,7 @@ static void test_proc_duplicate_rank(void **state) {
 }
 
 static tpm_status init_alone(int rank, int world, const char *dir, int timeout_ms, tpm_comm_t *c) {
-    tpm_config cfg = TPM_CONFIG_INIT;
-    cfg.backend = TPM_BACKEND_CPU;
-    cfg.rank = rank;
-    cfg.world_size = world;
-    cfg.rendezvous = dir;
-    cfg.timeout_ms = timeout_ms;
+    tpm_config cfg = tu_cpu_config(rank, world, dir, timeout_ms);
     *c = NULL;
     return tpm_comm_init(c, &cfg);
 }
@@ -367,7 +336,7 @@ static void test_proc_rendezvous_errors(void **state) {
     assert_true(tpm_now_s() - t0 < 3.0);
     assert_non_null(strstr(tpm_last_error(), "ranks 1 2"));
     assert_null(c);
-    assert_int_equal(count_entries(g_dir), 0); /* socket cleaned up */
+    assert_int_equal(tu_count_entries(g_dir), 0); /* socket cleaned up */
     assert_int_equal(init_alone(1, 2, g_dir, 200, &c), TPM_ERR_TIMEOUT);
     assert_non_null(strstr(tpm_last_error(), "rank 0"));
     /* a group-readable directory is refused on every rank */
