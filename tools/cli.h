@@ -37,6 +37,10 @@ int cli_parse_int(const char *s, long long lo, long long hi, long long *out);
 int cli_parse_size(const char *s, int64_t *out);
 /* Parse "A:B" (powers of two from A to B) or "a,b,c" sizes; returns count. */
 int cli_parse_size_list(const char *s, int64_t *out, int max);
+/* Index of s among names[0..n-1], or -1. */
+int cli_parse_choice(const char *s, const char *const *names, int n);
+/* auto | oneshot | twoshot (NCCL is not a command-line choice); 0 on success. */
+int cli_parse_algo(const char *s, tpm_algo *out);
 /* Deterministic PRNG for test data (splitmix64 + Box-Muller). */
 typedef struct cli_rng { uint64_t s; } cli_rng;
 uint64_t cli_rng_next(cli_rng *r);

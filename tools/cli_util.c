@@ -58,6 +58,21 @@ int cli_parse_size_list(const char *s, int64_t *out, int max) {
     return k;
 }
 
+int cli_parse_choice(const char *s, const char *const *names, int n) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(s, names[i])) return i;
+    return -1;
+}
+
+int cli_parse_algo(const char *s, tpm_algo *out) {
+    /* indexed by tpm_algo */
+    static const char *const names[] = {"auto", "oneshot", "twoshot"};
+    int k = cli_parse_choice(s, names, 3);
+    if (k < 0) return -1;
+    *out = (tpm_algo)k;
+    return 0;
+}
+
 uint64_t cli_rng_next(cli_rng *r) {
     uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;

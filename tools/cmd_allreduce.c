@@ -432,13 +432,7 @@ static int parse_opts(int argc, char **argv, ar_opts *o) {
                 return cli_usage_error(cmd, "--bytes %s: want a size from 1 to 4G (K/M/G suffixes)",
                                        v);
         } else if (!strcmp(a, "--algo")) {
-            if (!strcmp(v, "auto"))
-                o->algo = TPM_ALGO_AUTO;
-            else if (!strcmp(v, "oneshot"))
-                o->algo = TPM_ALGO_ONESHOT;
-            else if (!strcmp(v, "twoshot"))
-                o->algo = TPM_ALGO_TWOSHOT;
-            else
+            if (cli_parse_algo(v, &o->algo))
                 return cli_usage_error(cmd, "--algo %s: want auto, oneshot or twoshot", v);
         } else if (!strcmp(a, "--iters")) {
             if (cli_parse_int(v, 1, AR_MAX_ITERS, &x))

@@ -114,23 +114,15 @@ static int parse(int argc, char **argv, opts *o) {
             if (cli_parse_int(v, 1, 100000, &o->iters))
                 return cli_usage_error(CMD, "--iters '%s': want >= 1", v);
         } else if (!strcmp(a, "--fuse-shared")) {
-            if (!strcmp(v, "auto"))
-                o->fuse = -1;
-            else if (!strcmp(v, "0"))
-                o->fuse = 0;
-            else if (!strcmp(v, "1"))
-                o->fuse = 1;
-            else
-                return cli_usage_error(CMD, "--fuse-shared '%s': want auto, 0 or 1", v);
+            static const char *const fuse_names[] = {"auto", "0", "1"}; /* -1, 0, 1 */
+            int k = cli_parse_choice(v, fuse_names, 3);
+            if (k < 0) return cli_usage_error(CMD, "--fuse-shared '%s': want auto, 0 or 1", v);
+            o->fuse = k - 1;
         } else if (!strcmp(a, "--backend")) {
-            if (!strcmp(v, "cpu"))
-                o->backend = TPM_BACKEND_CPU;
-            else if (!strcmp(v, "cuda"))
-                o->backend = TPM_BACKEND_CUDA;
-            else if (!strcmp(v, "auto"))
-                o->backend = TPM_BACKEND_AUTO;
-            else
-                return cli_usage_error(CMD, "--backend '%s': want cpu, cuda or auto", v);
+            static const char *const backend_names[] = {"auto", "cpu", "cuda"}; /* tpm_backend */
+            int k = cli_parse_choice(v, backend_names, 3);
+            if (k < 0) return cli_usage_error(CMD, "--backend '%s': want cpu, cuda or auto", v);
+            o->backend = (tpm_backend)k;
         } else if (!strcmp(a, "--dtype")) {
             if (tpm_dtype_parse(v, &o->dtype) != TPM_OK)
                 return cli_usage_error(CMD, "--dtype '%s': want bf16, fp16 or fp32", v);
@@ -139,13 +131,7 @@ static int parse(int argc, char **argv, opts *o) {
                 return cli_usage_error(
                     CMD, "--codec '%s': want none, int8, int6, int4, fp8, int4_h or int6_h", v);
         } else if (!strcmp(a, "--algo")) {
-            if (!strcmp(v, "auto"))
-                o->algo = TPM_ALGO_AUTO;
-            else if (!strcmp(v, "oneshot"))
-                o->algo = TPM_ALGO_ONESHOT;
-            else if (!strcmp(v, "twoshot"))
-                o->algo = TPM_ALGO_TWOSHOT;
-            else
+            if (cli_parse_algo(v, &o->algo))
                 return cli_usage_error(CMD, "--algo '%s': want auto, oneshot or twoshot", v);
             o->algo_set = 1;
         } else {
