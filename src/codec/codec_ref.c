@@ -108,9 +108,10 @@ size_t tpm_codec_encoded_bytes(tpm_codec codec, size_t n) {
     return tpm_codec_wire_bytes(codec, tpm_codec_nblocks(n));
 }
 
-/* Common argument checks of encode/decode. */
+/* Common argument checks of encode/decode; wire_bytes (named wire_name in
+ * the message) is the size of the encoded side. */
 static tpm_status check_args(const char *fn, tpm_codec codec, tpm_dtype dtype, const void *in,
-                             const void *out, size_t n) {
+                             const void *out, size_t n, const char *wire_name, size_t wire_bytes) {
     TPM_ARG_CHECK(in && out, "%s: null %s pointer", fn, in ? "output" : "input");
     TPM_ARG_CHECK((int)codec >= 0 && codec < TPM_CODEC_COUNT_,
                   "%s: invalid codec %d (accepted: INT8, INT6, INT4, FP8, INT4_H, INT6_H)", fn,
@@ -121,16 +122,15 @@ static tpm_status check_args(const char *fn, tpm_codec codec, tpm_dtype dtype, c
     TPM_ARG_CHECK((int)dtype >= 0 && dtype < TPM_DTYPE_COUNT_,
                   "%s: invalid dtype %d (accepted: bf16, fp16, fp32)", fn, (int)dtype);
     TPM_ARG_CHECK(n <= CODEC_MAX_N, "%s: n = %zu values is too large", fn, n);
+    size_t need = tpm_codec_encoded_bytes(codec, n);
+    TPM_ARG_CHECK(wire_bytes >= need, "%s: %s = %zu, %s needs %zu for %zu values", fn, wire_name,
+                  wire_bytes, tpm_codec_name(codec), need, n);
     return TPM_OK;
 }
 
 tpm_status tpm_codec_encode(tpm_codec codec, tpm_dtype dtype, const void *in, size_t n, void *out,
                             size_t out_bytes) {
-    TPM_TRY(check_args("tpm_codec_encode", codec, dtype, in, out, n));
-    size_t need = tpm_codec_encoded_bytes(codec, n);
-    TPM_ARG_CHECK(out_bytes >= need,
-                  "tpm_codec_encode: out_bytes = %zu, %s needs %zu for %zu values", out_bytes,
-                  tpm_codec_name(codec), need, n);
+    TPM_TRY(check_args("tpm_codec_encode", codec, dtype, in, out, n, "out_bytes", out_bytes));
     int fmt = tpm_codec_fmt((int)codec);
     size_t nblk = tpm_codec_nblocks(n);
     uint8_t *wire = (uint8_t *)out;
@@ -145,11 +145,7 @@ tpm_status tpm_codec_encode(tpm_codec codec, tpm_dtype dtype, const void *in, si
 
 tpm_status tpm_codec_decode(tpm_codec codec, tpm_dtype dtype, const void *in, size_t in_bytes,
                             size_t n, void *out) {
-    TPM_TRY(check_args("tpm_codec_decode", codec, dtype, in, out, n));
-    size_t need = tpm_codec_encoded_bytes(codec, n);
-    TPM_ARG_CHECK(in_bytes >= need,
-                  "tpm_codec_decode: in_bytes = %zu, %s needs %zu for %zu values", in_bytes,
-                  tpm_codec_name(codec), need, n);
+    TPM_TRY(check_args("tpm_codec_decode", codec, dtype, in, out, n, "in_bytes", in_bytes));
     int fmt = tpm_codec_fmt((int)codec);
     size_t nblk = tpm_codec_nblocks(n);
     float x[TPM_CODEC_BLOCK];
