@@ -102,6 +102,32 @@ static tpm_status env_size(const char *name, int64_t *out, int *set) {
     return TPM_OK;
 }
 
+/* An integer setting: the API value when set (>= 0), else the environment
+ * variable name (in [lo, hi]), else def; *from_env says whether it was the
+ * environment. */
+static tpm_status pick_int(int32_t api, const char *name, int64_t lo, int64_t hi, int32_t def,
+                           int32_t *out, int *from_env) {
+    int64_t v;
+    *out = api;
+    *from_env = 0;
+    if (api >= 0) return TPM_OK;
+    TPM_TRY(env_int(name, lo, hi, &v, from_env));
+    *out = *from_env ? (int32_t)v : def;
+    return TPM_OK;
+}
+
+/* A byte-size setting, likewise (env_size syntax). */
+static tpm_status pick_size(int64_t api, const char *name, int64_t def, int64_t *out,
+                            int *from_env) {
+    int64_t v;
+    *out = api;
+    *from_env = 0;
+    if (api >= 0) return TPM_OK;
+    TPM_TRY(env_size(name, &v, from_env));
+    *out = *from_env ? v : def;
+    return TPM_OK;
+}
+
 /* Match a value against names[0..n); returns the index or -1 (error set). */
 static tpm_status env_enum(const char *name, const char *const *names, int n, const char *accepted,
                            int *out, int *set) {
@@ -195,7 +221,6 @@ tpm_status tpm_config_resolve(const tpm_config *cfg_in, tpm_resolved_config *out
     report rp = {report_buf, report_len, 0};
     if (report_buf && report_len) report_buf[0] = '\0';
     int set, iv;
-    int64_t v;
 
     /* backend */
     r.backend = cfg->backend;
@@ -210,22 +235,11 @@ tpm_status tpm_config_resolve(const tpm_config *cfg_in, tpm_resolved_config *out
         src_name(cfg->backend != TPM_BACKEND_AUTO, b_env));
 
     /* rank / world / rendezvous */
-    r.world_size = cfg->world_size;
-    int w_env = 0;
-    if (r.world_size < 0) {
-        TPM_TRY(env_int("TPMOE_WORLD_SIZE", 1, 8, &v, &set));
-        r.world_size = set ? (int32_t)v : 1;
-        w_env = set;
-    }
+    int w_env, r_env;
+    TPM_TRY(pick_int(cfg->world_size, "TPMOE_WORLD_SIZE", 1, 8, 1, &r.world_size, &w_env));
     TPM_ARG_CHECK(r.world_size >= 1 && r.world_size <= 8,
                   "world size %d is invalid (accepted: 1..8 on one node)", r.world_size);
-    r.rank = cfg->rank;
-    int r_env = 0;
-    if (r.rank < 0) {
-        TPM_TRY(env_int("TPMOE_RANK", 0, 7, &v, &set));
-        r.rank = set ? (int32_t)v : 0;
-        r_env = set;
-    }
+    TPM_TRY(pick_int(cfg->rank, "TPMOE_RANK", 0, 7, 0, &r.rank, &r_env));
     TPM_ARG_CHECK(r.rank < r.world_size, "rank %d is invalid for world size %d", r.rank, r.world_size);
     rep(&rp, "rank / world       = %d / %d (%s / %s)\n", r.rank, r.world_size,
         src_name(cfg->rank >= 0, r_env), src_name(cfg->world_size >= 0, w_env));
@@ -271,19 +285,11 @@ tpm_status tpm_config_resolve(const tpm_config *cfg_in, tpm_resolved_config *out
 
     /* quantization window */
     char b1[32], b2[32];
-    r.quant_min_bytes = cfg->quant_min_bytes;
-    int qmin_env = 0, qmax_env = 0;
-    if (r.quant_min_bytes < 0) {
-        TPM_TRY(env_size("TPMOE_QUICK_REDUCE_MIN_BYTES", &v, &set));
-        r.quant_min_bytes = set ? v : DEFAULT_QUANT_MIN_BYTES;
-        qmin_env = set;
-    }
-    r.quant_max_bytes = cfg->quant_max_bytes;
-    if (r.quant_max_bytes < 0) {
-        TPM_TRY(env_size("TPMOE_QUICK_REDUCE_MAX_BYTES", &v, &set));
-        r.quant_max_bytes = set ? v : TPM_BYTES_UNLIMITED;
-        qmax_env = set;
-    }
+    int qmin_env, qmax_env;
+    TPM_TRY(pick_size(cfg->quant_min_bytes, "TPMOE_QUICK_REDUCE_MIN_BYTES", DEFAULT_QUANT_MIN_BYTES,
+                      &r.quant_min_bytes, &qmin_env));
+    TPM_TRY(pick_size(cfg->quant_max_bytes, "TPMOE_QUICK_REDUCE_MAX_BYTES", TPM_BYTES_UNLIMITED,
+                      &r.quant_max_bytes, &qmax_env));
     if (r.quant_max_bytes < r.quant_min_bytes)
         return tpm_err(TPM_ERR_CONFIG,
                        "quick-reduce max bytes (%lld) is below min bytes (%lld): "
@@ -306,44 +312,27 @@ tpm_status tpm_config_resolve(const tpm_config *cfg_in, tpm_resolved_config *out
     }
     rep(&rp, "algo               = %-10s (%s)\n", tpm_algo_name(r.algo),
         src_name(cfg->algo != TPM_ALGO_AUTO, a_env));
-    r.oneshot_max_bytes = cfg->oneshot_max_bytes;
-    int o_env = 0, cm_env = 0;
-    if (r.oneshot_max_bytes < 0) {
-        TPM_TRY(env_size("TPMOE_ONESHOT_MAX_BYTES", &v, &set));
-        r.oneshot_max_bytes = set ? v : -1;
-        o_env = set;
-    }
-    r.custom_max_bytes = cfg->custom_max_bytes;
-    if (r.custom_max_bytes < 0) {
-        TPM_TRY(env_size("TPMOE_CUSTOM_MAX_BYTES", &v, &set));
-        r.custom_max_bytes = set ? v : -1;
-        cm_env = set;
-    }
+    int o_env, cm_env;
+    TPM_TRY(pick_size(cfg->oneshot_max_bytes, "TPMOE_ONESHOT_MAX_BYTES", -1, &r.oneshot_max_bytes,
+                      &o_env));
+    TPM_TRY(pick_size(cfg->custom_max_bytes, "TPMOE_CUSTOM_MAX_BYTES", -1, &r.custom_max_bytes,
+                      &cm_env));
     fmt_bytes(b1, sizeof b1, r.oneshot_max_bytes);
     fmt_bytes(b2, sizeof b2, r.custom_max_bytes);
     rep(&rp, "oneshot max bytes  = %-10s (%s)\n", b1, src_name(cfg->oneshot_max_bytes >= 0, o_env));
     rep(&rp, "custom max bytes   = %-10s (%s)\n", b2, src_name(cfg->custom_max_bytes >= 0, cm_env));
 
     /* buffer and timeout */
-    r.buffer_bytes = cfg->buffer_bytes;
-    int bb_env = 0;
-    if (r.buffer_bytes < 0) {
-        TPM_TRY(env_size("TPMOE_BUFFER_BYTES", &v, &set));
-        r.buffer_bytes = set ? v : DEFAULT_BUFFER_BYTES;
-        bb_env = set;
-    }
+    int bb_env, t_env;
+    TPM_TRY(pick_size(cfg->buffer_bytes, "TPMOE_BUFFER_BYTES", DEFAULT_BUFFER_BYTES, &r.buffer_bytes,
+                      &bb_env));
     if (r.buffer_bytes < 4096 || r.buffer_bytes > (16ll << 30))
         return tpm_err(TPM_ERR_CONFIG, "peer buffer size %lld is invalid (accepted: 4 KiB .. 16 GiB%s)",
                        (long long)r.buffer_bytes, bb_env ? ", from TPMOE_BUFFER_BYTES" : "");
     fmt_bytes(b1, sizeof b1, r.buffer_bytes);
     rep(&rp, "buffer bytes       = %-10s (%s)\n", b1, src_name(cfg->buffer_bytes >= 0, bb_env));
-    r.timeout_ms = cfg->timeout_ms;
-    int t_env = 0;
-    if (r.timeout_ms < 0) {
-        TPM_TRY(env_int("TPMOE_TIMEOUT_MS", 1, 24ll * 3600 * 1000, &v, &set));
-        r.timeout_ms = set ? (int32_t)v : DEFAULT_TIMEOUT_MS;
-        t_env = set;
-    }
+    TPM_TRY(pick_int(cfg->timeout_ms, "TPMOE_TIMEOUT_MS", 1, 24ll * 3600 * 1000, DEFAULT_TIMEOUT_MS,
+                     &r.timeout_ms, &t_env));
     TPM_ARG_CHECK(r.timeout_ms >= 1, "tpm_config.timeout_ms %d is invalid", r.timeout_ms);
     rep(&rp, "timeout            = %d ms (%s)\n", r.timeout_ms, src_name(cfg->timeout_ms >= 0, t_env));
     r.dtype = cfg->dtype;
