@@ -125,19 +125,26 @@ static void check_rt_file(const tpm_st_file *f, uint8_t *const *bufs) {
     assert_null(tpm_st_find(f, "a.f3"));
 }
 
+/* write_rt_file, then its bytes (caller frees) and the header length they
+ * start with. */
+static uint8_t *rt_image(const char *path, tu_rng *r, uint8_t **bufs, size_t *len, uint64_t *hlen) {
+    write_rt_file(path, r, bufs);
+    uint8_t *img = tu_read_file(path, len);
+    assert_non_null(img);
+    *hlen = 0;
+    for (int i = 7; i >= 0; i--) *hlen = (*hlen << 8) | img[i];
+    return img;
+}
+
 /* MARK: round trip */
 static void test_round_trip(void **state) {
     (void)state;
     tu_rng r = {g_seed};
     uint8_t *bufs[RT_N];
     char *path = tu_tmp_path("st_rt");
-    write_rt_file(path, &r, bufs);
-
     size_t len;
-    uint8_t *img = tu_read_file(path, &len);
-    assert_non_null(img);
-    uint64_t h = 0;
-    for (int i = 7; i >= 0; i--) h = (h << 8) | img[i];
+    uint64_t h;
+    uint8_t *img = rt_image(path, &r, bufs, &len, &h);
     assert_int_equal(h % 8, 0); /* data section 8-byte aligned */
     assert_int_equal(img[8], '{');
     assert_memory_equal(img + 8, "{\"__metadata__\"", 15); /* metadata first */
@@ -416,12 +423,9 @@ static void test_fuzz(void **state) {
     tu_rng r = {g_seed + 2};
     uint8_t *bufs[RT_N];
     char *path = tu_tmp_path("st_fuzz");
-    write_rt_file(path, &r, bufs);
     size_t len;
-    uint8_t *img = tu_read_file(path, &len);
-    assert_non_null(img);
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | img[i];
+    uint64_t hlen;
+    uint8_t *img = rt_image(path, &r, bufs, &len, &hlen);
 
     /* Every truncation fails cleanly (the tensors tile the data exactly). */
     size_t fails = 0;
