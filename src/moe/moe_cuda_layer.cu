@@ -31,6 +31,17 @@
 #define TPM_MOE_DECODE_KERNEL 0
 #define TPM_MOE_DECODE_MAX_TOKENS 8
 #define TPM_MOE_ROUTE_GEMM_MIN 64
+/* Shared-expert plan of a fused layer on the decode path (kernel 0): from
+ * this many tokens the shared slot runs as dense cuBLAS GEMMs (split plan).
+ * Run of 2026-11-30: fused slot 175.8 us vs unfused (dense shared) 190.2 at 1
+ * token, 930.9 vs 887.3 at 8: the GEMV's 8-token shared slot is issue-bound
+ * (8 x-loads and 64 FMAs per 16-byte weight load), cuBLAS's is not.
+ * Predicted crossover between 2 and 8 tokens; set from this round's forced
+ * plans at 1, 2, 4, 8 tokens (bench/results/moe_m3_tp1_plan_*.json). */
+#define TPM_MOE_SHARED_SPLIT_MIN 4
+/* Prefill expert GEMMs (tpm_moe_prefill_gemm), from this round's rows of
+ * bench/results/moe_m3_tp1_gemm_*.json (1024 and 8192 tokens). */
+#define TPM_MOE_PREFILL_GEMM TPM_MOE_GEMM_GROUPED
 
 struct tpm_cuda_moe {
     tpm_cuda_moe_desc desc;
@@ -42,6 +53,7 @@ struct tpm_cuda_moe {
     tpm_moe_path path;
     tpm_cuda_moe_tuning tune;
     int max_tokens, decode_rows;
+    tpm_moe_prefill_ctx pf; /* aux streams, handles, events, pointer arrays of the prefill GEMMs */
 };
 
 #define NCCL_TRY(expr)                                                                          \
@@ -156,7 +168,12 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
             DALLOC(d.sh_h13, T * 2 * Il * 2);
             DALLOC(d.sh_act, T * Il * 2);
             DALLOC(d.sh_out, T * H * 2);
+        } else if (p->n_shared == 1) { /* split plan: decode-sized dense shared MLP */
+            const size_t Td = T < TPM_MOE_DECODE_MAX_NT ? T : TPM_MOE_DECODE_MAX_NT;
+            DALLOC(d.sh_h13, Td * 2 * Il * 2);
+            DALLOC(d.sh_act, Td * Il * 2);
         }
+        DALLOC(m->pf.d_ptrs, sizeof(void *) * 6 * E1);
         if (cudaMemset(d.ctr, 0, 64) != cudaSuccess || cudaMemset(d.done, 0, E1 * 4) != cudaSuccess ||
             cudaMemset(d.tile_ctr, 0, (size_t)d.tile_cap * 4) != cudaSuccess || cudaMemset(d.w13, 0, E1 * 2 * Il * H * 2) != cudaSuccess ||
             cudaMemset(d.w2, 0, E1 * H * Il * 2) != cudaSuccess) {
@@ -170,15 +187,39 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     }
     DALLOC(m->blas_ws, (size_t)32 << 20);
     cublasSetWorkspace(m->blas, m->blas_ws, (size_t)32 << 20);
-    if (cudaMallocHost((void **)&m->h_offsets, (size_t)(d.E1 + 1) * 4) != cudaSuccess) {
+    if (cudaMallocHost((void **)&m->h_offsets, (size_t)(d.E1 + 1) * 4) != cudaSuccess ||
+        cudaMallocHost((void **)&m->pf.h_ptrs, sizeof(void *) * 6 * (size_t)d.E1) != cudaSuccess) {
         st = tpm_err(TPM_ERR_CUDA, "cudaMallocHost failed");
         goto fail;
+    }
+    if (cudaEventCreateWithFlags(&m->pf.ev_fork, cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventCreateWithFlags(&m->pf.ev_ptrs, cudaEventDisableTiming) != cudaSuccess) {
+        st = tpm_err(TPM_ERR_CUDA, "cudaEventCreate failed");
+        goto fail;
+    }
+    for (int i = 0; i < TPM_MOE_GEMM_NSTREAMS; i++) {
+        cublasHandle_t hb = NULL;
+        if (cudaStreamCreateWithFlags(&m->pf.aux[i], cudaStreamNonBlocking) != cudaSuccess ||
+            cudaEventCreateWithFlags(&m->pf.ev_join[i], cudaEventDisableTiming) != cudaSuccess ||
+            cublasCreate(&hb) != CUBLAS_STATUS_SUCCESS) {
+            st = tpm_err(TPM_ERR_CUDA, "prefill stream %d: create failed", i);
+            goto fail;
+        }
+        m->pf.blas_aux[i] = hb;
+        DALLOC(m->pf.ws_aux[i], (size_t)32 << 20);
+        if (cublasSetStream(hb, m->pf.aux[i]) != CUBLAS_STATUS_SUCCESS ||
+            cublasSetWorkspace(hb, m->pf.ws_aux[i], (size_t)32 << 20) != CUBLAS_STATUS_SUCCESS) {
+            st = tpm_err(TPM_ERR_CUDA, "prefill stream %d: cuBLAS setup failed", i);
+            goto fail;
+        }
     }
     m->path = TPM_MOE_PATH_AUTO;
     m->tune.decode_kernel = tpm_moe_decode_mma_ok(d) ? TPM_MOE_DECODE_KERNEL : 0;
     m->tune.decode_max_tokens = TPM_MOE_DECODE_MAX_TOKENS;
     m->tune.route_legacy = 0;
     m->tune.route_gemm_min = TPM_MOE_ROUTE_GEMM_MIN;
+    m->tune.shared_split_min = TPM_MOE_SHARED_SPLIT_MIN;
+    m->tune.prefill_gemm = TPM_MOE_PREFILL_GEMM;
     *out = m;
     return TPM_OK;
 fail:
@@ -198,6 +239,16 @@ void tpm_cuda_moe_destroy(tpm_cuda_moe *m) {
         if (bufs[i]) cudaFree(bufs[i]);
     if (m->blas) cublasDestroy(m->blas);
     if (m->h_offsets) cudaFreeHost(m->h_offsets);
+    if (m->pf.h_ptrs) cudaFreeHost(m->pf.h_ptrs);
+    if (m->pf.d_ptrs) cudaFree(m->pf.d_ptrs);
+    if (m->pf.ev_fork) cudaEventDestroy(m->pf.ev_fork);
+    if (m->pf.ev_ptrs) cudaEventDestroy(m->pf.ev_ptrs);
+    for (int i = 0; i < TPM_MOE_GEMM_NSTREAMS; i++) {
+        if (m->pf.blas_aux[i]) cublasDestroy((cublasHandle_t)m->pf.blas_aux[i]);
+        if (m->pf.ws_aux[i]) cudaFree(m->pf.ws_aux[i]);
+        if (m->pf.ev_join[i]) cudaEventDestroy(m->pf.ev_join[i]);
+        if (m->pf.aux[i]) cudaStreamDestroy(m->pf.aux[i]);
+    }
     free(m);
 }
 
@@ -304,6 +355,9 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->decode_max_tokens >= 0 && t->decode_max_tokens <= TPM_MOE_DECODE_MAX_NT,
                   "decode_max_tokens %d outside 0..%d", t->decode_max_tokens, TPM_MOE_DECODE_MAX_NT);
     TPM_ARG_CHECK(t->route_gemm_min >= 1, "route_gemm_min %d < 1", t->route_gemm_min);
+    TPM_ARG_CHECK(t->shared_split_min >= 1, "shared_split_min %d < 1", t->shared_split_min);
+    TPM_ARG_CHECK(t->prefill_gemm >= TPM_MOE_GEMM_LOOP && t->prefill_gemm <= TPM_MOE_GEMM_STREAMS,
+                  "prefill_gemm %d is not 0, 1 or 2", t->prefill_gemm);
     m->tune = *t;
     return TPM_OK;
 }
@@ -322,6 +376,15 @@ tpm_moe_path tpm_cuda_moe_path_for(const tpm_cuda_moe *m, int T) {
 
 int tpm_cuda_moe_capturable(const tpm_cuda_moe *m, int T) {
     return tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE;
+}
+
+int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T) {
+    if (!m || m->p->n_shared == 0) return TPM_MOE_SHARED_NONE;
+    if (!m->d.fused) return TPM_MOE_SHARED_DENSE;
+    if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE && m->tune.decode_kernel == 0 &&
+        T >= m->tune.shared_split_min)
+        return TPM_MOE_SHARED_SPLIT;
+    return TPM_MOE_SHARED_SLOT;
 }
 
 /* cuBLAS on stream s; cublasSetStream resets the workspace to the default
@@ -356,13 +419,20 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
         TPM_TRY(bind_blas(m, s));
         TPM_TRY(tpm_moe_shared_dense(d, m->blas, (const uint16_t *)x, T, s));
     }
-    if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE)
-        return m->tune.decode_kernel ? tpm_moe_launch_decode_mma(d, (const uint16_t *)x, T, s)
-                                     : tpm_moe_launch_decode(d, (const uint16_t *)x, T, s);
+    if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE) {
+        if (m->tune.decode_kernel) return tpm_moe_launch_decode_mma(d, (const uint16_t *)x, T, s);
+        const int split = tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SPLIT;
+        if (split) { /* the shared slot's fp32 rows from dense GEMMs, then the routed GEMVs */
+            TPM_TRY(bind_blas(m, s));
+            TPM_TRY(tpm_moe_shared_split(d, m->blas, (const uint16_t *)x, T, s));
+        }
+        return tpm_moe_launch_decode(d, (const uint16_t *)x, T, split, s);
+    }
     TPM_CUDA_TRY(cudaMemcpyAsync(m->h_offsets, d.offsets, (size_t)(d.E1 + 1) * 4, cudaMemcpyDeviceToHost, s));
     TPM_CUDA_TRY(cudaStreamSynchronize(s));
     TPM_TRY(bind_blas(m, s));
-    return tpm_moe_prefill_experts(d, m->blas, (const uint16_t *)x, T, m->h_offsets, s);
+    m->pf.mode = m->tune.prefill_gemm;
+    return tpm_moe_prefill_experts(d, m->blas, m->pf, (const uint16_t *)x, T, m->h_offsets, s);
 }
 
 tpm_status tpm_cuda_moe_combine(tpm_cuda_moe *m, int T, void *y, void *stream) {
