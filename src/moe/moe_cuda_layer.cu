@@ -3,10 +3,14 @@
  * path choice and the forward orchestration (route -> experts -> combine ->
  * all-reduce), all on the caller's stream.
  *
- * Paths: decode (moe_cuda_decode_mma.cu, one persistent tensor-core launch;
- * moe_cuda_decode.cu, the older two scalar GEMV launches) up to
- * tune.decode_max_tokens tokens, prefill (moe_cuda_prefill.cu) above. The decode path never touches the
- * host, so route -> experts -> combine -> ncclAllReduce captures into one
+ * Paths: decode (moe_cuda_decode.cu, two scalar GEMV launches, default;
+ * moe_cuda_decode_mma.cu, one persistent tensor-core launch) up to
+ * tune.decode_max_tokens tokens, prefill (moe_cuda_prefill.cu) above.
+ * Per-call shared-expert plan of a fused layer (tpm_cuda_moe_shared_plan):
+ * on the decode path from tune.shared_split_min tokens the shared slot runs
+ * as dense cuBLAS GEMMs over the slot's own weights, writing the slot's fp32
+ * rows (same stream, before the routed GEMV launches, still one graph).
+ * The decode path never touches the host, so route -> experts -> combine -> ncclAllReduce captures into one
  * CUDA graph; the prefill path reads the per-expert offsets back (one sync).
  * TP: each rank holds an Il = inter/tp slice of every expert (shared
  * included); the partial bf16 outputs are summed by ncclAllReduce on the
@@ -33,15 +37,22 @@
 #define TPM_MOE_ROUTE_GEMM_MIN 64
 /* Shared-expert plan of a fused layer on the decode path (kernel 0): from
  * this many tokens the shared slot runs as dense cuBLAS GEMMs (split plan).
- * Run of 2026-11-30: fused slot 175.8 us vs unfused (dense shared) 190.2 at 1
- * token, 930.9 vs 887.3 at 8: the GEMV's 8-token shared slot is issue-bound
- * (8 x-loads and 64 FMAs per 16-byte weight load), cuBLAS's is not.
- * Predicted crossover between 2 and 8 tokens; set from this round's forced
- * plans at 1, 2, 4, 8 tokens (bench/results/moe_m3_tp1_plan_*.json). */
+ * The GEMV's multi-token shared slot is issue-bound (per 16-byte weight load
+ * NT x-loads and 8*NT FMAs), cuBLAS's dense GEMMs are not, but the split
+ * costs ~3 more launches. H200 run of 2026-11-30 (round 3, m3, TP 1,
+ * bench/results/moe_m3_tp1_plan_{slot,split}.json), whole layer, us:
+ *   tokens  1: slot 176.2, split 193.4     tokens 4: slot 505.4, split 490.7
+ *   tokens  2: slot 261.1, split 269.6     tokens 8: slot 940.3, split 886.0
+ * TP 2 (moe_m3_tp2*.json): 8 tokens slot 520.3, split 514.5. Split from 4. */
 #define TPM_MOE_SHARED_SPLIT_MIN 4
-/* Prefill expert GEMMs (tpm_moe_prefill_gemm), from this round's rows of
- * bench/results/moe_m3_tp1_gemm_*.json (1024 and 8192 tokens). */
-#define TPM_MOE_PREFILL_GEMM TPM_MOE_GEMM_GROUPED
+/* Prefill expert GEMMs (tpm_moe_prefill_gemm). Same run, fused, whole layer,
+ * us (moe_m3_tp1_gemm_{loop,streams}.json, moe_m3_tp1_prefill.json):
+ *   tokens   32: loop 2825.9, grouped 2112.7, streams (4) 1983.6
+ *   tokens 1024: loop 5159.1, grouped 4231.6, streams (4) 3772.6
+ *   tokens 8192: loop 9822.4, grouped 19603.9, streams (4) 9762.1
+ * cublasGemmGroupedBatchedEx (cuBLAS 13.0) is twice as slow as the loop at
+ * 8192 tokens; the loop over 4 streams is the fastest at every size. */
+#define TPM_MOE_PREFILL_GEMM TPM_MOE_GEMM_STREAMS
 
 struct tpm_cuda_moe {
     tpm_cuda_moe_desc desc;
