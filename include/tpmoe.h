@@ -253,7 +253,11 @@ TPM_API tpm_status tpm_codec_decode(tpm_codec codec, tpm_dtype dtype,
  * experts, top-k + 1) or unfused (a separate dense MLP). Under EP, fused
  * gives token t's shared work to EP rank t % ep_size; unfused shards the
  * shared MLP over all ranks. Auto (-1) follows the policy
- * (TPMOE_FUSE_SHARED_EXPERTS; off under EP > 1). */
+ * (TPMOE_FUSE_SHARED_EXPERTS; off under EP > 1).
+ *
+ * Backends: CPU (host arrays, synchronous) and CUDA (one GPU per rank,
+ * device arrays, asynchronous on the caller's stream; bf16 activations and
+ * ep_size 1 only; the TP sum is tpm_allreduce over a CUDA communicator). */
 #define TPM_MOE_CONFIG_VERSION 1u
 
 typedef struct tpm_moe *tpm_moe_t;
@@ -268,11 +272,13 @@ typedef struct tpm_moe_config {
     int32_t tp_rank, tp_size; /* -1: from the comm given to create (or 0 / 1) */
     int32_t ep_rank, ep_size; /* -1: ep_size 1, ep_rank from the comm */
     int32_t fuse_shared;     /* -1 auto (policy), 0 unfused, 1 fused */
-    tpm_backend backend;     /* AUTO: CPU in this build unless CUDA is there */
+    tpm_backend backend;     /* AUTO: the comm's backend when a comm is given, else
+                              * CUDA where built and a GPU is visible, else CPU */
     tpm_dtype dtype;         /* activation dtype of forward's x and y */
     tpm_codec codec;         /* all-reduce codec; TPM_CODEC_DEFAULT: the comm's */
     tpm_algo algo;           /* all-reduce algorithm; AUTO: the comm's dispatch */
-    int32_t device;          /* CUDA device; -1: the comm's */
+    int32_t device;          /* CUDA device; -1: the comm's (tpm_comm_init_all:
+                              * devices[rank]), else the current device */
 } tpm_moe_config;
 
 #define TPM_MOE_CONFIG_INIT                                                  \
@@ -299,7 +305,8 @@ typedef struct tpm_moe_info {
     char fuse_reason[512];        /* why fusion is on or off */
 } tpm_moe_info;
 
-/* What the last forward did (on this rank). Times in seconds. */
+/* What the last forward did (on this rank). Times in seconds (CUDA: GPU
+ * time between CUDA events around each phase). */
 typedef struct tpm_moe_stats {
     size_t ntokens;
     int32_t distinct_experts;     /* routed experts that got >= 1 token (all ranks) */
@@ -315,8 +322,15 @@ TPM_API tpm_status tpm_moe_create(tpm_moe_t *moe, const tpm_moe_config *cfg, tpm
 TPM_API tpm_status tpm_moe_destroy(tpm_moe_t moe);
 /* y = MoE(x): x and y [ntokens x hidden] of dtype (the config's), x == y
  * allowed. comm: world tp_size*ep_size with this rank's global rank; NULL
- * for a world of 1. Every rank must call with the same x. stream: a
- * cudaStream_t on the CUDA backend, ignored on the CPU. */
+ * for a world of 1. Every rank must call with the same x.
+ * CPU backend: x and y are host memory; the call is synchronous; stream is
+ * ignored. CUDA backend: x and y are DEVICE memory on the layer's GPU (host
+ * memory is TPM_ERR_INVALID_ARG); the work is enqueued on stream (a
+ * cudaStream_t on that GPU, NULL: the legacy default stream); decode-sized
+ * batches return without waiting (larger ones wait for the stream once to
+ * size the expert GEMMs, and once per 8192 tokens);
+ * tpm_moe_last_stats / tpm_moe_last_routing wait for it (call them after
+ * a graph capture has ended; a captured forward records no times). */
 TPM_API tpm_status tpm_moe_forward(tpm_moe_t moe, tpm_comm_t comm, const void *x, void *y,
                                    size_t ntokens, tpm_dtype dtype, void *stream);
 /* Change the all-reduce codec (TPM_CODEC_DEFAULT: the comm's) and algorithm

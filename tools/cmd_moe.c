@@ -1,6 +1,7 @@
 /*
  * cmd_moe.c - `tpmoe moe`: run one MoE layer of a preset over tp x ep ranks
- * (threads, one communicator each), print the routing summary and the
+ * (threads, one communicator each; with --backend cuda one GPU per rank, x
+ * uploaded to each and y copied back), print the routing summary and the
  * per-phase timings, optionally check against an fp64 evaluation and write
  * the result to a safetensors file (format in docs/moe.md).
  */
@@ -18,15 +19,22 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifdef TPMOE_HAVE_CUDA
+#include "comm/comm_internal.h"
+
+#include <cuda_runtime_api.h>
+#endif
+
 #define CMD "moe"
 #define MAX_RANKS 64
 
 static void help(void) {
     printf("usage: tpmoe moe [options]\n"
-           "Run one MoE layer on the CPU with tp x ep ranks as threads.\n\n"
+           "Run one MoE layer with tp x ep ranks as threads (CPU; or one GPU per rank with\n"
+           "--backend cuda: bf16, ep 1).\n\n"
            "  --preset P          model preset (default m3-mini)\n"
            "  --tokens B          tokens (default 64; with --input: the file's)\n"
-           "  --backend B         cpu (default) | auto | cuda\n"
+           "  --backend B         cpu (default) | auto (cuda when a GPU is visible) | cuda\n"
            "  --tp N --ep M       tensor / expert parallel sizes (default 1, 1)\n"
            "  --fuse-shared F     auto (default) | 0 | 1\n"
            "  --weights FILE      safetensors weights (default: random, --seed)\n"
@@ -221,8 +229,9 @@ static tpm_status write_output(const opts *o, const tpm_preset *p, const tpm_moe
 typedef struct rank_job {
     tpm_moe_t moe;
     tpm_comm_t comm;
-    const void *x;
+    const void *x; /* host, or device memory of this rank's GPU (cuda) */
     void *y;
+    void *stream; /* cudaStream_t (cuda), NULL (cpu) */
     size_t T;
     tpm_dtype dt;
     int iters;
@@ -234,15 +243,85 @@ typedef struct rank_job {
 static void *rank_main(void *arg) {
     rank_job *j = arg;
     for (int it = 0; it <= j->iters; it++) {
-        j->st = tpm_moe_forward(j->moe, j->comm, j->x, j->y, j->T, j->dt, NULL);
+        j->st = tpm_moe_forward(j->moe, j->comm, j->x, j->y, j->T, j->dt, j->stream);
         if (j->st != TPM_OK) {
             snprintf(j->err, sizeof j->err, "%s", tpm_moe_last_error(j->moe));
             break;
         }
-        tpm_moe_last_stats(j->moe, &j->stats[it]);
+        j->st = tpm_moe_last_stats(j->moe, &j->stats[it]); /* cuda: waits for the forward */
+        if (j->st != TPM_OK) {
+            snprintf(j->err, sizeof j->err, "%s", tpm_moe_last_error(j->moe));
+            break;
+        }
     }
     return NULL;
 }
+
+/* MARK: GPU buffers (--backend cuda): per rank x, y and a stream on GPU r */
+
+typedef struct gpu_bufs {
+    int n;
+    void *x[MAX_RANKS], *y[MAX_RANKS], *stream[MAX_RANKS];
+} gpu_bufs;
+
+#ifdef TPMOE_HAVE_CUDA
+static tpm_status gpu_fail(cudaError_t e, const char *what) {
+    (void)cudaGetLastError();
+    return tpm_err(TPM_ERR_CUDA, "%s: %s", what, cudaGetErrorString(e));
+}
+#define GPU_CK(expr)                                                                               \
+    do {                                                                                           \
+        cudaError_t gpu_ck_ = (expr);                                                              \
+        if (gpu_ck_ != cudaSuccess) return gpu_fail(gpu_ck_, #expr);                               \
+    } while (0)
+
+/* Rank r: x copied to GPU r, y poisoned (bf16 NaN), a non-blocking stream. */
+static tpm_status gpu_setup(gpu_bufs *g, int r, const void *x, size_t bytes) {
+    GPU_CK(cudaSetDevice(r));
+    g->n = r + 1;
+    GPU_CK(cudaMalloc(&g->x[r], bytes));
+    GPU_CK(cudaMalloc(&g->y[r], bytes));
+    GPU_CK(cudaMemcpy(g->x[r], x, bytes, cudaMemcpyHostToDevice));
+    GPU_CK(cudaMemset(g->y[r], 0xff, bytes));
+    cudaStream_t s = NULL;
+    GPU_CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    g->stream[r] = s;
+    /* the copies above ran on the legacy stream, which s does not wait for */
+    GPU_CK(cudaDeviceSynchronize());
+    return TPM_OK;
+}
+
+static tpm_status gpu_fetch(const gpu_bufs *g, int r, void *y, size_t bytes) {
+    GPU_CK(cudaSetDevice(r));
+    GPU_CK(cudaStreamSynchronize((cudaStream_t)g->stream[r]));
+    GPU_CK(cudaMemcpy(y, g->y[r], bytes, cudaMemcpyDeviceToHost));
+    return TPM_OK;
+}
+
+static void gpu_free(gpu_bufs *g) {
+    if (g->n == 0) return;
+    for (int r = 0; r < g->n; r++) {
+        if (cudaSetDevice(r) != cudaSuccess) continue;
+        if (g->stream[r]) cudaStreamDestroy((cudaStream_t)g->stream[r]);
+        cudaFree(g->x[r]);
+        cudaFree(g->y[r]);
+    }
+    (void)cudaGetLastError();
+    memset(g, 0, sizeof *g);
+}
+#else
+static tpm_status gpu_setup(gpu_bufs *g, int r, const void *x, size_t bytes) {
+    (void)g, (void)r, (void)x, (void)bytes;
+    return tpm_err(TPM_ERR_UNSUPPORTED, "backend cuda: this build has no CUDA (TPMOE_CUDA=OFF)");
+}
+static tpm_status gpu_fetch(const gpu_bufs *g, int r, void *y, size_t bytes) {
+    (void)g, (void)r, (void)y, (void)bytes;
+    return tpm_err(TPM_ERR_UNSUPPORTED, "backend cuda: this build has no CUDA (TPMOE_CUDA=OFF)");
+}
+static void gpu_free(gpu_bufs *g) {
+    (void)g;
+}
+#endif
 
 static double median_field(const tpm_moe_stats *s, int n, size_t off) {
     double v[1024];
@@ -351,6 +430,14 @@ int cmd_moe(int argc, char **argv) {
         return cli_usage_error(CMD, "--preset '%s': unknown (known: %s)", o.preset, names);
     }
     if (!o.layer_set) o.layer = 0;
+    if (o.backend == TPM_BACKEND_AUTO) {
+#ifdef TPMOE_HAVE_CUDA
+        o.backend = tpm_cuda_device_count() > 0 ? TPM_BACKEND_CUDA : TPM_BACKEND_CPU;
+#else
+        o.backend = TPM_BACKEND_CPU;
+#endif
+    }
+    const int cuda = o.backend == TPM_BACKEND_CUDA;
     const int world = (int)(o.tp * o.ep);
     if (world > MAX_RANKS)
         return cli_usage_error(CMD, "--tp x --ep = %d ranks > %d", world, MAX_RANKS);
@@ -382,19 +469,22 @@ int cmd_moe(int argc, char **argv) {
     const size_t n = T * (size_t)p->hidden;
 
     /* The CPU layer keeps one full fp32 copy of the layer plus the rank shards
-     * (another copy in all): refuse what cannot fit instead of being killed. */
+     * (another copy in all; cuda: the full copy only, uploaded to the GPUs):
+     * refuse what cannot fit instead of being killed. */
     double layer_gb = 4.0 *
                       ((double)p->n_experts * 3.0 * p->hidden * p->inter +
                        (double)p->n_shared * 3.0 * p->hidden * p->shared_inter +
                        (double)p->n_experts * p->hidden) /
                       1e9;
     double mem_gb = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE) / 1e9;
-    if (2.0 * layer_gb > 0.8 * mem_gb) {
+    const double copies = cuda ? 1.0 : 2.0;
+    if (copies * layer_gb > 0.8 * mem_gb) {
         free(x);
         return cli_usage_error(CMD,
-                               "preset %s: one layer is %.1f GB in fp32 and the CPU backend needs "
-                               "~%.1f GB; this machine has %.1f GB (use a -mini preset)",
-                               p->name, layer_gb, 2.0 * layer_gb, mem_gb);
+                               "preset %s: one layer is %.1f GB in fp32 and the %s backend needs "
+                               "~%.1f GB of host memory; this machine has %.1f GB (use a -mini "
+                               "preset)",
+                               p->name, layer_gb, cuda ? "cuda" : "cpu", copies * layer_gb, mem_gb);
     }
 
     /* weights (once, shared by the rank threads) */
@@ -424,6 +514,8 @@ int cmd_moe(int argc, char **argv) {
     tpm_moe_t moes[MAX_RANKS] = {0};
     rank_job jobs[MAX_RANKS];
     pthread_t th[MAX_RANKS];
+    gpu_bufs gb;
+    memset(&gb, 0, sizeof gb);
     void **ys = calloc((size_t)world, sizeof *ys);
     tpm_moe_stats *stats = calloc((size_t)world * (size_t)(o.iters + 1), sizeof *stats);
     int32_t *ids = NULL, *counts = NULL;
@@ -433,7 +525,7 @@ int cmd_moe(int argc, char **argv) {
     if (!ys || !stats) goto done;
     if (world > 1) {
         tpm_config cfg = TPM_CONFIG_INIT;
-        cfg.backend = TPM_BACKEND_CPU;
+        cfg.backend = cuda ? TPM_BACKEND_CUDA : TPM_BACKEND_CPU;
         cfg.dtype = dt;
         cfg.model = p->name;
         cfg.tp = (int32_t)o.tp;
@@ -459,6 +551,7 @@ int cmd_moe(int argc, char **argv) {
         mc.dtype = dt;
         mc.codec = codec;
         mc.algo = algo;
+        if (cuda) mc.device = r; /* rank r on GPU r, like the comm's */
         st = tpm_moe_create_from_weights(&moes[r], &mc, comms[r], &w);
         if (st != TPM_OK) {
             ret = cli_fail(CMD, "MoE layer create", st, tpm_last_error());
@@ -467,10 +560,15 @@ int cmd_moe(int argc, char **argv) {
         ys[r] = malloc(n * tpm_dtype_size(dt));
         if (!ys[r]) goto done;
         memset(ys[r], 0xff, n * tpm_dtype_size(dt)); /* poison: NaN */
+        if (cuda && (st = gpu_setup(&gb, r, x, n * tpm_dtype_size(dt))) != TPM_OK) {
+            ret = cli_fail(CMD, "GPU buffers", st, tpm_last_error());
+            goto done;
+        }
         jobs[r] = (rank_job){moes[r],
                              comms[r],
-                             x,
-                             ys[r],
+                             cuda ? gb.x[r] : x,
+                             cuda ? gb.y[r] : ys[r],
+                             cuda ? gb.stream[r] : NULL,
                              T,
                              dt,
                              (int)o.iters,
@@ -485,9 +583,9 @@ int cmd_moe(int argc, char **argv) {
            "%s, %s weights (%.2f s)\n",
            p->name, p->hidden, p->n_experts, p->top_k, p->inter, p->n_shared, o.layer, T,
            tpm_dtype_name(dt), o.weights ? o.weights : "random", tw1 - tw0);
-    printf("ranks: tp %lld x ep %lld = %d (threads), backend cpu, all-reduce codec %s, algo %s\n",
-           o.tp, o.ep, world, codec == TPM_CODEC_DEFAULT ? "from config" : tpm_codec_name(codec),
-           tpm_algo_name(algo));
+    printf("ranks: tp %lld x ep %lld = %d (threads%s), backend %s, all-reduce codec %s, algo %s\n",
+           o.tp, o.ep, world, cuda ? ", GPU r for rank r" : "", cuda ? "cuda" : "cpu",
+           codec == TPM_CODEC_DEFAULT ? "from config" : tpm_codec_name(codec), tpm_algo_name(algo));
 
     for (int r = 0; r < world; r++)
         pthread_create(&th[r], NULL, rank_main, &jobs[r]);
@@ -496,6 +594,11 @@ int cmd_moe(int argc, char **argv) {
     for (int r = 0; r < world; r++)
         if (jobs[r].st != TPM_OK) {
             ret = cli_fail(CMD, "forward", jobs[r].st, jobs[r].err);
+            goto done;
+        }
+    for (int r = 0; r < world && cuda; r++)
+        if ((st = gpu_fetch(&gb, r, ys[r], n * tpm_dtype_size(dt))) != TPM_OK) {
+            ret = cli_fail(CMD, "copy y back", st, tpm_last_error());
             goto done;
         }
 
@@ -553,6 +656,7 @@ done:
         tpm_moe_destroy(moes[r]);
         if (ys) free(ys[r]);
     }
+    gpu_free(&gb);
     for (int r = 0; r < ncomm; r++)
         tpm_comm_destroy(comms[r]);
     free(ys);

@@ -1,11 +1,12 @@
 /*
  * codec_cuda.cu - standalone GPU encoder / decoder of the codec wire format
  * (codec_format.h: planar run of nblk blocks, codes then bf16 scales, zero
- * padding to 16 bytes). One thread per block of 32 domain values, through
- * BlockCodec (codec_cuda.h), the same per-value arithmetic as the CPU
- * reference, so the bytes equal tpm_codec_quantize's (tests compare them
- * with the golden vectors). No synchronisation: every thread writes only
- * its block's codes and scale; thread 0 of block 0 writes the padding.
+ * padding to 16 bytes). Four lanes per block of 32 domain values, through
+ * QuadCodec (codec_cuda.h, the code the two-shot all-reduce fuses), the same
+ * per-value arithmetic as the CPU reference, so the bytes equal
+ * tpm_codec_quantize's (tests compare them with the golden vectors). No
+ * synchronisation beyond the quad's shuffles: every lane writes only its
+ * block's codes (lane 0 of the quad the scale); thread 0 the padding.
  */
 #include "codec/codec_cuda.h"
 
@@ -16,49 +17,75 @@ namespace {
 
 constexpr int kThreads = 128;
 
+/* Lane unit of block b, lane j: INT8/FP8 8 bytes, INT4 4, INT6 6 (only
+ * 2-byte aligned: three 16-bit accesses). */
+template <int FMT> __device__ __forceinline__ void put_lane(uint8_t *p, uint32_t lo, uint32_t hi) {
+    if (FMT == TPM_FMT_INT4) {
+        *(uint32_t *)p = lo;
+    } else if (FMT == TPM_FMT_INT6) {
+        uint16_t *q = (uint16_t *)p;
+        q[0] = (uint16_t)lo, q[1] = (uint16_t)(lo >> 16), q[2] = (uint16_t)hi;
+    } else {
+        *(uint2 *)p = make_uint2(lo, hi);
+    }
+}
+
+template <int FMT> __device__ __forceinline__ void get_lane(const uint8_t *p, uint32_t &lo, uint32_t &hi) {
+    if (FMT == TPM_FMT_INT4) {
+        lo = *(const uint32_t *)p, hi = 0;
+    } else if (FMT == TPM_FMT_INT6) {
+        const uint16_t *q = (const uint16_t *)p;
+        lo = (uint32_t)q[0] | ((uint32_t)q[1] << 16), hi = q[2];
+    } else {
+        uint2 u = *(const uint2 *)p;
+        lo = u.x, hi = u.y;
+    }
+}
+
 template <int FMT>
 __global__ void quantize_kernel(const float *dom, size_t nblk, uint8_t *wire) {
-    using F = FmtCodec<FMT>;
-    const size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (b == 0) {
-        size_t used = nblk * (F::kCodeBytes + TPM_CODEC_SCALE_BYTES);
+    using Q = QuadCodec<FMT>;
+    const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const size_t b = tid >> 2;
+    const int j = (int)(tid & 3);
+    if (tid == 0) {
+        size_t used = nblk * (Q::kCodeBytes + TPM_CODEC_SCALE_BYTES);
         for (size_t i = used; i < tpm_fmt_wire_bytes(FMT, nblk); i++) wire[i] = 0;
     }
-    if (b >= nblk) return;
-    float v[32];
-    const float4 *src = (const float4 *)(dom + b * 32);
-#pragma unroll
-    for (int q = 0; q < 8; q++) {
-        float4 x = src[q];
-        v[4 * q] = x.x, v[4 * q + 1] = x.y, v[4 * q + 2] = x.z, v[4 * q + 3] = x.w;
+    float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    if (b < nblk) {
+        const float4 *src = (const float4 *)(dom + b * 32 + 8 * j);
+        float4 x = src[0], y = src[1];
+        v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+        v[4] = y.x, v[5] = y.y, v[6] = y.z, v[7] = y.w;
     }
-    Codes c;
-    uint16_t sb = F::quant(v, c);
-    uint32_t *dst = (uint32_t *)(wire + b * F::kCodeBytes); /* 8-byte aligned at least */
-#pragma unroll
-    for (int k = 0; k < F::kCodeBytes / 4; k++) dst[k] = c.w[k];
-    tpm_codec_put_scale(wire + tpm_fmt_scale_offset(FMT, nblk) + b * TPM_CODEC_SCALE_BYTES, sb);
+    uint32_t lo, hi;
+    const uint16_t sb = Q::quant(v, j, lo, hi); /* every lane: shuffles */
+    if (b >= nblk) return;
+    put_lane<FMT>(wire + b * Q::kCodeBytes + (size_t)j * Q::kLaneBytes, lo, hi);
+    if (j == 0)
+        tpm_codec_put_scale(wire + tpm_fmt_scale_offset(FMT, nblk) + b * TPM_CODEC_SCALE_BYTES, sb);
 }
 
 template <int FMT>
 __global__ void dequantize_kernel(const uint8_t *wire, size_t nblk, float *dom) {
-    using F = FmtCodec<FMT>;
-    const size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (b >= nblk) return;
-    Codes c;
-    const uint32_t *src = (const uint32_t *)(wire + b * F::kCodeBytes);
-#pragma unroll
-    for (int k = 0; k < 8; k++) c.w[k] = k < F::kCodeBytes / 4 ? src[k] : 0u;
-    uint16_t sb =
+    using Q = QuadCodec<FMT>;
+    const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const size_t b = tid >> 2;
+    const int j = (int)(tid & 3);
+    if (b >= nblk) return; /* no shuffles in the decoder */
+    uint32_t lo, hi;
+    get_lane<FMT>(wire + b * Q::kCodeBytes + (size_t)j * Q::kLaneBytes, lo, hi);
+    const uint16_t sb =
         tpm_codec_get_scale(wire + tpm_fmt_scale_offset(FMT, nblk) + b * TPM_CODEC_SCALE_BYTES);
-    float v[32];
-    F::dequant(c, sb, v);
-    float4 *dst = (float4 *)(dom + b * 32);
-#pragma unroll
-    for (int q = 0; q < 8; q++) dst[q] = make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+    float v[8];
+    Q::dequant(lo, hi, sb, v);
+    float4 *dst = (float4 *)(dom + b * 32 + 8 * j);
+    dst[0] = make_float4(v[0], v[1], v[2], v[3]);
+    dst[1] = make_float4(v[4], v[5], v[6], v[7]);
 }
 
-int grid_for(size_t nblk) { return (int)((nblk + kThreads - 1) / kThreads); }
+int grid_for(size_t nblk) { return (int)((4 * nblk + kThreads - 1) / kThreads); }
 
 } /* namespace */
 } /* namespace tpm_cuda */

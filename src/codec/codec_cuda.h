@@ -5,11 +5,16 @@
  * write / read exactly the wire format of the CPU reference (codec.h), so
  * tests can compare bytes with tpm_codec_quantize and the golden vectors.
  *
- * Device part (CUDA only): BlockCodec<C>, the per-block quantizer used by
- * the encoders and fused into the two-shot all-reduce. One thread owns one
- * block of 32 domain values and calls the same per-block arithmetic as the
- * CPU reference, so every code, scale and dequantized value has the same
- * bits (the build uses --fmad=false, IEEE division and no fast math).
+ * Device part (CUDA only), two implementations of the same per-block
+ * arithmetic as the CPU reference, so every code, scale and dequantized value
+ * has the same bits (the build uses --fmad=false, IEEE division and no fast
+ * math):
+ *  - FmtCodec<FMT> / BlockCodec<C>: one thread owns one block of 32 domain
+ *    values; fused into the two-shot all-reduce (its payload stores are
+ *    16-byte units, which measured faster, see docs/allreduce_cuda.md);
+ *  - QuadCodec<FMT> + quad_hadamard: four lanes of a warp own one block (8
+ *    values each, the extreme and the rotation through shuffles); used by
+ *    the standalone encoders (golden-vector tests check its bytes).
  */
 #ifndef TPM_CODEC_CUDA_H
 #define TPM_CODEC_CUDA_H
@@ -96,6 +101,103 @@ template <int FMT> struct FmtCodec {
         }
     }
 };
+
+/* MARK: quad codec (4 lanes per block)
+ * Four consecutive lanes of a warp (a "quad", lanes 4q..4q+3) own one block:
+ * lane j = lane & 3 holds values 8j..8j+7 in v[0..7]. Same arithmetic as
+ * tpm_codec_quantize_block, value by value, spread over the quad:
+ *  - finiteness: AND over the quad (two xor shuffles);
+ *  - extreme: each lane scans its 8 values in index order (strictly larger
+ *    magnitude wins, so the lowest index wins ties), then two xor shuffles
+ *    keep (magnitude, index) pairs, larger magnitude first, on equal
+ *    magnitude the lower index: the CPU's first maximum;
+ *  - the scale and every code come from the same TPM_HD functions.
+ * A lane's 8 codes are 8 * bits = 64 / 48 / 32 bits starting at byte
+ * bits*j of the block's packed codes (byte-aligned), returned as lo (bytes
+ * 0..3) and hi (bytes 4..7; INT6 uses 2 of them, INT4 none).
+ * Every lane of the warp must call these (full-mask shuffles); lanes whose
+ * block is out of range compute on zeros and do not store. */
+template <int FMT> struct QuadCodec {
+    static constexpr int kBits = FMT == TPM_FMT_INT6 ? 6 : FMT == TPM_FMT_INT4 ? 4 : 8;
+    static constexpr int kLaneBytes = kBits; /* 8 codes of kBits bits */
+    static constexpr int kCodeBytes = 4 * kLaneBytes;
+
+    static __device__ __forceinline__ uint16_t quant(const float *v, int j, uint32_t &lo,
+                                                      uint32_t &hi) {
+        float m = v[0];
+        int mi = 0, finite = 1;
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            finite &= tpm_codec_is_finite(v[k]);
+            if (tpm_codec_amax_better(v[k], m)) m = v[k], mi = k;
+        }
+        int idx = 8 * j + mi;
+#pragma unroll
+        for (int o = 1; o <= 2; o <<= 1) {
+            finite &= __shfl_xor_sync(0xffffffffu, finite, o);
+            const float pm = __shfl_xor_sync(0xffffffffu, m, o);
+            const int pi = __shfl_xor_sync(0xffffffffu, idx, o);
+            const uint32_t a = __float_as_uint(m) & 0x7fffffffu, b = __float_as_uint(pm) & 0x7fffffffu;
+            if (b > a || (b == a && pi < idx)) m = pm, idx = pi;
+        }
+        lo = hi = 0;
+        if (!finite) return (uint16_t)TPM_CODEC_SCALE_POISON;
+        float inv;
+        const uint16_t sb = tpm_codec_scale(FMT, m, &inv);
+        uint64_t w = 0;
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            uint32_t u = sb ? tpm_codec_quantize_value(FMT, v[k], inv) : tpm_fmt_zero_code(FMT);
+            w |= (uint64_t)(u & ((1u << kBits) - 1u)) << (k * kBits);
+        }
+        lo = (uint32_t)w;
+        hi = (uint32_t)(w >> 32);
+        return sb;
+    }
+
+    static __device__ __forceinline__ void dequant(uint32_t lo, uint32_t hi, uint16_t sb, float *v) {
+        if (tpm_codec_scale_poisoned(sb)) {
+#pragma unroll
+            for (int k = 0; k < 8; k++) v[k] = __uint_as_float(TPM_CODEC_NAN_BITS);
+            return;
+        }
+        const float s = tpm_bf16_to_f32(sb);
+        const uint64_t w = (uint64_t)lo | ((uint64_t)hi << 32);
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const uint32_t u = (uint32_t)(w >> (k * kBits)) & ((1u << kBits) - 1u);
+            v[k] = tpm_codec_dequantize_value(FMT, (uint8_t)u, s);
+        }
+    }
+};
+
+/* tpm_hadamard32 over a quad: stages h = 1, 2, 4 inside the lane, h = 8, 16
+ * with the lane j ^ 1, j ^ 2 (the lane whose bit is clear computes
+ * mine + partner, the other partner - mine: the CPU's lo + hi / lo - hi),
+ * in the order 1, 2, 4, 8, 16, then every value times 1/sqrt(32). */
+__device__ __forceinline__ void quad_hadamard(float *v, int j) {
+#pragma unroll
+    for (int h = 1; h < 8; h <<= 1) {
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            if (k & h) continue;
+            const float lo = v[k], hi = v[k + h];
+            v[k] = lo + hi;
+            v[k + h] = lo - hi;
+        }
+    }
+#pragma unroll
+    for (int o = 1; o <= 2; o <<= 1) {
+        const bool upper = (j & o) != 0;
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const float p = __shfl_xor_sync(0xffffffffu, v[k], o);
+            v[k] = upper ? p - v[k] : v[k] + p;
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < 8; k++) v[k] = v[k] * TPM_HADAMARD_SCALE;
+}
 
 /* Per tpm_codec value: its wire format and whether it rotates. */
 template <int C> struct BlockCodec : FmtCodec<TPM_FMT_NONE> {};

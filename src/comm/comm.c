@@ -179,9 +179,12 @@ TPM_API tpm_status tpm_comm_init_all(tpm_comm_t *comms, int n, const int *device
         cs[i]->nccl_comm = cfg ? cfg->nccl_comm : NULL;
     }
 #ifdef TPMOE_HAVE_CUDA
-    if (be == TPM_BACKEND_CUDA)
+    if (be == TPM_BACKEND_CUDA) {
         st = tpm_cuda_comm_init_all(cs, n, devices);
-    else
+        /* each rank's config names its GPU (tpm_comm_get_config) */
+        for (int i = 0; i < n && st == TPM_OK; i++)
+            cs[i]->cfg.device = devices ? devices[i] : i;
+    } else
 #endif
         st = tpm_cpu_comm_init_all(cs, n);
     (void)devices; /* the CPU backend has no devices */

@@ -5,7 +5,9 @@
  *
  * Work split: the message is cut into groups of 32 elements (= codec
  * blocks); owner r gets groups [r*ngrp/W, (r+1)*ngrp/W). Each owner segment
- * is cut into columns of kCol groups (one CTA step, one group per thread);
+ * is cut into columns of kCol groups (one CTA step, one group per thread;
+ * exact payloads move as 16-byte words, kWU = 4 per thread loaded before the
+ * first is stored);
  * column c of every segment is handled by CTA c % gridDim on every rank. A
  * CTA runs its columns as a three-stage software pipeline:
  *   A(c)   for every owner s != me: my input of (s, c) -> [rotate, quantize]
@@ -43,6 +45,8 @@ namespace {
 
 constexpr int kCol = 256; /* groups per column = threads per CTA */
 static_assert(kCol * 32 == TPM_CUDA_TS_COL_ELEMS, "column size mismatch");
+
+constexpr int kWU = 4; /* exact: 16-byte words per thread in flight */
 
 enum { kRs = 0, kAg = 1 };
 
@@ -186,8 +190,19 @@ template <int DT, int C> struct Stages {
             if constexpr (kExact) {
                 size_t w0, w1;
                 words(x, g0, g1, w0, w1);
-                for (size_t w = w0 + t; w < w1; w += kCol)
-                    *(uint4 *)(dst + (w - w0) * 16) = Wd::load(x.a.in, w, x.a.count, x.in_al);
+                for (size_t b = w0 + t; b < w1; b += (size_t)kWU * kCol) {
+                    uint4 u[kWU];
+#pragma unroll
+                    for (int k = 0; k < kWU; k++) {
+                        size_t w = b + (size_t)k * kCol;
+                        if (w < w1) u[k] = Wd::load(x.a.in, w, x.a.count, x.in_al);
+                    }
+#pragma unroll
+                    for (int k = 0; k < kWU; k++) {
+                        size_t w = b + (size_t)k * kCol;
+                        if (w < w1) *(uint4 *)(dst + (w - w0) * 16) = u[k];
+                    }
+                }
             } else {
                 if (g0 + t < g1) {
                     float v[32];
@@ -210,22 +225,39 @@ template <int DT, int C> struct Stages {
         if constexpr (kExact) {
             size_t w0, w1;
             words(x, g0, g1, w0, w1);
-            for (size_t w = w0 + t; w < w1; w += kCol) {
-                float acc[Wd::kElems], f[Wd::kElems];
+            for (size_t b = w0 + t; b < w1; b += (size_t)kWU * kCol) {
+                float acc[kWU][Wd::kElems];
                 for (int r = 0; r < x.a.world; r++) {
-                    uint4 u = r == me ? Wd::load(x.a.in, w, x.a.count, x.in_al)
-                                      : __ldcg((const uint4 *)(x.slot(me, kRs, r) + off +
-                                                               (w - w0) * 16));
-                    Wd::to_f32(u, f);
+                    uint4 u[kWU];
 #pragma unroll
-                    for (int k = 0; k < Wd::kElems; k++) acc[k] = r == 0 ? f[k] : acc[k] + f[k];
+                    for (int k = 0; k < kWU; k++) {
+                        size_t w = b + (size_t)k * kCol;
+                        u[k] = make_uint4(0, 0, 0, 0);
+                        if (w >= w1) continue;
+                        u[k] = r == me ? Wd::load(x.a.in, w, x.a.count, x.in_al)
+                                       : __ldcg((const uint4 *)(x.slot(me, kRs, r) + off +
+                                                                (w - w0) * 16));
+                    }
+#pragma unroll
+                    for (int k = 0; k < kWU; k++) {
+                        float f[Wd::kElems];
+                        Wd::to_f32(u[k], f);
+#pragma unroll
+                        for (int e = 0; e < Wd::kElems; e++)
+                            acc[k][e] = r == 0 ? f[e] : acc[k][e] + f[e];
+                    }
                 }
-                uint4 res = Wd::from_f32(acc);
-                for (int d = 1; d < x.a.world; d++) {
-                    int q = (me + d) % x.a.world;
-                    *(uint4 *)(x.slot(q, kAg, me) + off + (w - w0) * 16) = res;
+#pragma unroll
+                for (int k = 0; k < kWU; k++) {
+                    size_t w = b + (size_t)k * kCol;
+                    if (w >= w1) continue;
+                    uint4 res = Wd::from_f32(acc[k]);
+                    for (int d = 1; d < x.a.world; d++) {
+                        int q = (me + d) % x.a.world;
+                        *(uint4 *)(x.slot(q, kAg, me) + off + (w - w0) * 16) = res;
+                    }
+                    Wd::store(x.a.out, w, x.a.count, x.out_al, res);
                 }
-                Wd::store(x.a.out, w, x.a.count, x.out_al, res);
             }
         } else if (g0 + t < g1) {
             reduce_group(x, g0 + t, off);
@@ -272,9 +304,19 @@ template <int DT, int C> struct Stages {
             if constexpr (kExact) {
                 size_t w0, w1;
                 words(x, g0, g1, w0, w1);
-                for (size_t w = w0 + t; w < w1; w += kCol)
-                    Wd::store(x.a.out, w, x.a.count, x.out_al,
-                              __ldcg((const uint4 *)(src + (w - w0) * 16)));
+                for (size_t b = w0 + t; b < w1; b += (size_t)kWU * kCol) {
+                    uint4 u[kWU];
+#pragma unroll
+                    for (int k = 0; k < kWU; k++) {
+                        size_t w = b + (size_t)k * kCol;
+                        if (w < w1) u[k] = __ldcg((const uint4 *)(src + (w - w0) * 16));
+                    }
+#pragma unroll
+                    for (int k = 0; k < kWU; k++) {
+                        size_t w = b + (size_t)k * kCol;
+                        if (w < w1) Wd::store(x.a.out, w, x.a.count, x.out_al, u[k]);
+                    }
+                }
             } else if (g0 + t < g1) {
                 Codes c;
                 float v[32];

@@ -57,9 +57,9 @@ static const tpm_dispatch_entry dispatch_table[] = {
     {TPM_BACKEND_CPU, 0, ANY_DTYPE, ANY_CODEC, 1 * KB, -1,
      "cpu, worlds 1/3/5/6/7: between the measured world 2/4/8 crossovers"},
     {TPM_BACKEND_CUDA, 2, ANY_DTYPE, ANY_CODEC, 8192 * KB, TPM_DISPATCH_PEER_BUFFER,
-     "H200 x2, bf16, bench/results/allreduce_h200x2.json (tpmoe bench allreduce --tp 2 --sizes "
-     "4K:128M): one-shot wins up to 8 MB (33.1 vs 34.0 us), two-shot from 16 MB (60.4 vs 63.4); "
-     "the custom kernels beat NCCL at every size up to 128 MB (1.03x there)"},
+     "H200 x2, bf16, bench/results/allreduce_h200x2.json + allreduce_h200x2_quad.json (tpmoe bench "
+     "allreduce --tp 2): one-shot wins up to 8 MB (33.1 vs 35.1 us two-shot), two-shot from 16 MB "
+     "(59.5 vs 63.4); the custom kernels beat NCCL at every size up to 128 MB (1.18x there)"},
     {TPM_BACKEND_CUDA, 0, ANY_DTYPE, ANY_CODEC, 512 * KB, TPM_DISPATCH_PEER_BUFFER,
      "worlds 3-8: not measured (one-shot traffic grows with W-1), provisional"},
 };

@@ -261,7 +261,7 @@ static void cpu_destroy(struct tpm_moe *m) {
     m->impl = NULL;
 }
 
-static const tpm_moe_ops cpu_ops = {"cpu", cpu_forward, cpu_destroy};
+static const tpm_moe_ops cpu_ops = {"cpu", cpu_forward, cpu_destroy, NULL};
 
 tpm_status tpm_moe_cpu_init(struct tpm_moe *m) {
     m->ops = &cpu_ops;

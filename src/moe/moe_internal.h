@@ -7,6 +7,9 @@
  * shard (host fp32, the layout below), then calls the backend's ops. The CPU
  * backend (moe_cpu.c) computes on the shard directly; a CUDA backend converts
  * and uploads it in its init. Backends never see an invalid argument.
+ * The CUDA backend (moe_cuda_backend.c) uploads the full host weights
+ * straight to the GPU layer (src/moe/moe_cuda.h): its host stacks below keep
+ * only their shapes (n, inter) and no arrays.
  *
  * Shard layout (this rank): n_slots expert slots stacked in one array each,
  * slot i < n_local_routed is routed expert expert_begin + i, the fused shared
@@ -41,6 +44,10 @@ typedef struct tpm_moe_ops {
     tpm_status (*forward)(struct tpm_moe *m, tpm_comm_t comm, const void *x, void *y,
                           size_t ntokens, void *stream);
     void (*destroy)(struct tpm_moe *m);
+    /* Bring the last forward's routing record and stats to the host (waits
+     * for it); NULL when forward fills them itself (CPU). Called by
+     * tpm_moe_last_stats and tpm_moe_last_routing. */
+    tpm_status (*collect)(struct tpm_moe *m);
 } tpm_moe_ops;
 
 /* A stack of expert slots, all with the same intermediate shard. */
@@ -108,10 +115,20 @@ tpm_status tpm_moe_reserve_routing(struct tpm_moe *m, size_t ntokens);
  * experts and combine times. The tests sum these over ranks by hand. */
 tpm_status tpm_moe_cpu_partial(struct tpm_moe *m, const void *x, size_t ntokens, float *partial);
 
-/* Backend constructors (moe_cpu.c, moe_cuda.cu). */
+/* Backend constructors (moe_cpu.c, moe_cuda_backend.c). */
 tpm_status tpm_moe_cpu_init(struct tpm_moe *m);
 #ifdef TPMOE_HAVE_CUDA
-tpm_status tpm_moe_cuda_init(struct tpm_moe *m);
+/* Backend AUTO: the comm's backend when comm is given, else CUDA when a GPU
+ * is visible, else CPU. */
+tpm_backend tpm_moe_cuda_auto_backend(tpm_comm_t comm);
+/* Before the weights are loaded: refuse what the CUDA backend cannot run
+ * (dtype other than bf16, ep_size > 1, no GPU, shapes the kernels do not
+ * take, a non-CUDA comm) and resolve m->device (config, else the comm's
+ * device: tpm_comm_init_all's devices[rank], tpm_comm_init's cfg.device or
+ * rank % GPUs; else the current device). */
+tpm_status tpm_moe_cuda_check(struct tpm_moe *m, tpm_comm_t comm);
+/* Build this rank's GPU layer from the full host weights w (only read). */
+tpm_status tpm_moe_cuda_init(struct tpm_moe *m, const tpm_moe_weights *w);
 #endif
 
 /* The fp64 reference over full weights (unsharded), for --check and tests:

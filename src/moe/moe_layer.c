@@ -373,18 +373,31 @@ static tpm_status create_common(struct tpm_moe **out, const tpm_moe_config *cfg,
     m->counts = calloc((size_t)(m->n_experts + m->n_shared), sizeof *m->counts);
     if (!m->counts) return tpm_err(TPM_ERR_NO_MEMORY, "tpm_moe_create: out of memory");
     tpm_backend b = cfg->backend;
-    if (b == TPM_BACKEND_AUTO) b = TPM_BACKEND_CPU; /* the CUDA MoE is not built yet */
-    if (b == TPM_BACKEND_CUDA)
-        return tpm_err(TPM_ERR_UNSUPPORTED, "tpm_moe_create: the CUDA MoE backend is not built "
-                                            "in this version (use backend cpu)");
+#ifdef TPMOE_HAVE_CUDA
+    if (b == TPM_BACKEND_AUTO) b = tpm_moe_cuda_auto_backend(comm);
     m->backend = b;
+    if (b == TPM_BACKEND_CUDA) TPM_TRY(tpm_moe_cuda_check(m, comm));
+#else
+    if (b == TPM_BACKEND_AUTO) b = TPM_BACKEND_CPU;
+    if (b == TPM_BACKEND_CUDA)
+        return tpm_err(TPM_ERR_UNSUPPORTED, "tpm_moe_create: backend cuda: this build has no CUDA "
+                                            "(TPMOE_CUDA=OFF); use backend cpu");
+    m->backend = b;
+#endif
     return TPM_OK;
 }
 
 static tpm_status finish_create(struct tpm_moe *m, const tpm_moe_weights *w) {
     TPM_TRY(check_weights(m, w));
-    TPM_TRY(build_shard(m, w));
-    TPM_TRY(tpm_moe_cpu_init(m));
+#ifdef TPMOE_HAVE_CUDA
+    if (m->backend == TPM_BACKEND_CUDA) {
+        TPM_TRY(tpm_moe_cuda_init(m, w));
+    } else
+#endif
+    {
+        TPM_TRY(build_shard(m, w));
+        TPM_TRY(tpm_moe_cpu_init(m));
+    }
     TPM_LOG_I("moe: %s rank %d (tp %d/%d, ep %d/%d): experts [%d, %d), inter %d/rank, shared %s",
               m->preset->name, m->rank, m->tp_rank, m->tp_size, m->ep_rank, m->ep_size,
               m->expert_begin, m->expert_end, m->experts.inter, m->fuse_reason);
@@ -512,6 +525,7 @@ tpm_status tpm_moe_get_info(tpm_moe_t m, tpm_moe_info *info) {
 
 tpm_status tpm_moe_last_stats(tpm_moe_t m, tpm_moe_stats *stats) {
     TPM_ARG_CHECK(m != NULL && stats != NULL, "tpm_moe_last_stats: NULL argument");
+    if (m->ops->collect) TPM_TRY(fail_on(m, m->ops->collect(m)));
     *stats = m->stats;
     return TPM_OK;
 }
@@ -519,6 +533,7 @@ tpm_status tpm_moe_last_stats(tpm_moe_t m, tpm_moe_stats *stats) {
 tpm_status tpm_moe_last_routing(tpm_moe_t m, int32_t *topk_ids, float *topk_weights,
                                 int32_t *tokens_per_expert, size_t ntokens) {
     TPM_ARG_CHECK(m != NULL, "tpm_moe_last_routing: moe is NULL");
+    if (m->ops->collect) TPM_TRY(fail_on(m, m->ops->collect(m)));
     if (ntokens != m->last_ntokens)
         return fail_on(m, tpm_err(TPM_ERR_INVALID_ARG,
                                   "tpm_moe_last_routing: ntokens %zu != the last forward's %zu",
