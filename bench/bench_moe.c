@@ -5,7 +5,9 @@
  *   tpmoe bench moe --preset m3 --tokens 1,8,32,128,1024,8192 [--tp 2]
  *                   [--fuse-shared 0|1|both] [--path auto|decode|prefill]
  *                   [--decode-kernel 0|1] [--decode-max N] [--route-gemm-min N]
- *                   [--route-legacy 0|1] [--reps N] [--check N] [--seed S] [--json FILE]
+ *                   [--route-legacy 0|1] [--shared-plan auto|slot|split]
+ *                   [--prefill-gemm loop|grouped|streams] [--reps N] [--check N] [--seed S]
+ *                   [--json FILE]
  *
  * Weights are generated on the GPU (moe_cuda_gen.h), never on the host; the
  * reference reads back only the experts the sample tokens touch. Per token
@@ -17,7 +19,10 @@
  * ahead of the GPU); the
  * memory floor (bytes of the experts this batch touched / HBM read bandwidth
  * measured in this run) and the compute floor (FLOPs / cuBLAS bf16 GEMM rate
- * measured in this run). TP runs one host thread per GPU over NCCL.
+ * measured in this run). TP runs one host thread per GPU over NCCL. Each
+ * row names the shared-expert plan that ran (slot: fused into the routed
+ * launches; split: fused layer, shared slot as dense GEMMs for this call;
+ * dense: unfused layer) and the prefill GEMM issue mode.
  */
 #include "cli.h"
 
@@ -57,6 +62,7 @@ typedef struct opts {
     int fuse[2], nfuse;
     tpm_moe_path path;
     int decode_kernel, decode_max, route_gemm_min, route_legacy; /* -1: the layer's default */
+    int shared_split_min, prefill_gemm;                            /* -1: the layer's default */
     uint64_t seed;
     const char *json;
 } opts;
@@ -67,7 +73,7 @@ typedef struct phase_times {
 
 /* One (fuse, T) measurement. */
 typedef struct row {
-    int fused, T, path, n_active, decode_kernel, route_mode;
+    int fused, T, path, n_active, decode_kernel, route_mode, shared_plan, prefill_gemm;
     double bytes, flops, mem_floor_us, flop_floor_us;
     phase_times t;
     double max_rel_err;
@@ -409,6 +415,8 @@ static void *rank_main(void *argp) {
             tpm_cuda_moe_get_tuning(m, &tu);
             S->r.decode_kernel = tu.decode_kernel;
             S->r.route_mode = tu.route_legacy ? 0 : T >= tu.route_gemm_min ? 2 : 1;
+            S->r.shared_plan = tpm_cuda_moe_shared_plan(m, T);
+            S->r.prefill_gemm = tu.prefill_gemm;
             free(yref);
         }
         /* timing: every rank runs the same sequence (NCCL calls match) */
@@ -450,7 +458,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: tpmoe bench moe [--preset P] [--tokens LIST] [--tp N] [--fuse-shared 0|1|both]\n"
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
-            "                       [--route-gemm-min N] [--route-legacy 0|1] [--reps N] [--check N]\n"
+            "                       [--route-gemm-min N] [--route-legacy 0|1] [--shared-plan auto|slot|split]\n"
+            "                       [--prefill-gemm loop|grouped|streams] [--reps N] [--check N]\n"
             "                       [--seed S] [--json FILE]\n"
             "  --preset P        model preset (default m3)\n"
             "  --tokens LIST     comma list of token counts (default 1,8,32,128,1024,8192)\n"
@@ -462,6 +471,10 @@ static void usage(FILE *f) {
             "  --decode-max N    path auto: decode up to N tokens (default: the layer's)\n"
             "  --route-gemm-min N  router as a tensor-core GEMM from N tokens, one fused launch below\n"
             "  --route-legacy B  1: the older two-launch routing (for comparison)\n"
+            "  --shared-plan X   fused layer on the decode path: shared slot inside the GEMV launches\n"
+            "                    (slot), as dense cuBLAS GEMMs (split), or the layer's per-call plan (auto)\n"
+            "  --prefill-gemm X  prefill expert GEMMs: one cuBLAS call per expert (loop), one grouped\n"
+            "                    call per matrix (grouped), or the loop over several streams (streams)\n"
             "  --reps N          timed replays per phase, median reported (default 20)\n"
             "  --check N         sample tokens validated against the fp64 reference (default 3, max 8)\n"
             "  --seed S          weight seed (default 1)\n"
@@ -484,6 +497,7 @@ static int parse(int argc, char **argv, opts *o) {
     o->nfuse = 2;
     o->path = TPM_MOE_PATH_AUTO;
     o->decode_kernel = o->decode_max = o->route_gemm_min = o->route_legacy = -1;
+    o->shared_split_min = o->prefill_gemm = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long long n;
@@ -537,6 +551,16 @@ static int parse(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--route-legacy")) {
             if (cli_parse_int(v, 0, 1, &n)) return cli_usage_error("bench moe", "--route-legacy: bad value '%s'", v);
             o->route_legacy = (int)n;
+        } else if (!strcmp(a, "--shared-plan")) {
+            if (!strcmp(v, "auto")) o->shared_split_min = -1;
+            else if (!strcmp(v, "slot")) o->shared_split_min = 1 << 20;
+            else if (!strcmp(v, "split")) o->shared_split_min = 1;
+            else return cli_usage_error("bench moe", "--shared-plan: '%s' is not auto, slot or split", v);
+        } else if (!strcmp(a, "--prefill-gemm")) {
+            if (!strcmp(v, "loop")) o->prefill_gemm = TPM_MOE_GEMM_LOOP;
+            else if (!strcmp(v, "grouped")) o->prefill_gemm = TPM_MOE_GEMM_GROUPED;
+            else if (!strcmp(v, "streams")) o->prefill_gemm = TPM_MOE_GEMM_STREAMS;
+            else return cli_usage_error("bench moe", "--prefill-gemm: '%s' is not loop, grouped or streams", v);
         } else if (!strcmp(a, "--json")) {
             o->json = v;
         } else {
@@ -549,6 +573,10 @@ static int parse(int argc, char **argv, opts *o) {
 
 static const char *path_name(int p) { return p == TPM_MOE_PATH_PREFILL ? "prefill" : "decode"; }
 static const char *route_name(int m) { return m == 0 ? "legacy" : m == 1 ? "fused" : "gemm"; }
+static const char *plan_name(int p) {
+    return p == TPM_MOE_SHARED_SLOT ? "slot" : p == TPM_MOE_SHARED_SPLIT ? "split" : p == TPM_MOE_SHARED_DENSE ? "dense" : "none";
+}
+static const char *gemm_name(int g) { return g == TPM_MOE_GEMM_GROUPED ? "grouped" : g == TPM_MOE_GEMM_STREAMS ? "streams" : "loop"; }
 
 static tpm_status apply_tuning(tpm_cuda_moe *m, const opts *o) {
     tpm_cuda_moe_tuning t;
@@ -557,6 +585,8 @@ static tpm_status apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->decode_max >= 0) t.decode_max_tokens = o->decode_max;
     if (o->route_gemm_min >= 0) t.route_gemm_min = o->route_gemm_min;
     if (o->route_legacy >= 0) t.route_legacy = o->route_legacy;
+    if (o->shared_split_min >= 0) t.shared_split_min = o->shared_split_min;
+    if (o->prefill_gemm >= 0) t.prefill_gemm = o->prefill_gemm;
     return tpm_cuda_moe_set_tuning(m, &t);
 }
 
@@ -630,16 +660,14 @@ int cmd_bench_moe(int argc, char **argv) {
         }
     }
     /* table */
-    printf("\n%-6s %-5s %-7s %3s %-6s %4s %4s %9s %9s %9s %9s %9s %9s %9s %6s %9s %5s\n", "tokens", "fused", "path",
+    printf("\n%-6s %-5s %-7s %-5s %-7s %3s %-6s %4s %4s %9s %9s %9s %9s %9s %9s %9s %6s %9s %5s\n", "tokens", "fused", "path", "plan", "gemm",
            "dk", "route", "tp", "exp", "route_us", "expert_us", "comb_us", "ar_us", "total_us", "memfl_us", "flopfl_us",
            "x_flr", "rel_err", "sel!");
     for (int i = 0; i < S.nrows; i++) {
         const row *r = &S.rows[i];
         const double floor = r->mem_floor_us > r->flop_floor_us ? r->mem_floor_us : r->flop_floor_us;
-        const double moe_us = r->t.route + r->t.experts + r->t.combine;
-        (void)moe_us;
-        printf("%-6d %-5d %-7s %3d %-6s %4d %4d %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.2f %9.2e %5d\n", r->T,
-               r->fused, path_name(r->path), r->decode_kernel, route_name(r->route_mode), o.tp, r->n_active, r->t.route, r->t.experts, r->t.combine, r->t.allreduce,
+        printf("%-6d %-5d %-7s %-5s %-7s %3d %-6s %4d %4d %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.2f %9.2e %5d\n", r->T,
+               r->fused, path_name(r->path), plan_name(r->shared_plan), gemm_name(r->prefill_gemm), r->decode_kernel, route_name(r->route_mode), o.tp, r->n_active, r->t.route, r->t.experts, r->t.combine, r->t.allreduce,
                r->t.total, r->mem_floor_us, r->flop_floor_us, r->t.total / floor, r->max_rel_err, r->sel_mismatch);
         if (!(r->max_rel_err <= 1e-2) || r->sel_mismatch > 0) fail = 1;
     }
@@ -671,6 +699,8 @@ int cmd_bench_moe(int argc, char **argv) {
             json_object_set_new(j, "path", json_string(path_name(r->path)));
             json_object_set_new(j, "decode_kernel", json_integer(r->decode_kernel));
             json_object_set_new(j, "route_mode", json_string(route_name(r->route_mode)));
+            json_object_set_new(j, "shared_plan", json_string(plan_name(r->shared_plan)));
+            json_object_set_new(j, "prefill_gemm", json_string(gemm_name(r->prefill_gemm)));
             json_object_set_new(j, "experts_touched", json_integer(r->n_active));
             json_object_set_new(j, "bytes", json_real(r->bytes));
             json_object_set_new(j, "flops", json_real(r->flops));

@@ -180,6 +180,8 @@ static void expert_ref(const tpm_moe_weights *w, const tpm_expert_weights *x, co
 /* MARK: GPU runner */
 /* Tuning overrides of the next run_gpu calls (-1: the layer's default). */
 static int tune_decode_kernel = -1, tune_route_gemm_min = -1, tune_route_legacy = -1;
+static int tune_shared_split_min = -1, tune_prefill_gemm = -1;
+static int last_plan = -1; /* tpm_cuda_moe_shared_plan of the last run_gpu call */
 
 typedef struct gpu_run {
     int T, K;
@@ -201,7 +203,10 @@ static void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fuse
     if (tune_decode_kernel >= 0) tu.decode_kernel = tune_decode_kernel;
     if (tune_route_gemm_min >= 0) tu.route_gemm_min = tune_route_gemm_min;
     if (tune_route_legacy >= 0) tu.route_legacy = tune_route_legacy;
+    if (tune_shared_split_min >= 0) tu.shared_split_min = tune_shared_split_min;
+    if (tune_prefill_gemm >= 0) tu.prefill_gemm = tune_prefill_gemm;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+    last_plan = tpm_cuda_moe_shared_plan(m, T);
     void *dx = NULL, *dy = NULL;
     assert_int_equal(cudaMalloc(&dx, (size_t)T * H * 2), cudaSuccess);
     assert_int_equal(cudaMalloc(&dy, (size_t)T * H * 2), cudaSuccess);
@@ -421,6 +426,80 @@ static void fused_equals_unfused(void **state) {
     free_weights(&w);
 }
 
+/* The split plan of a fused layer (shared slot as dense cuBLAS GEMMs, routed
+ * experts in the GEMV launches) against the reference and against the slot
+ * plan; the plan query says which one ran; kernel 1 never splits. */
+static void shared_split_plan(void **state) {
+    (void)state;
+    const char *names[] = {"m3-mini", "deepseek-v3-mini"};
+    for (size_t pi = 0; pi < 2; pi++) {
+        const tpm_preset *p = tpm_preset_find(names[pi]);
+        tpm_moe_weights w;
+        make_weights(p, 700 + pi, &w);
+        const int Ts[] = {1, 2, 5, 8, 13, 32};
+        for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
+            const int T = Ts[ti];
+            uint16_t *x = make_x(T, p->hidden, 900 + T);
+            gpu_run a, b;
+            tune_shared_split_min = 1 << 20;
+            run_gpu(&w, x, T, 1, TPM_MOE_PATH_DECODE, &a);
+            assert_int_equal(last_plan, TPM_MOE_SHARED_SLOT);
+            tune_shared_split_min = 1;
+            tune_decode_kernel = 0;
+            run_gpu(&w, x, T, 1, TPM_MOE_PATH_DECODE, &b);
+            assert_int_equal(last_plan, TPM_MOE_SHARED_SPLIT);
+            const double e = check_run(&w, x, &b, 1, 4, 1e-2);
+            const double dd = rel_diff(b.y, a.y, (size_t)T * p->hidden);
+            printf("  %-17s T=%-3d split plan rel err %.2e, vs slot plan %.2e\n", p->name, T, e, dd);
+            assert_true(dd < 1e-2);
+            assert_memory_equal(a.sel, b.sel, sizeof(int32_t) * (size_t)T * a.K);
+            free_run(&b);
+            tune_decode_kernel = 1; /* the tensor-core kernel keeps the slot */
+            run_gpu(&w, x, T, 1, TPM_MOE_PATH_DECODE, &b);
+            assert_int_equal(last_plan, TPM_MOE_SHARED_SLOT);
+            free_run(&b);
+            tune_decode_kernel = -1;
+            run_gpu(&w, x, T, 1, TPM_MOE_PATH_PREFILL, &b); /* prefill: the slot, whatever the threshold */
+            assert_int_equal(last_plan, TPM_MOE_SHARED_SLOT);
+            free_run(&b);
+            tune_shared_split_min = -1;
+            free_run(&a);
+            free(x);
+        }
+        free_weights(&w);
+    }
+}
+
+/* The three ways of issuing the prefill GEMMs (loop, grouped, streams)
+ * against the reference and against each other, including odd sizes,
+ * a single token and experts left empty. */
+static void prefill_gemm_modes(void **state) {
+    (void)state;
+    const char *names[] = {"m3-mini", "gpt-oss-mini"};
+    for (size_t pi = 0; pi < 2; pi++) {
+        const tpm_preset *p = tpm_preset_find(names[pi]);
+        tpm_moe_weights w;
+        make_weights(p, 800 + pi, &w);
+        const int Ts[] = {1, 9, 33, 300, 2049};
+        for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
+            const int T = Ts[ti];
+            uint16_t *x = make_x(T, p->hidden, 1000 + T);
+            gpu_run r[3];
+            for (int g = 0; g < 3; g++) {
+                tune_prefill_gemm = g;
+                run_gpu(&w, x, T, 1, TPM_MOE_PATH_PREFILL, &r[g]);
+                const double e = check_run(&w, x, &r[g], 1, 4, 1e-2);
+                printf("  %-17s T=%-5d prefill gemm %d rel err %.2e\n", p->name, T, g, e);
+            }
+            tune_prefill_gemm = -1;
+            for (int g = 1; g < 3; g++) assert_true(rel_diff(r[g].y, r[0].y, (size_t)T * p->hidden) < 1e-2);
+            for (int g = 0; g < 3; g++) free_run(&r[g]);
+            free(x);
+        }
+        free_weights(&w);
+    }
+}
+
 static void nan_logits_and_overfull(void **state) {
     (void)state;
     const tpm_preset *p = tpm_preset_find("m3-mini");
@@ -555,6 +634,15 @@ static void bad_arguments(void **state) {
     tu.decode_max_tokens = 8;
     tu.route_gemm_min = 0;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.route_gemm_min = 64;
+    tu.shared_split_min = 0;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.shared_split_min = 4;
+    tu.prefill_gemm = 3;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.prefill_gemm = -1;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    assert_int_equal(tpm_cuda_moe_shared_plan(NULL, 1), TPM_MOE_SHARED_NONE);
     cudaFree(dx);
     tpm_cuda_moe_destroy(m);
 }
@@ -570,6 +658,7 @@ int main(void) {
         cmocka_unit_test(variants_vs_reference), cmocka_unit_test(m2_like_structure),
         cmocka_unit_test(fused_equals_unfused),
         cmocka_unit_test(nan_logits_and_overfull), cmocka_unit_test(tp2_equals_tp1),
+        cmocka_unit_test(shared_split_plan),    cmocka_unit_test(prefill_gemm_modes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

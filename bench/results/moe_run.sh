@@ -2,7 +2,11 @@
 # moe_run.sh - the one device call that tests and times the CUDA MoE layer on
 # an nvidia-h200-x2 machine (run from the worktree root; logs and JSON under
 # $OUT/r, packed into $OUT/moe_results.tgz after every step).
-# Binaries built here (-DCMAKE_CUDA_ARCHITECTURES=90) may be carried in
+# Round 3 (2026-11-30): shared-expert plan (slot vs split) at 1-8 tokens, prefill GEMM
+# issue mode (loop / grouped / streams) at 32-8192 tokens, TP 2 fused vs unfused.
+# gpu_moe runs on GPU 1 while the TP-1 benchmarks time GPU 0 (its TP-2 case then skips;
+# the TP-2 benchmark rows, validated against the fp64 reference, run after it on both).
+# Binaries built here (-DCMAKE_CUDA_ARCHITECTURES=90, Release) are carried in
 # build-prebuilt/ (tpmoe, gpu_moe; ignored by git); if they do not run there, it builds.
 set -u
 OUT=${OUT:-/tmp/moe_out}
@@ -24,9 +28,8 @@ if ! $B bench moe --help > "$OUT/prebuilt.log" 2>&1; then
   B=./build/tpmoe; G=./build/tests/gpu_moe
   echo "build $(( $(date +%s) - t0 )) s"
 fi
-timeout 90 $G > "$OUT/gpu_moe.log" 2>&1; echo "gpu_moe rc=$? ($(( $(date +%s) - t0 )) s)"
-grep -E "PASSED|FAILED|Error|rel err .*>|skipped|\[  ERROR|Failure|assert" "$OUT/gpu_moe.log" | head -20
-pack
+CUDA_VISIBLE_DEVICES=1 timeout 100 $G > "$OUT/gpu_moe.log" 2>&1 &
+GPID=$!
 run() { # name timeout args...
   local name=$1 to=$2; shift 2
   timeout "$to" $B bench moe "$@" --json "$OUT/$name.json" > "$OUT/$name.log" 2>&1
@@ -34,16 +37,21 @@ run() { # name timeout args...
   sed -n '/^tokens/,$p' "$OUT/$name.log" | cut -c1-150; grep -E "FAIL|error|rank" "$OUT/$name.log" | head -5
   pack
 }
-# the layer's defaults (persistent tensor-core decode, fused / GEMM routing), fused and unfused
-run moe_m3_tp1 100 --preset m3 --tokens 1,8,32,1024,8192 --fuse-shared both --check 2
-# the previous kernels (two scalar decode launches, two-launch routing), same timing: the before
-run moe_m3_tp1_before 40 --preset m3 --tokens 1,8,32 --fuse-shared both --path decode --decode-kernel 0 --route-legacy 1 --check 1
-# switch point: prefill forced at small batches, decode at 16
-run moe_m3_tp1_path_prefill 40 --preset m3 --tokens 1,8,16,32 --path prefill --fuse-shared both --check 1
-run moe_m3_tp1_path_decode 30 --preset m3 --tokens 16 --path decode --fuse-shared both --check 1
-# routing at 128 / 256 tokens: one fused launch vs the router GEMM
-run moe_m3_tp1_route_fused 30 --preset m3 --tokens 64,128,256 --route-gemm-min 100000 --fuse-shared 1 --check 1
-run moe_m3_tp1_route_gemm 30 --preset m3 --tokens 64,128,256 --route-gemm-min 1 --fuse-shared 1 --check 1
-# TP 2 (NCCL all-reduce in the graph)
-run moe_m3_tp2 60 --preset m3 --tokens 1,8,32 --tp 2 --fuse-shared both --check 1
+export CUDA_VISIBLE_DEVICES=0
+# the layer's defaults (per-call shared plan, grouped prefill GEMMs), fused and unfused
+run moe_m3_tp1_decode 30 --preset m3 --tokens 1,2,4,8 --fuse-shared both --check 1
+run moe_m3_tp1_prefill 45 --preset m3 --tokens 32,1024,8192 --fuse-shared both --check 1
+# the shared plan forced: slot (inside the GEMV launches) vs split (dense cuBLAS), same weights
+run moe_m3_tp1_plan_slot 25 --preset m3 --tokens 1,2,4,8 --fuse-shared 1 --shared-plan slot --check 1
+run moe_m3_tp1_plan_split 25 --preset m3 --tokens 1,2,4,8 --fuse-shared 1 --shared-plan split --check 1
+# prefill GEMM issue: per-expert loop (the previous round) vs the loop over 4 streams
+run moe_m3_tp1_gemm_loop 35 --preset m3 --tokens 32,1024,8192 --fuse-shared 1 --prefill-gemm loop --check 1
+run moe_m3_tp1_gemm_streams 35 --preset m3 --tokens 32,1024,8192 --fuse-shared 1 --prefill-gemm streams --check 1
+wait $GPID; echo "gpu_moe rc=$? ($(( $(date +%s) - t0 )) s)"
+grep -E "PASSED|FAILED|Error|rel err .*>|skipped|\[  ERROR|Failure|assert" "$OUT/gpu_moe.log" | head -20
+pack
+unset CUDA_VISIBLE_DEVICES
+# TP 2 (NCCL all-reduce in the graph): defaults fused/unfused, then the slot plan forced
+run moe_m3_tp2 40 --preset m3 --tokens 1,8 --tp 2 --fuse-shared both --check 1
+run moe_m3_tp2_plan_slot 30 --preset m3 --tokens 1,8 --tp 2 --fuse-shared 1 --shared-plan slot --check 1
 echo "total $(( $(date +%s) - t0 )) s"

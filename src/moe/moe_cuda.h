@@ -74,12 +74,36 @@ typedef struct tpm_cuda_moe_tuning {
     int route_legacy;      /* 1: the old two-launch routing (for comparison) */
     int route_gemm_min;    /* routing: one fused launch below this many tokens, the router GEMM
                             * (3 x bf16 on tensor cores, exact fp32 products) + select at and above */
+    int shared_split_min;  /* fused layer, decode path with kernel 0: from this many tokens the
+                            * shared slot runs as a dense cuBLAS MLP over the same weight memory
+                            * (TPM_MOE_SHARED_SPLIT), below it inside the GEMV launches
+                            * (TPM_MOE_SHARED_SLOT); > TPM_MOE_DECODE_MAX_NT: never split */
+    int prefill_gemm;      /* prefill expert GEMMs: TPM_MOE_GEMM_LOOP, _GROUPED or _STREAMS */
 } tpm_cuda_moe_tuning;
+
+/* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */
+typedef enum tpm_moe_shared_plan {
+    TPM_MOE_SHARED_NONE = 0,  /* the preset has no shared expert */
+    TPM_MOE_SHARED_SLOT = 1,  /* fused: slot E of the routed launches (decode) or GEMMs (prefill) */
+    TPM_MOE_SHARED_SPLIT = 2, /* fused layer, split for this call: dense cuBLAS MLP over slot E's
+                               * weights, its fp32 rows land where the slot's would (same combine) */
+    TPM_MOE_SHARED_DENSE = 3  /* unfused layer (fuse_shared = 0): dense MLP, added by the combine */
+} tpm_moe_shared_plan;
+
+/* Prefill expert GEMMs (tuning.prefill_gemm). */
+typedef enum tpm_moe_prefill_gemm {
+    TPM_MOE_GEMM_LOOP = 0,    /* one cublasGemmEx per touched expert, on the caller's stream */
+    TPM_MOE_GEMM_GROUPED = 1, /* one cublasGemmGroupedBatchedEx for gate_up, one for down */
+    TPM_MOE_GEMM_STREAMS = 2  /* the loop spread round-robin over TPM_MOE_GEMM_NSTREAMS streams */
+} tpm_moe_prefill_gemm;
+#define TPM_MOE_GEMM_NSTREAMS 4
 tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t);
 tpm_status tpm_cuda_moe_get_tuning(const tpm_cuda_moe *m, tpm_cuda_moe_tuning *t);
 /* Path AUTO picks for T tokens; 1 if that call can be captured in a graph. */
 tpm_moe_path tpm_cuda_moe_path_for(const tpm_cuda_moe *m, int T);
 int tpm_cuda_moe_capturable(const tpm_cuda_moe *m, int T);
+/* The shared-expert plan a call with T tokens runs (tpm_moe_shared_plan). */
+int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T);
 
 /* The whole block. stream is a cudaStream_t (NULL: legacy default). */
 tpm_status tpm_cuda_moe_forward(tpm_cuda_moe *m, const void *x, int T, void *y, void *stream);

@@ -19,6 +19,10 @@
  * bias: the combine applies both in slot order). Nothing is accumulated
  * with atomics, so the result has the same bits in every run.
  *
+ * Split shared plan (skip_shared): the fused shared expert, always the last
+ * touched expert (slot E, highest index), is left out of both item lists;
+ * the layer runs it as a dense cuBLAS MLP that writes the same fp32 rows.
+ *
  * Synchronisation: stream order only. Work counters: k_gate_up uses ctr[0]
  * and zeroes ctr[1] (block 0) before k_down starts; k_down uses ctr[1] and
  * zeroes ctr[0] for the next forward (k_gate_up has finished by then). So
@@ -77,16 +81,17 @@ __device__ __forceinline__ float warp_sum(float v) {
 /* Next work item of the block (one atomic per block), plus the expert's
  * token rows staged in shared memory. Returns false when the work is done. */
 template <int NT>
-__device__ __forceinline__ bool next_item(const tpm_moe_dev &d, int *ctr, int tiles, int *s_item,
+__device__ __forceinline__ bool next_item(const tpm_moe_dev &d, int *ctr, int tiles, int skip, int *s_item,
                                           int *s_tok, int &e, int &off, int &n, int &tile) {
-    const int total = __ldcg(d.n_active) * tiles;
+    const int na = __ldcg(d.n_active) - skip; /* skip = 1: the shared slot (last active) runs dense */
+    const int total = na * tiles;
     if (threadIdx.x == 0) *s_item = atomicAdd(ctr, 1);
     __syncthreads();
     const int item = *s_item;
     if (item >= total) return false;
     const int a = item / tiles;
     tile = item - a * tiles;
-    e = d.active[__ldcg(d.n_active) - 1 - a]; /* highest expert first: the shared slot (E), the heaviest */
+    e = d.active[na - 1 - a]; /* highest expert first: the shared slot (E), the heaviest */
     off = d.offsets[e];
     n = min(d.offsets[e + 1] - off, NT);
     if (threadIdx.x < n) s_tok[threadIdx.x] = d.perm_tok[off + threadIdx.x];
@@ -95,7 +100,7 @@ __device__ __forceinline__ bool next_item(const tpm_moe_dev &d, int *ctr, int ti
 }
 
 template <int NT, int U>
-__global__ void __launch_bounds__(kThreads) k_gate_up(tpm_moe_dev d, const uint16_t *__restrict__ x) {
+__global__ void __launch_bounds__(kThreads) k_gate_up(tpm_moe_dev d, const uint16_t *__restrict__ x, int skip) {
     __shared__ int s_item;
     __shared__ int s_tok[NT];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -103,7 +108,7 @@ __global__ void __launch_bounds__(kThreads) k_gate_up(tpm_moe_dev d, const uint1
     const int tiles = (Il + kWarps - 1) / kWarps;
     if (blockIdx.x == 0 && threadIdx.x == 0) d.ctr[1] = 0;
     int e, off, n, tile;
-    while (next_item<NT>(d, d.ctr + 0, tiles, &s_item, s_tok, e, off, n, tile)) {
+    while (next_item<NT>(d, d.ctr + 0, tiles, skip, &s_item, s_tok, e, off, n, tile)) {
         const int i = tile * kWarps + warp;
         if (i < Il) {
             const uint4 *gw = reinterpret_cast<const uint4 *>(d.w13 + ((size_t)e * 2 * Il + i) * H);
@@ -154,7 +159,7 @@ __global__ void __launch_bounds__(kThreads) k_gate_up(tpm_moe_dev d, const uint1
 }
 
 template <int NT, int U, int RD>
-__global__ void __launch_bounds__(kThreads) k_down(tpm_moe_dev d) {
+__global__ void __launch_bounds__(kThreads) k_down(tpm_moe_dev d, int skip) {
     __shared__ int s_item;
     __shared__ int s_tok[NT];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -162,7 +167,7 @@ __global__ void __launch_bounds__(kThreads) k_down(tpm_moe_dev d) {
     const int tiles = (H + kWarps * RD - 1) / (kWarps * RD);
     if (blockIdx.x == 0 && threadIdx.x == 0) d.ctr[0] = 0;
     int e, off, n, tile;
-    while (next_item<NT>(d, d.ctr + 1, tiles, &s_item, s_tok, e, off, n, tile)) {
+    while (next_item<NT>(d, d.ctr + 1, tiles, skip, &s_item, s_tok, e, off, n, tile)) {
         const int h0 = (tile * kWarps + warp) * RD;
         if (h0 < H) {
             const uint4 *wrow[RD];
@@ -215,30 +220,32 @@ __global__ void __launch_bounds__(kThreads) k_down(tpm_moe_dev d) {
 }
 
 template <int NT>
-tpm_status launch_nt(const tpm_moe_dev &d, const uint16_t *x, cudaStream_t s) {
+tpm_status launch_nt(const tpm_moe_dev &d, const uint16_t *x, int skip, cudaStream_t s) {
     constexpr int U1 = NT >= 16 ? 2 : 4;
     constexpr int U2 = NT >= 16 ? 2 : 4;
     constexpr int RD = NT >= 16 ? 1 : 2;
     int b1 = 0, b2 = 0;
     TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, k_gate_up<NT, U1>, kThreads, 0));
     TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, k_down<NT, U2, RD>, kThreads, 0));
-    k_gate_up<NT, U1><<<d.sm_count * (b1 > 0 ? b1 : 1), kThreads, 0, s>>>(d, x);
+    k_gate_up<NT, U1><<<d.sm_count * (b1 > 0 ? b1 : 1), kThreads, 0, s>>>(d, x, skip);
     TPM_CUDA_LAUNCHED();
-    k_down<NT, U2, RD><<<d.sm_count * (b2 > 0 ? b2 : 1), kThreads, 0, s>>>(d);
+    k_down<NT, U2, RD><<<d.sm_count * (b2 > 0 ? b2 : 1), kThreads, 0, s>>>(d, skip);
     TPM_CUDA_LAUNCHED();
     return TPM_OK;
 }
 
 } // namespace
 
-tpm_status tpm_moe_launch_decode(const tpm_moe_dev &d, const uint16_t *x, int T, cudaStream_t s) {
+tpm_status tpm_moe_launch_decode(const tpm_moe_dev &d, const uint16_t *x, int T, int skip_shared,
+                                  cudaStream_t s) {
     TPM_ASSERT(d.H % 8 == 0 && d.Il % 8 == 0);
-    if (T <= 1) return launch_nt<1>(d, x, s);
-    if (T <= 2) return launch_nt<2>(d, x, s);
-    if (T <= 4) return launch_nt<4>(d, x, s);
-    if (T <= 8) return launch_nt<8>(d, x, s);
-    if (T <= 16) return launch_nt<16>(d, x, s);
-    if (T <= 32) return launch_nt<32>(d, x, s);
+    const int skip = skip_shared ? 1 : 0;
+    if (T <= 1) return launch_nt<1>(d, x, skip, s);
+    if (T <= 2) return launch_nt<2>(d, x, skip, s);
+    if (T <= 4) return launch_nt<4>(d, x, skip, s);
+    if (T <= 8) return launch_nt<8>(d, x, skip, s);
+    if (T <= 16) return launch_nt<16>(d, x, skip, s);
+    if (T <= 32) return launch_nt<32>(d, x, skip, s);
     return tpm_err(TPM_ERR_INVALID_ARG, "decode path takes at most %d tokens (got %d)",
                    TPM_MOE_DECODE_MAX_NT, T);
 }

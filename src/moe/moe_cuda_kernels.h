@@ -26,6 +26,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#define TPM_MOE_MAX_SLOTS 257 /* E1 = experts (<= 256) + shared (<= 1) */
+
 struct tpm_moe_dev {
     /* shapes and math */
     int H, E, E1, k, K, Il, tp, rank;
@@ -56,8 +58,20 @@ struct tpm_moe_dev {
     /* prefill buffers (bf16) */
     uint16_t *xp, *h13, *act_bf, *rows_bf; /* [T*K][H], [T*K][2Il], [T*K][Il], [T*K][H] */
     /* unfused shared expert */
-    uint16_t *sh_h13, *sh_act, *sh_out;     /* [T][2Il], [T][Il], [T][H] */
+    uint16_t *sh_h13, *sh_act, *sh_out;     /* [T][2Il], [T][Il], [T][H]; fused layer: sh_h13 and
+                                             * sh_act only, [Td][..] for the split plan (Td = decode rows) */
     int sm_count;
+};
+
+/* Prefill on several streams / grouped GEMM: the extra state the layer owns. */
+struct tpm_moe_prefill_ctx {
+    int mode;                          /* tpm_moe_prefill_gemm */
+    void *blas_aux[TPM_MOE_GEMM_NSTREAMS]; /* cublasHandle_t, one per aux stream (own workspace) */
+    void *ws_aux[TPM_MOE_GEMM_NSTREAMS];
+    cudaStream_t aux[TPM_MOE_GEMM_NSTREAMS];
+    cudaEvent_t ev_fork, ev_join[TPM_MOE_GEMM_NSTREAMS];
+    cudaEvent_t ev_ptrs;               /* after the last copy of h_ptrs (waited before rewriting it) */
+    void **h_ptrs, **d_ptrs;           /* pinned host / device [6][E1] GEMM pointer arrays */
 };
 
 /* Record a CUDA error as a tpm status (clears the sticky-free error). */
@@ -79,8 +93,10 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
 int tpm_moe_route_fused_ok(const tpm_moe_dev &d, int T);
 /* wr3 = the 3-way bf16 split of wr (after wr changed). */
 tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s);
-/* moe_cuda_decode.cu: gate_up + activation, then down (persistent, one pass over weights). */
-tpm_status tpm_moe_launch_decode(const tpm_moe_dev &d, const uint16_t *x, int T, cudaStream_t s);
+/* moe_cuda_decode.cu: gate_up + activation, then down (persistent, one pass over weights).
+ * skip_shared: leave the fused shared slot (the last touched expert, E) out (split plan). */
+tpm_status tpm_moe_launch_decode(const tpm_moe_dev &d, const uint16_t *x, int T, int skip_shared,
+                                 cudaStream_t s);
 /* moe_cuda_decode_mma.cu: the same in one persistent launch on tensor cores (mma.sync);
  * needs H % 32 == 0 and Il % 32 == 0. */
 int tpm_moe_decode_mma_ok(const tpm_moe_dev &d);
@@ -98,10 +114,14 @@ tpm_status tpm_moe_launch_act(const tpm_moe_dev &d, const uint16_t *h, uint16_t 
 /* moe_cuda_prefill.cu: grouped GEMMs on tensor cores (cuBLAS), one pair per touched
  * expert; h_offsets are the offsets read back to the host (E1 + 1 entries).
  * blas is a cublasHandle_t already bound to the stream. */
-tpm_status tpm_moe_prefill_experts(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T,
-                                   const int32_t *h_offsets, cudaStream_t s);
-/* The unfused shared expert as a dense MLP over all T tokens -> sh_out. */
+tpm_status tpm_moe_prefill_experts(const tpm_moe_dev &d, void *blas, const tpm_moe_prefill_ctx &c,
+                                   const uint16_t *x, int T, const int32_t *h_offsets, cudaStream_t s);
+/* The unfused shared expert as a dense MLP over all T tokens -> sh_out (bf16). */
 tpm_status tpm_moe_shared_dense(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T,
+                                cudaStream_t s);
+/* Split plan of a fused layer: the shared slot's MLP over all T tokens as dense GEMMs,
+ * written in fp32 to rows_f32 rows T*k .. T*k+T-1 (the slot's permuted rows). */
+tpm_status tpm_moe_shared_split(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T,
                                 cudaStream_t s);
 /* moe_cuda_weights.cu: synthetic weights (moe_cuda_gen.h) of this shard. */
 tpm_status tpm_moe_launch_generate(const tpm_moe_dev &d, const tpm_preset *p, uint64_t seed,

@@ -3,10 +3,14 @@
  * path choice and the forward orchestration (route -> experts -> combine ->
  * all-reduce), all on the caller's stream.
  *
- * Paths: decode (moe_cuda_decode_mma.cu, one persistent tensor-core launch;
- * moe_cuda_decode.cu, the older two scalar GEMV launches) up to
- * tune.decode_max_tokens tokens, prefill (moe_cuda_prefill.cu) above. The decode path never touches the
- * host, so route -> experts -> combine -> ncclAllReduce captures into one
+ * Paths: decode (moe_cuda_decode.cu, two scalar GEMV launches, default;
+ * moe_cuda_decode_mma.cu, one persistent tensor-core launch) up to
+ * tune.decode_max_tokens tokens, prefill (moe_cuda_prefill.cu) above.
+ * Per-call shared-expert plan of a fused layer (tpm_cuda_moe_shared_plan):
+ * on the decode path from tune.shared_split_min tokens the shared slot runs
+ * as dense cuBLAS GEMMs over the slot's own weights, writing the slot's fp32
+ * rows (same stream, before the routed GEMV launches, still one graph).
+ * The decode path never touches the host, so route -> experts -> combine -> ncclAllReduce captures into one
  * CUDA graph; the prefill path reads the per-expert offsets back (one sync).
  * TP: each rank holds an Il = inter/tp slice of every expert (shared
  * included); the partial bf16 outputs are summed by ncclAllReduce on the
@@ -31,6 +35,24 @@
 #define TPM_MOE_DECODE_KERNEL 0
 #define TPM_MOE_DECODE_MAX_TOKENS 8
 #define TPM_MOE_ROUTE_GEMM_MIN 64
+/* Shared-expert plan of a fused layer on the decode path (kernel 0): from
+ * this many tokens the shared slot runs as dense cuBLAS GEMMs (split plan).
+ * The GEMV's multi-token shared slot is issue-bound (per 16-byte weight load
+ * NT x-loads and 8*NT FMAs), cuBLAS's dense GEMMs are not, but the split
+ * costs ~3 more launches. H200 run of 2026-11-30 (round 3, m3, TP 1,
+ * bench/results/moe_m3_tp1_plan_{slot,split}.json), whole layer, us:
+ *   tokens  1: slot 176.2, split 193.4     tokens 4: slot 505.4, split 490.7
+ *   tokens  2: slot 261.1, split 269.6     tokens 8: slot 940.3, split 886.0
+ * TP 2 (moe_m3_tp2*.json): 8 tokens slot 520.3, split 514.5. Split from 4. */
+#define TPM_MOE_SHARED_SPLIT_MIN 4
+/* Prefill expert GEMMs (tpm_moe_prefill_gemm). Same run, fused, whole layer,
+ * us (moe_m3_tp1_gemm_{loop,streams}.json, moe_m3_tp1_prefill.json):
+ *   tokens   32: loop 2825.9, grouped 2112.7, streams (4) 1983.6
+ *   tokens 1024: loop 5159.1, grouped 4231.6, streams (4) 3772.6
+ *   tokens 8192: loop 9822.4, grouped 19603.9, streams (4) 9762.1
+ * cublasGemmGroupedBatchedEx (cuBLAS 13.0) is twice as slow as the loop at
+ * 8192 tokens; the loop over 4 streams is the fastest at every size. */
+#define TPM_MOE_PREFILL_GEMM TPM_MOE_GEMM_STREAMS
 
 struct tpm_cuda_moe {
     tpm_cuda_moe_desc desc;
@@ -42,6 +64,7 @@ struct tpm_cuda_moe {
     tpm_moe_path path;
     tpm_cuda_moe_tuning tune;
     int max_tokens, decode_rows;
+    tpm_moe_prefill_ctx pf; /* aux streams, handles, events, pointer arrays of the prefill GEMMs */
 };
 
 #define NCCL_TRY(expr)                                                                          \
@@ -156,7 +179,12 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
             DALLOC(d.sh_h13, T * 2 * Il * 2);
             DALLOC(d.sh_act, T * Il * 2);
             DALLOC(d.sh_out, T * H * 2);
+        } else if (p->n_shared == 1) { /* split plan: decode-sized dense shared MLP */
+            const size_t Td = T < TPM_MOE_DECODE_MAX_NT ? T : TPM_MOE_DECODE_MAX_NT;
+            DALLOC(d.sh_h13, Td * 2 * Il * 2);
+            DALLOC(d.sh_act, Td * Il * 2);
         }
+        DALLOC(m->pf.d_ptrs, sizeof(void *) * 6 * E1);
         if (cudaMemset(d.ctr, 0, 64) != cudaSuccess || cudaMemset(d.done, 0, E1 * 4) != cudaSuccess ||
             cudaMemset(d.tile_ctr, 0, (size_t)d.tile_cap * 4) != cudaSuccess || cudaMemset(d.w13, 0, E1 * 2 * Il * H * 2) != cudaSuccess ||
             cudaMemset(d.w2, 0, E1 * H * Il * 2) != cudaSuccess) {
@@ -170,15 +198,39 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     }
     DALLOC(m->blas_ws, (size_t)32 << 20);
     cublasSetWorkspace(m->blas, m->blas_ws, (size_t)32 << 20);
-    if (cudaMallocHost((void **)&m->h_offsets, (size_t)(d.E1 + 1) * 4) != cudaSuccess) {
+    if (cudaMallocHost((void **)&m->h_offsets, (size_t)(d.E1 + 1) * 4) != cudaSuccess ||
+        cudaMallocHost((void **)&m->pf.h_ptrs, sizeof(void *) * 6 * (size_t)d.E1) != cudaSuccess) {
         st = tpm_err(TPM_ERR_CUDA, "cudaMallocHost failed");
         goto fail;
+    }
+    if (cudaEventCreateWithFlags(&m->pf.ev_fork, cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventCreateWithFlags(&m->pf.ev_ptrs, cudaEventDisableTiming) != cudaSuccess) {
+        st = tpm_err(TPM_ERR_CUDA, "cudaEventCreate failed");
+        goto fail;
+    }
+    for (int i = 0; i < TPM_MOE_GEMM_NSTREAMS; i++) {
+        cublasHandle_t hb = NULL;
+        if (cudaStreamCreateWithFlags(&m->pf.aux[i], cudaStreamNonBlocking) != cudaSuccess ||
+            cudaEventCreateWithFlags(&m->pf.ev_join[i], cudaEventDisableTiming) != cudaSuccess ||
+            cublasCreate(&hb) != CUBLAS_STATUS_SUCCESS) {
+            st = tpm_err(TPM_ERR_CUDA, "prefill stream %d: create failed", i);
+            goto fail;
+        }
+        m->pf.blas_aux[i] = hb;
+        DALLOC(m->pf.ws_aux[i], (size_t)32 << 20);
+        if (cublasSetStream(hb, m->pf.aux[i]) != CUBLAS_STATUS_SUCCESS ||
+            cublasSetWorkspace(hb, m->pf.ws_aux[i], (size_t)32 << 20) != CUBLAS_STATUS_SUCCESS) {
+            st = tpm_err(TPM_ERR_CUDA, "prefill stream %d: cuBLAS setup failed", i);
+            goto fail;
+        }
     }
     m->path = TPM_MOE_PATH_AUTO;
     m->tune.decode_kernel = tpm_moe_decode_mma_ok(d) ? TPM_MOE_DECODE_KERNEL : 0;
     m->tune.decode_max_tokens = TPM_MOE_DECODE_MAX_TOKENS;
     m->tune.route_legacy = 0;
     m->tune.route_gemm_min = TPM_MOE_ROUTE_GEMM_MIN;
+    m->tune.shared_split_min = TPM_MOE_SHARED_SPLIT_MIN;
+    m->tune.prefill_gemm = TPM_MOE_PREFILL_GEMM;
     *out = m;
     return TPM_OK;
 fail:
@@ -198,6 +250,16 @@ void tpm_cuda_moe_destroy(tpm_cuda_moe *m) {
         if (bufs[i]) cudaFree(bufs[i]);
     if (m->blas) cublasDestroy(m->blas);
     if (m->h_offsets) cudaFreeHost(m->h_offsets);
+    if (m->pf.h_ptrs) cudaFreeHost(m->pf.h_ptrs);
+    if (m->pf.d_ptrs) cudaFree(m->pf.d_ptrs);
+    if (m->pf.ev_fork) cudaEventDestroy(m->pf.ev_fork);
+    if (m->pf.ev_ptrs) cudaEventDestroy(m->pf.ev_ptrs);
+    for (int i = 0; i < TPM_MOE_GEMM_NSTREAMS; i++) {
+        if (m->pf.blas_aux[i]) cublasDestroy((cublasHandle_t)m->pf.blas_aux[i]);
+        if (m->pf.ws_aux[i]) cudaFree(m->pf.ws_aux[i]);
+        if (m->pf.ev_join[i]) cudaEventDestroy(m->pf.ev_join[i]);
+        if (m->pf.aux[i]) cudaStreamDestroy(m->pf.aux[i]);
+    }
     free(m);
 }
 
@@ -304,6 +366,9 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->decode_max_tokens >= 0 && t->decode_max_tokens <= TPM_MOE_DECODE_MAX_NT,
                   "decode_max_tokens %d outside 0..%d", t->decode_max_tokens, TPM_MOE_DECODE_MAX_NT);
     TPM_ARG_CHECK(t->route_gemm_min >= 1, "route_gemm_min %d < 1", t->route_gemm_min);
+    TPM_ARG_CHECK(t->shared_split_min >= 1, "shared_split_min %d < 1", t->shared_split_min);
+    TPM_ARG_CHECK(t->prefill_gemm >= TPM_MOE_GEMM_LOOP && t->prefill_gemm <= TPM_MOE_GEMM_STREAMS,
+                  "prefill_gemm %d is not 0, 1 or 2", t->prefill_gemm);
     m->tune = *t;
     return TPM_OK;
 }
@@ -322,6 +387,15 @@ tpm_moe_path tpm_cuda_moe_path_for(const tpm_cuda_moe *m, int T) {
 
 int tpm_cuda_moe_capturable(const tpm_cuda_moe *m, int T) {
     return tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE;
+}
+
+int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T) {
+    if (!m || m->p->n_shared == 0) return TPM_MOE_SHARED_NONE;
+    if (!m->d.fused) return TPM_MOE_SHARED_DENSE;
+    if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE && m->tune.decode_kernel == 0 &&
+        T >= m->tune.shared_split_min)
+        return TPM_MOE_SHARED_SPLIT;
+    return TPM_MOE_SHARED_SLOT;
 }
 
 /* cuBLAS on stream s; cublasSetStream resets the workspace to the default
@@ -356,13 +430,20 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
         TPM_TRY(bind_blas(m, s));
         TPM_TRY(tpm_moe_shared_dense(d, m->blas, (const uint16_t *)x, T, s));
     }
-    if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE)
-        return m->tune.decode_kernel ? tpm_moe_launch_decode_mma(d, (const uint16_t *)x, T, s)
-                                     : tpm_moe_launch_decode(d, (const uint16_t *)x, T, s);
+    if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE) {
+        if (m->tune.decode_kernel) return tpm_moe_launch_decode_mma(d, (const uint16_t *)x, T, s);
+        const int split = tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SPLIT;
+        if (split) { /* the shared slot's fp32 rows from dense GEMMs, then the routed GEMVs */
+            TPM_TRY(bind_blas(m, s));
+            TPM_TRY(tpm_moe_shared_split(d, m->blas, (const uint16_t *)x, T, s));
+        }
+        return tpm_moe_launch_decode(d, (const uint16_t *)x, T, split, s);
+    }
     TPM_CUDA_TRY(cudaMemcpyAsync(m->h_offsets, d.offsets, (size_t)(d.E1 + 1) * 4, cudaMemcpyDeviceToHost, s));
     TPM_CUDA_TRY(cudaStreamSynchronize(s));
     TPM_TRY(bind_blas(m, s));
-    return tpm_moe_prefill_experts(d, m->blas, (const uint16_t *)x, T, m->h_offsets, s);
+    m->pf.mode = m->tune.prefill_gemm;
+    return tpm_moe_prefill_experts(d, m->blas, m->pf, (const uint16_t *)x, T, m->h_offsets, s);
 }
 
 tpm_status tpm_cuda_moe_combine(tpm_cuda_moe *m, int T, void *y, void *stream) {
