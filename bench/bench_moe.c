@@ -4,10 +4,10 @@
  *
  *   tpmoe bench moe --preset m3 --tokens 1,8,32,128,1024,8192 [--tp 2]
  *                   [--fuse-shared 0|1|both] [--path auto|decode|prefill]
- *                   [--decode-kernel 0|1] [--decode-max N] [--route-gemm-min N]
+ *                   [--decode-kernel 0|1|2] [--pdl 0|1] [--decode-max N] [--route-gemm-min N]
  *                   [--route-legacy 0|1] [--shared-plan auto|slot|split]
- *                   [--prefill-gemm loop|grouped|streams] [--reps N] [--check N] [--seed S]
- *                   [--json FILE]
+ *                   [--prefill-gemm loop|grouped|streams] [--flush write|read] [--reps N]
+ *                   [--check N] [--seed S] [--json FILE]
  *
  * Weights are generated on the GPU (moe_cuda_gen.h), never on the host; the
  * reference reads back only the experts the sample tokens touch. Per token
@@ -22,7 +22,11 @@
  * measured in this run). TP runs one host thread per GPU over NCCL. Each
  * row names the shared-expert plan that ran (slot: fused into the routed
  * launches; split: fused layer, shared slot as dense GEMMs for this call;
- * dense: unfused layer) and the prefill GEMM issue mode.
+ * dense: unfused layer) and the prefill GEMM issue mode. The L2 flush
+ * writes 256 MB (default; the L2 is then full of dirty lines that every
+ * timed graph first writes back) or reads them (--flush read: clean lines);
+ * the harness's fixed cost, an empty captured kernel after the same flush,
+ * is printed and written as null_kernel_us.
  */
 #include "cli.h"
 
@@ -62,7 +66,8 @@ typedef struct opts {
     int fuse[2], nfuse;
     tpm_moe_path path;
     int decode_kernel, decode_max, route_gemm_min, route_legacy; /* -1: the layer's default */
-    int shared_split_min, prefill_gemm;                            /* -1: the layer's default */
+    int shared_split_min, prefill_gemm, pdl;                       /* -1: the layer's default */
+    int flush;                                                     /* 0 write, 1 read */
     uint64_t seed;
     const char *json;
 } opts;
@@ -73,7 +78,7 @@ typedef struct phase_times {
 
 /* One (fuse, T) measurement. */
 typedef struct row {
-    int fused, T, path, n_active, decode_kernel, route_mode, shared_plan, prefill_gemm;
+    int fused, T, path, n_active, decode_kernel, pdl, route_mode, shared_plan, prefill_gemm;
     double bytes, flops, mem_floor_us, flop_floor_us;
     phase_times t;
     double max_rel_err;
@@ -95,7 +100,7 @@ typedef struct shared_state {
     row *rows;
     int nrows;
     tpm_status st[MAX_TP];
-    double hbm_gbps, gemm_tflops;
+    double hbm_gbps, gemm_tflops, null_us;
 } shared_state;
 
 /* MARK: host reference (fp64) */
@@ -206,6 +211,7 @@ typedef struct timer {
     cudaEvent_t a, b;
     void *flush;
     size_t flush_bytes;
+    int flush_mode;
     pthread_barrier_t *bar; /* TP: ranks start every replay together */
 } timer;
 
@@ -216,7 +222,7 @@ static tpm_status time_graph(timer *tm, cudaGraphExec_t g, int reps, double *ms)
         cudaStreamSynchronize(tm->s);
         if (tm->bar) pthread_barrier_wait(tm->bar);
         /* flush, start event and graph queued together: the graph starts when the flush ends */
-        TPM_TRY(tpm_cuda_bench_flush(tm->flush, tm->flush_bytes, tm->s));
+        TPM_TRY(tpm_cuda_bench_flush(tm->flush, tm->flush_bytes, tm->flush_mode, tm->s));
         cudaEventRecord(tm->a, tm->s);
         cudaGraphLaunch(g, tm->s);
         cudaEventRecord(tm->b, tm->s);
@@ -233,10 +239,11 @@ static tpm_status time_graph(timer *tm, cudaGraphExec_t g, int reps, double *ms)
     return TPM_OK;
 }
 
-enum { PH_ROUTE, PH_EXPERTS, PH_COMBINE, PH_ALLREDUCE, PH_ALL, PH_N };
+enum { PH_ROUTE, PH_EXPERTS, PH_COMBINE, PH_ALLREDUCE, PH_ALL, PH_N, PH_NULL = PH_N };
 
 static tpm_status run_phase(tpm_cuda_moe *m, int ph, const void *x, void *y, int T, cudaStream_t s) {
     switch (ph) {
+    case PH_NULL: return tpm_cuda_bench_null(s);
     case PH_ROUTE: return tpm_cuda_moe_route(m, x, T, s);
     case PH_EXPERTS: return tpm_cuda_moe_experts(m, x, T, s);
     case PH_COMBINE: return tpm_cuda_moe_combine(m, T, y, s);
@@ -247,7 +254,7 @@ static tpm_status run_phase(tpm_cuda_moe *m, int ph, const void *x, void *y, int
 
 static tpm_status time_phase(timer *tm, tpm_cuda_moe *m, int ph, const void *x, void *y, int T, int reps,
                              double *ms) {
-    if (tpm_cuda_moe_capturable(m, T)) {
+    if (ph == PH_NULL || tpm_cuda_moe_capturable(m, T)) {
         cudaGraph_t g = NULL;
         cudaGraphExec_t ge = NULL;
         if (cudaStreamBeginCapture(tm->s, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
@@ -267,7 +274,7 @@ static tpm_status time_phase(timer *tm, tpm_cuda_moe *m, int ph, const void *x, 
     for (int r = -2; r < reps; r++) {
         cudaStreamSynchronize(tm->s);
         if (tm->bar) pthread_barrier_wait(tm->bar);
-        TPM_TRY(tpm_cuda_bench_flush(tm->flush, tm->flush_bytes, tm->s));
+        TPM_TRY(tpm_cuda_bench_flush(tm->flush, tm->flush_bytes, tm->flush_mode, tm->s));
         cudaEventRecord(tm->a, tm->s);
         tpm_status st = run_phase(m, ph, x, y, T, tm->s);
         cudaEventRecord(tm->b, tm->s);
@@ -304,6 +311,7 @@ static void *rank_main(void *argp) {
     cudaSetDevice(rank);
     const int K = tpm_cuda_moe_slots(m), Il = tpm_cuda_moe_local_inter(m), E1 = p->n_experts + p->n_shared;
     tm.flush_bytes = (size_t)256 << 20;
+    tm.flush_mode = o->flush;
     tm.bar = tp > 1 ? &S->bar : NULL;
     if (cudaStreamCreateWithFlags(&tm.s, cudaStreamNonBlocking) || cudaEventCreate(&tm.a) ||
         cudaEventCreate(&tm.b) || cudaMalloc(&tm.flush, tm.flush_bytes) ||
@@ -320,6 +328,15 @@ static void *rank_main(void *argp) {
     if (!hy || !l13 || !l2 || !sel || !wts || !counts) {
         st = tpm_err(TPM_ERR_NO_MEMORY, "rank %d: out of host memory", rank);
         goto done;
+    }
+    if (rank == 0) { /* the harness's fixed cost: an empty captured kernel after the same flush */
+        double ms = 0;
+        pthread_barrier_t *bar = tm.bar;
+        tm.bar = NULL; /* rank 0 alone */
+        st = time_phase(&tm, m, PH_NULL, NULL, NULL, 1, o->reps, &ms);
+        tm.bar = bar;
+        if (st != TPM_OK) goto done;
+        S->null_us = ms * 1e3;
     }
     for (int ti = 0; ti < o->nt; ti++) {
         const int T = (int)o->tokens[ti];
@@ -414,6 +431,7 @@ static void *rank_main(void *argp) {
             tpm_cuda_moe_tuning tu;
             tpm_cuda_moe_get_tuning(m, &tu);
             S->r.decode_kernel = tu.decode_kernel;
+            S->r.pdl = tu.decode_kernel == 2 ? tu.pdl : 0;
             S->r.route_mode = tu.route_legacy ? 0 : T >= tu.route_gemm_min ? 2 : 1;
             S->r.shared_plan = tpm_cuda_moe_shared_plan(m, T);
             S->r.prefill_gemm = tu.prefill_gemm;
@@ -459,7 +477,8 @@ static void usage(FILE *f) {
             "usage: tpmoe bench moe [--preset P] [--tokens LIST] [--tp N] [--fuse-shared 0|1|both]\n"
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--shared-plan auto|slot|split]\n"
-            "                       [--prefill-gemm loop|grouped|streams] [--reps N] [--check N]\n"
+            "                       [--prefill-gemm loop|grouped|streams] [--flush write|read] [--pdl 0|1]\n"
+            "                       [--reps N] [--check N]\n"
             "                       [--seed S] [--json FILE]\n"
             "  --preset P        model preset (default m3)\n"
             "  --tokens LIST     comma list of token counts (default 1,8,32,128,1024,8192)\n"
@@ -467,7 +486,8 @@ static void usage(FILE *f) {
             "  --fuse-shared X   shared expert fused as slot E (1), dense beside it (0), or both (default)\n"
             "  --path X          force the decode (<= %d tokens) or prefill path (default auto)\n"
             "  --decode-kernel K decode kernels: 0 two scalar GEMV launches, 1 one persistent\n"
-            "                    tensor-core launch (default: the layer's, 0)\n"
+            "                    tensor-core launch, 2 the GEMV launches of set 2 (default: the layer's)\n"
+            "  --pdl B           decode kernel 2: programmatic dependent launch on (1) or off (0)\n"
             "  --decode-max N    path auto: decode up to N tokens (default: the layer's)\n"
             "  --route-gemm-min N  router as a tensor-core GEMM from N tokens, one fused launch below\n"
             "  --route-legacy B  1: the older two-launch routing (for comparison)\n"
@@ -475,6 +495,7 @@ static void usage(FILE *f) {
             "                    (slot), as dense cuBLAS GEMMs (split), or the layer's per-call plan (auto)\n"
             "  --prefill-gemm X  prefill expert GEMMs: one cuBLAS call per expert (loop), one grouped\n"
             "                    call per matrix (grouped), or the loop over several streams (streams)\n"
+            "  --flush X         L2 flush before every replay: write 256 MB (default) or read them\n"
             "  --reps N          timed replays per phase, median reported (default 20)\n"
             "  --check N         sample tokens validated against the fp64 reference (default 3, max 8)\n"
             "  --seed S          weight seed (default 1)\n"
@@ -497,7 +518,7 @@ static int parse(int argc, char **argv, opts *o) {
     o->nfuse = 2;
     o->path = TPM_MOE_PATH_AUTO;
     o->decode_kernel = o->decode_max = o->route_gemm_min = o->route_legacy = -1;
-    o->shared_split_min = o->prefill_gemm = -1;
+    o->shared_split_min = o->prefill_gemm = o->pdl = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long long n;
@@ -539,7 +560,7 @@ static int parse(int argc, char **argv, opts *o) {
             else if (!strcmp(v, "prefill")) o->path = TPM_MOE_PATH_PREFILL;
             else return cli_usage_error("bench moe", "--path: '%s' is not auto, decode or prefill", v);
         } else if (!strcmp(a, "--decode-kernel")) {
-            if (cli_parse_int(v, 0, 1, &n)) return cli_usage_error("bench moe", "--decode-kernel: bad value '%s'", v);
+            if (cli_parse_int(v, 0, 2, &n)) return cli_usage_error("bench moe", "--decode-kernel: bad value '%s'", v);
             o->decode_kernel = (int)n;
         } else if (!strcmp(a, "--decode-max")) {
             if (cli_parse_int(v, 0, TPM_MOE_DECODE_MAX_NT, &n))
@@ -561,6 +582,13 @@ static int parse(int argc, char **argv, opts *o) {
             else if (!strcmp(v, "grouped")) o->prefill_gemm = TPM_MOE_GEMM_GROUPED;
             else if (!strcmp(v, "streams")) o->prefill_gemm = TPM_MOE_GEMM_STREAMS;
             else return cli_usage_error("bench moe", "--prefill-gemm: '%s' is not loop, grouped or streams", v);
+        } else if (!strcmp(a, "--pdl")) {
+            if (cli_parse_int(v, 0, 1, &n)) return cli_usage_error("bench moe", "--pdl: bad value '%s'", v);
+            o->pdl = (int)n;
+        } else if (!strcmp(a, "--flush")) {
+            if (!strcmp(v, "write")) o->flush = 0;
+            else if (!strcmp(v, "read")) o->flush = 1;
+            else return cli_usage_error("bench moe", "--flush: '%s' is not write or read", v);
         } else if (!strcmp(a, "--json")) {
             o->json = v;
         } else {
@@ -587,6 +615,7 @@ static tpm_status apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->route_legacy >= 0) t.route_legacy = o->route_legacy;
     if (o->shared_split_min >= 0) t.shared_split_min = o->shared_split_min;
     if (o->prefill_gemm >= 0) t.prefill_gemm = o->prefill_gemm;
+    if (o->pdl >= 0) t.pdl = o->pdl;
     return tpm_cuda_moe_set_tuning(m, &t);
 }
 
@@ -660,14 +689,17 @@ int cmd_bench_moe(int argc, char **argv) {
         }
     }
     /* table */
+    printf("# harness: empty captured kernel after the %s flush %.1f us\n", o.flush ? "read" : "write", S.null_us);
     printf("\n%-6s %-5s %-7s %-5s %-7s %3s %-6s %4s %4s %9s %9s %9s %9s %9s %9s %9s %6s %9s %5s\n", "tokens", "fused", "path", "plan", "gemm",
            "dk", "route", "tp", "exp", "route_us", "expert_us", "comb_us", "ar_us", "total_us", "memfl_us", "flopfl_us",
            "x_flr", "rel_err", "sel!");
     for (int i = 0; i < S.nrows; i++) {
         const row *r = &S.rows[i];
         const double floor = r->mem_floor_us > r->flop_floor_us ? r->mem_floor_us : r->flop_floor_us;
-        printf("%-6d %-5d %-7s %-5s %-7s %3d %-6s %4d %4d %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.2f %9.2e %5d\n", r->T,
-               r->fused, path_name(r->path), plan_name(r->shared_plan), gemm_name(r->prefill_gemm), r->decode_kernel, route_name(r->route_mode), o.tp, r->n_active, r->t.route, r->t.experts, r->t.combine, r->t.allreduce,
+        char dk[8];
+        snprintf(dk, sizeof dk, "%d%s", r->decode_kernel, r->pdl ? "p" : "");
+        printf("%-6d %-5d %-7s %-5s %-7s %3s %-6s %4d %4d %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.2f %9.2e %5d\n", r->T,
+               r->fused, path_name(r->path), plan_name(r->shared_plan), gemm_name(r->prefill_gemm), dk, route_name(r->route_mode), o.tp, r->n_active, r->t.route, r->t.experts, r->t.combine, r->t.allreduce,
                r->t.total, r->mem_floor_us, r->flop_floor_us, r->t.total / floor, r->max_rel_err, r->sel_mismatch);
         if (!(r->max_rel_err <= 1e-2) || r->sel_mismatch > 0) fail = 1;
     }
@@ -684,6 +716,8 @@ int cmd_bench_moe(int argc, char **argv) {
                             json_string("median of CUDA-graph replays (prefill: eager calls incl. host sync), "
                                         "L2 flushed by a queued memset right before the start event"));
         json_object_set_new(root, "seed", json_integer((json_int_t)o.seed));
+        json_object_set_new(root, "flush", json_string(o.flush ? "read" : "write"));
+        json_object_set_new(root, "null_kernel_us", json_real(S.null_us));
         char cmd[1024] = "tpmoe bench";
         for (int i = 0; i < argc; i++) {
             strncat(cmd, " ", sizeof cmd - strlen(cmd) - 1);
@@ -698,6 +732,7 @@ int cmd_bench_moe(int argc, char **argv) {
             json_object_set_new(j, "fused", json_integer(r->fused));
             json_object_set_new(j, "path", json_string(path_name(r->path)));
             json_object_set_new(j, "decode_kernel", json_integer(r->decode_kernel));
+            json_object_set_new(j, "pdl", json_integer(r->pdl));
             json_object_set_new(j, "route_mode", json_string(route_name(r->route_mode)));
             json_object_set_new(j, "shared_plan", json_string(plan_name(r->shared_plan)));
             json_object_set_new(j, "prefill_gemm", json_string(gemm_name(r->prefill_gemm)));

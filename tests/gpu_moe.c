@@ -180,7 +180,7 @@ static void expert_ref(const tpm_moe_weights *w, const tpm_expert_weights *x, co
 /* MARK: GPU runner */
 /* Tuning overrides of the next run_gpu calls (-1: the layer's default). */
 static int tune_decode_kernel = -1, tune_route_gemm_min = -1, tune_route_legacy = -1;
-static int tune_shared_split_min = -1, tune_prefill_gemm = -1;
+static int tune_shared_split_min = -1, tune_prefill_gemm = -1, tune_pdl = -1;
 static int last_plan = -1; /* tpm_cuda_moe_shared_plan of the last run_gpu call */
 
 typedef struct gpu_run {
@@ -205,6 +205,7 @@ static void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fuse
     if (tune_route_legacy >= 0) tu.route_legacy = tune_route_legacy;
     if (tune_shared_split_min >= 0) tu.shared_split_min = tune_shared_split_min;
     if (tune_prefill_gemm >= 0) tu.prefill_gemm = tune_prefill_gemm;
+    if (tune_pdl >= 0) tu.pdl = tune_pdl;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     last_plan = tpm_cuda_moe_shared_plan(m, T);
     void *dx = NULL, *dy = NULL;
@@ -326,7 +327,7 @@ static void presets_vs_reference(void **state) {
     }
 }
 
-/* Both decode kernels (scalar GEMV, persistent tensor-core) and the three
+/* The three decode kernel sets (scalar GEMV, persistent tensor-core, GEMV set 2) and the three
  * routing modes (legacy two launches, one fused launch, router GEMM) against
  * the reference; the fused launch gives the legacy routing bit for bit (same
  * arithmetic); a NaN router row is never selected by any mode. */
@@ -343,7 +344,7 @@ static void variants_vs_reference(void **state) {
             const int T = Ts[ti];
             uint16_t *x = make_x(T, p->hidden, 500 + T);
             if (T <= TPM_MOE_DECODE_MAX_NT) {
-                for (int dk = 0; dk <= 1; dk++) {
+                for (int dk = 0; dk <= 2; dk++) {
                     gpu_run r;
                     tune_decode_kernel = dk;
                     run_gpu(&w, x, T, 1, TPM_MOE_PATH_DECODE, &r);
@@ -626,8 +627,12 @@ static void bad_arguments(void **state) {
     assert_int_equal(tpm_cuda_moe_get_tuning(m, NULL), TPM_ERR_INVALID_ARG);
     assert_int_equal(tpm_cuda_moe_set_tuning(m, NULL), TPM_ERR_INVALID_ARG);
     assert_int_equal(tpm_cuda_moe_get_tuning(m, &tu), TPM_OK);
-    tu.decode_kernel = 2;
+    tu.decode_kernel = 3;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.decode_kernel = 2;
+    tu.pdl = 2;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.pdl = 1;
     tu.decode_kernel = 1;
     tu.decode_max_tokens = TPM_MOE_DECODE_MAX_NT + 1;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
@@ -647,6 +652,86 @@ static void bad_arguments(void **state) {
     tpm_cuda_moe_destroy(m);
 }
 
+/* Decode kernel set 2 with programmatic dependent launch on a non-blocking
+ * stream, eager and as a CUDA graph replayed twice (route -> gate_up ->
+ * down -> combine, the shared slot's gate_up overlapping the routing): the
+ * same bits as set 2 without it and as set 0, for the slot and split plans,
+ * fused and unfused, with the output poisoned before every run. */
+static void pdl_equals_plain(void **state) {
+    (void)state;
+    const char *names[] = {"m3-mini", "gpt-oss-mini"};
+    for (size_t pi = 0; pi < 2; pi++) {
+        const tpm_preset *p = tpm_preset_find(names[pi]);
+        const int H = p->hidden;
+        tpm_moe_weights w;
+        make_weights(p, 1100 + pi, &w);
+        const int Ts[] = {1, 2, 3, 5, 8, 13};
+        for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
+            const int T = Ts[ti];
+            uint16_t *x = make_x(T, H, 1200 + T);
+            for (int fused = 0; fused <= (p->n_shared ? 1 : 0); fused++) {
+                for (int split = 0; split <= 1; split++) {
+                    if (split && !fused) continue;
+                    uint16_t *out[4]; /* set 0, set 2 plain, set 2 pdl eager, set 2 pdl graph */
+                    for (int v = 0; v < 4; v++) {
+                        tpm_cuda_moe_desc d = {p, 0, 1, 0, fused, T, NULL};
+                        tpm_cuda_moe *m = NULL;
+                        assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_OK);
+                        assert_int_equal(tpm_cuda_moe_upload(m, &w), TPM_OK);
+                        assert_int_equal(tpm_cuda_moe_set_path(m, TPM_MOE_PATH_DECODE), TPM_OK);
+                        tpm_cuda_moe_tuning tu;
+                        assert_int_equal(tpm_cuda_moe_get_tuning(m, &tu), TPM_OK);
+                        tu.decode_kernel = v == 0 ? 0 : 2;
+                        tu.pdl = v >= 2;
+                        tu.shared_split_min = split ? 1 : 1 << 20;
+                        assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+                        cudaStream_t s = NULL;
+                        void *dx = NULL, *dy = NULL;
+                        assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+                        assert_int_equal(cudaMalloc(&dx, (size_t)T * H * 2), cudaSuccess);
+                        assert_int_equal(cudaMalloc(&dy, (size_t)T * H * 2), cudaSuccess);
+                        assert_int_equal(cudaMemcpy(dx, x, (size_t)T * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
+                        out[v] = malloc((size_t)T * H * 2);
+                        const int reps = v == 3 ? 2 : 1;
+                        cudaGraphExec_t ge = NULL;
+                        if (v == 3) {
+                            cudaGraph_t g = NULL;
+                            assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+                            assert_int_equal(tpm_cuda_moe_forward(m, dx, T, dy, s), TPM_OK);
+                            assert_int_equal(cudaStreamEndCapture(s, &g), cudaSuccess);
+                            assert_int_equal(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
+                            cudaGraphDestroy(g);
+                        }
+                        for (int r = 0; r < reps; r++) {
+                            assert_int_equal(cudaMemsetAsync(dy, 0xff, (size_t)T * H * 2, s), cudaSuccess);
+                            if (ge) assert_int_equal(cudaGraphLaunch(ge, s), cudaSuccess);
+                            else assert_int_equal(tpm_cuda_moe_forward(m, dx, T, dy, s), TPM_OK);
+                            assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+                            uint16_t *o = r == 0 ? out[v] : malloc((size_t)T * H * 2);
+                            assert_int_equal(cudaMemcpy(o, dy, (size_t)T * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+                            if (r > 0) {
+                                assert_memory_equal(o, out[v], (size_t)T * H * 2);
+                                free(o);
+                            }
+                        }
+                        if (ge) cudaGraphExecDestroy(ge);
+                        cudaFree(dx);
+                        cudaFree(dy);
+                        cudaStreamDestroy(s);
+                        tpm_cuda_moe_destroy(m);
+                    }
+                    for (int v = 1; v < 4; v++) assert_memory_equal(out[v], out[0], (size_t)T * H * 2);
+                    printf("  %-17s T=%-3d fused %d split %d: set 2 (plain, pdl, pdl graph) == set 0\n", p->name,
+                           T, fused, split);
+                    for (int v = 0; v < 4; v++) free(out[v]);
+                }
+            }
+            free(x);
+        }
+        free_weights(&w);
+    }
+}
+
 int main(void) {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
@@ -659,6 +744,7 @@ int main(void) {
         cmocka_unit_test(fused_equals_unfused),
         cmocka_unit_test(nan_logits_and_overfull), cmocka_unit_test(tp2_equals_tp1),
         cmocka_unit_test(shared_split_plan),    cmocka_unit_test(prefill_gemm_modes),
+        cmocka_unit_test(pdl_equals_plain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

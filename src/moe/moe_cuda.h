@@ -68,8 +68,11 @@ tpm_status tpm_cuda_moe_set_path(tpm_cuda_moe *m, tpm_moe_path path);
 /* Implementation choices. The defaults are the measured best
  * (docs/moe_cuda.md); the benchmark can force each one to compare them. */
 typedef struct tpm_cuda_moe_tuning {
-    int decode_kernel;     /* 0: two scalar GEMV kernels (default, measured faster);
-                            * 1: one persistent tensor-core kernel */
+    int decode_kernel;     /* 0: two scalar GEMV kernels (round 3);
+                            * 1: one persistent tensor-core kernel (measured slower);
+                            * 2 (default, measured fastest): the GEMV kernels of set 2 (shared
+                            *    slot's gate_up items start before the routing finishes, down's
+                            *    first loads before gate_up finishes; needs `pdl` to overlap) */
     int decode_max_tokens; /* path AUTO: decode up to this many tokens (1..TPM_MOE_DECODE_MAX_NT) */
     int route_legacy;      /* 1: the old two-launch routing (for comparison) */
     int route_gemm_min;    /* routing: one fused launch below this many tokens, the router GEMM
@@ -79,6 +82,8 @@ typedef struct tpm_cuda_moe_tuning {
                             * (TPM_MOE_SHARED_SPLIT), below it inside the GEMV launches
                             * (TPM_MOE_SHARED_SLOT); > TPM_MOE_DECODE_MAX_NT: never split */
     int prefill_gemm;      /* prefill expert GEMMs: TPM_MOE_GEMM_LOOP, _GROUPED or _STREAMS */
+    int pdl;               /* decode kernel 2: 1 = launch gate_up, down and the combine with
+                            * programmatic dependent launch (not on the legacy NULL stream) */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */
@@ -131,8 +136,11 @@ uint64_t tpm_cuda_moe_expert_bytes(const tpm_cuda_moe *m);
 tpm_status tpm_cuda_bench_read_bw(int device, size_t bytes, int reps, double *gbps);
 /* bf16 GEMM rate (TFLOP/s) of cuBLAS on random m x n x k, median of reps. */
 tpm_status tpm_cuda_bench_gemm_rate(int device, int m, int n, int k, int reps, double *tflops);
-/* Evict the L2: write `bytes` of scratch (enqueued on stream). */
-tpm_status tpm_cuda_bench_flush(void *scratch, size_t bytes, void *stream);
+/* Evict the L2 (enqueued on stream): mode 0 writes `bytes` of scratch (leaves
+ * the L2 full of dirty lines), mode 1 reads them (leaves clean lines). */
+tpm_status tpm_cuda_bench_flush(void *scratch, size_t bytes, int mode, void *stream);
+/* One empty kernel on stream (the harness's fixed cost of a captured launch). */
+tpm_status tpm_cuda_bench_null(void *stream);
 
 /* MARK: NCCL helpers for TP inside one process (one host thread per GPU). */
 tpm_status tpm_cuda_nccl_init_all(int n, const int *devices, void **comms);

@@ -4,7 +4,8 @@
  * 16-byte loads folded into one xor per thread, so nothing is written but a
  * guard value) and the bf16 GEMM rate of cuBLAS on random operands (never on
  * zeros: a product of zeros runs faster). Both are medians of CUDA-event
- * timed repetitions after a warm-up.
+ * timed repetitions after a warm-up. Also the benchmark's L2 flush (a write
+ * of scratch, or a read of it that leaves clean lines) and an empty kernel.
  */
 #include "moe_cuda_kernels.h"
 
@@ -52,10 +53,40 @@ float median(float *v, int n) {
     return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* The read flush: plain L2-cached loads (normal eviction priority; __ldcs's
+ * evict-first lines would displace each other instead of the cached data). */
+__global__ void k_flush_read(const uint4 *__restrict__ p, size_t n, uint32_t *sink) {
+    uint32_t acc = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const uint4 v = __ldcg(p + i);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x9e3779b9u) *sink = acc;
+}
+
+__global__ void k_null(void) {}
+
 } // namespace
 
-tpm_status tpm_cuda_bench_flush(void *scratch, size_t bytes, void *stream) {
-    TPM_CUDA_TRY(cudaMemsetAsync(scratch, 0x5a, bytes, (cudaStream_t)stream));
+tpm_status tpm_cuda_bench_flush(void *scratch, size_t bytes, int mode, void *stream) {
+    TPM_ARG_CHECK(scratch && bytes >= 64 && (mode == 0 || mode == 1), "tpm_cuda_bench_flush: bad argument");
+    if (mode == 0) {
+        TPM_CUDA_TRY(cudaMemsetAsync(scratch, 0x5a, bytes, (cudaStream_t)stream));
+        return TPM_OK;
+    }
+    int dev = 0, sms = 0;
+    TPM_CUDA_TRY(cudaGetDevice(&dev));
+    TPM_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    /* sink = the first word of scratch (written only if the xor hits the magic value) */
+    k_flush_read<<<sms * 4, 512, 0, (cudaStream_t)stream>>>((const uint4 *)scratch + 4, bytes / 16 - 4,
+                                                             (uint32_t *)scratch);
+    TPM_CUDA_LAUNCHED();
+    return TPM_OK;
+}
+
+tpm_status tpm_cuda_bench_null(void *stream) {
+    k_null<<<1, 32, 0, (cudaStream_t)stream>>>();
+    TPM_CUDA_LAUNCHED();
     return TPM_OK;
 }
 

@@ -5,6 +5,8 @@
  *   wts[t][s] * (row[inv[t][s]][h] + b2[sel[t][s]][h])   (+ unfused shared[t][h])
  * rounded once to bf16. One thread owns 4 consecutive h of one token; the
  * order of the sum is fixed, so results are bit-reproducible (no atomics).
+ * After decode kernel set 2 it is launched with programmatic dependent
+ * launch and starts with griddepcontrol.wait (a no-op in a plain launch).
  * The down bias is added by rank 0 only (the all-reduce sums the ranks).
  * k_gather: xp[r] = x[perm_tok[r]] (rows grouped by expert for the GEMMs).
  * k_act: act[r][i] = act(h[r][i] + b13, h[r][Il+i] + b13) in fp32 -> bf16.
@@ -31,6 +33,10 @@ __device__ __forceinline__ float4 load4<uint16_t>(const uint16_t *p) {
 
 template <typename RowT>
 __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t *__restrict__ y, int T) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    /* launched early (programmatic dependent launch after k_down2): wait for it; a no-op otherwise */
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
     const int H4 = d.H / 4;
     const size_t gid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (gid >= (size_t)T * H4) return;
@@ -104,15 +110,23 @@ int grid_for(size_t n, int per_block, int sm_count) {
 
 } // namespace
 
-tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, uint16_t *y, cudaStream_t s) {
+tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, int pdl, uint16_t *y,
+                                  cudaStream_t s) {
     TPM_ASSERT(d.H % 4 == 0);
     const size_t n = (size_t)T * (d.H / 4);
-    const int blocks = (int)((n + 255) / 256);
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.gridDim = dim3((unsigned)((n + 255) / 256));
+    cfg.blockDim = dim3(256);
+    cfg.stream = s;
+    cfg.attrs = at;
+    cfg.numAttrs = pdl ? 1 : 0;
     if (rows_bf16)
-        k_combine<uint16_t><<<blocks, 256, 0, s>>>(d, d.rows_bf, y, T);
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<uint16_t>, d, (const uint16_t *)d.rows_bf, y, T));
     else
-        k_combine<float><<<blocks, 256, 0, s>>>(d, d.rows_f32, y, T);
-    TPM_CUDA_LAUNCHED();
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<float>, d, (const float *)d.rows_f32, y, T));
     return TPM_OK;
 }
 

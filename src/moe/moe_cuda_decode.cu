@@ -27,6 +27,20 @@
  * and zeroes ctr[1] (block 0) before k_down starts; k_down uses ctr[1] and
  * zeroes ctr[0] for the next forward (k_gate_up has finished by then). So
  * each kernel can be replayed inside a CUDA graph.
+ *
+ * Kernel set 2 (k_gate_up2, k_down2; same per-row arithmetic, so the same
+ * bits): launched with programmatic dependent launch (pdl), each kernel may
+ * start before the previous one ends. k_gate_up2's first items are the
+ * fused shared slot (expert E, rows T*k.., tokens in order: independent of
+ * the routing), computed before griddepcontrol.wait, i.e. while
+ * k_route_fused (which triggers its dependents at its start) still runs;
+ * the routed items come after the wait, their routing data read with
+ * ld.global.cg. Each block triggers k_down2 right after its own wait, so
+ * k_down2 starts only once the routing is complete: it takes its first
+ * item and loads that item's first weight chunk group, then waits for
+ * k_gate_up2 (act_f32) and triggers the combine. Counters: k_gate_up2's
+ * block 0 zeroes ctr[1] (fenced) before any block can trigger; k_down2
+ * zeroes ctr[0] after its wait. Without pdl these are plain launches.
  */
 #include "moe_cuda_kernels.h"
 
@@ -99,62 +113,124 @@ __device__ __forceinline__ bool next_item(const tpm_moe_dev &d, int *ctr, int ti
     return true;
 }
 
+/* gate row i and up row i of expert e for its n tokens (s_tok), swiglu epilogue
+ * into act_f32[off + j][i]; one warp. */
+template <int NT, int U>
+__device__ __forceinline__ void gate_up_row(const tpm_moe_dev &d, const uint16_t *__restrict__ x, int e, int off,
+                                            int n, int i, const int *s_tok, int lane) {
+    const int Il = d.Il, H = d.H, n8 = H / 8;
+    const uint4 *gw = reinterpret_cast<const uint4 *>(d.w13 + ((size_t)e * 2 * Il + i) * H);
+    const uint4 *uw = gw + (size_t)Il * n8;
+    float ag[NT], au[NT];
+#pragma unroll
+    for (int j = 0; j < NT; j++) ag[j] = au[j] = 0.0f;
+    for (int c0 = lane; c0 < n8; c0 += 32 * U) {
+        uint4 g[U], u[U];
+#pragma unroll
+        for (int q = 0; q < U; q++) {
+            const int c = c0 + q * 32;
+            if (c < n8) {
+                g[q] = ld_stream(gw + c);
+                u[q] = ld_stream(uw + c);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < NT; j++) {
+            if (j < n) {
+                const uint4 *xr = reinterpret_cast<const uint4 *>(x + (size_t)s_tok[j] * H);
+#pragma unroll
+                for (int q = 0; q < U; q++) {
+                    const int c = c0 + q * 32;
+                    if (c < n8) {
+                        const uint4 xv = __ldg(xr + c);
+                        ag[j] = dot8(g[q], xv, ag[j]);
+                        au[j] = dot8(u[q], xv, au[j]);
+                    }
+                }
+            }
+        }
+    }
+    const float bg = d.b13 ? d.b13[(size_t)e * 2 * Il + i] : 0.0f;
+    const float bu = d.b13 ? d.b13[(size_t)e * 2 * Il + Il + i] : 0.0f;
+#pragma unroll
+    for (int j = 0; j < NT; j++) {
+        if (j < n) {
+            const float gs = warp_sum(ag[j]) + bg, us = warp_sum(au[j]) + bu;
+            if (lane == 0)
+                d.act_f32[(size_t)(off + j) * Il + i] = tpm_moe_act(d.act, gs, us, d.alpha, d.limit, d.beta);
+        }
+    }
+}
+
 template <int NT, int U>
 __global__ void __launch_bounds__(kThreads) k_gate_up(tpm_moe_dev d, const uint16_t *__restrict__ x, int skip) {
     __shared__ int s_item;
     __shared__ int s_tok[NT];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int Il = d.Il, H = d.H, n8 = H / 8;
-    const int tiles = (Il + kWarps - 1) / kWarps;
+    const int tiles = (d.Il + kWarps - 1) / kWarps;
     if (blockIdx.x == 0 && threadIdx.x == 0) d.ctr[1] = 0;
     int e, off, n, tile;
     while (next_item<NT>(d, d.ctr + 0, tiles, skip, &s_item, s_tok, e, off, n, tile)) {
         const int i = tile * kWarps + warp;
-        if (i < Il) {
-            const uint4 *gw = reinterpret_cast<const uint4 *>(d.w13 + ((size_t)e * 2 * Il + i) * H);
-            const uint4 *uw = gw + (size_t)Il * n8;
-            float ag[NT], au[NT];
+        if (i < d.Il) gate_up_row<NT, U>(d, x, e, off, n, i, s_tok, lane);
+        __syncthreads(); /* s_tok / s_item reused by the next item */
+    }
+}
+
+/* The first chunk group (c0 = lane) of down rows h0 .. h0+RD-1 of expert e. */
+template <int U, int RD>
+__device__ __forceinline__ void down_load(const tpm_moe_dev &d, int e, int h0, int c0, uint4 (&w)[RD][U]) {
+    const int Il = d.Il, H = d.H, n8 = Il / 8;
 #pragma unroll
-            for (int j = 0; j < NT; j++) ag[j] = au[j] = 0.0f;
-            for (int c0 = lane; c0 < n8; c0 += 32 * U) {
-                uint4 g[U], u[U];
+    for (int r = 0; r < RD; r++) {
+        const uint4 *row = reinterpret_cast<const uint4 *>(d.w2 + ((size_t)e * H + min(h0 + r, H - 1)) * Il);
+#pragma unroll
+        for (int q = 0; q < U; q++) {
+            const int c = c0 + q * 32;
+            if (c < n8) w[r][q] = ld_stream(row + c);
+        }
+    }
+}
+
+/* Down rows h0 .. h0+RD-1 of expert e for its n tokens -> rows_f32[off + j][h];
+ * one warp. have0: w already holds the chunk group c0 = lane (loaded early). */
+template <int NT, int U, int RD>
+__device__ __forceinline__ void down_rows(const tpm_moe_dev &d, int e, int off, int n, int h0, int lane,
+                                          uint4 (&w)[RD][U], bool have0) {
+    const int Il = d.Il, H = d.H, n8 = Il / 8;
+    float acc[RD][NT];
+#pragma unroll
+    for (int r = 0; r < RD; r++)
+#pragma unroll
+        for (int j = 0; j < NT; j++) acc[r][j] = 0.0f;
+    for (int c0 = lane; c0 < n8; c0 += 32 * U) {
+        if (!have0) down_load<U, RD>(d, e, h0, c0, w);
+        have0 = false;
+#pragma unroll
+        for (int j = 0; j < NT; j++) {
+            if (j < n) {
+                const float4 *ar = reinterpret_cast<const float4 *>(d.act_f32 + (size_t)(off + j) * Il);
 #pragma unroll
                 for (int q = 0; q < U; q++) {
                     const int c = c0 + q * 32;
                     if (c < n8) {
-                        g[q] = ld_stream(gw + c);
-                        u[q] = ld_stream(uw + c);
+                        const float4 a0 = __ldg(ar + 2 * c), a1 = __ldg(ar + 2 * c + 1);
+#pragma unroll
+                        for (int r = 0; r < RD; r++) acc[r][j] = dot8f(w[r][q], a0, a1, acc[r][j]);
                     }
-                }
-#pragma unroll
-                for (int j = 0; j < NT; j++) {
-                    if (j < n) {
-                        const uint4 *xr = reinterpret_cast<const uint4 *>(x + (size_t)s_tok[j] * H);
-#pragma unroll
-                        for (int q = 0; q < U; q++) {
-                            const int c = c0 + q * 32;
-                            if (c < n8) {
-                                const uint4 xv = __ldg(xr + c);
-                                ag[j] = dot8(g[q], xv, ag[j]);
-                                au[j] = dot8(u[q], xv, au[j]);
-                            }
-                        }
-                    }
-                }
-            }
-            const float bg = d.b13 ? d.b13[(size_t)e * 2 * Il + i] : 0.0f;
-            const float bu = d.b13 ? d.b13[(size_t)e * 2 * Il + Il + i] : 0.0f;
-#pragma unroll
-            for (int j = 0; j < NT; j++) {
-                if (j < n) {
-                    const float gs = warp_sum(ag[j]) + bg, us = warp_sum(au[j]) + bu;
-                    if (lane == 0)
-                        d.act_f32[(size_t)(off + j) * Il + i] =
-                            tpm_moe_act(d.act, gs, us, d.alpha, d.limit, d.beta);
                 }
             }
         }
-        __syncthreads(); /* s_tok / s_item reused by the next item */
+    }
+#pragma unroll
+    for (int j = 0; j < NT; j++) {
+        if (j < n) {
+#pragma unroll
+            for (int r = 0; r < RD; r++) {
+                const float v = warp_sum(acc[r][j]);
+                if (lane == r && h0 + r < H) d.rows_f32[(size_t)(off + j) * H + h0 + r] = v;
+            }
+        }
     }
 }
 
@@ -163,60 +239,152 @@ __global__ void __launch_bounds__(kThreads) k_down(tpm_moe_dev d, int skip) {
     __shared__ int s_item;
     __shared__ int s_tok[NT];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int Il = d.Il, H = d.H, n8 = Il / 8;
-    const int tiles = (H + kWarps * RD - 1) / (kWarps * RD);
+    const int tiles = (d.H + kWarps * RD - 1) / (kWarps * RD);
     if (blockIdx.x == 0 && threadIdx.x == 0) d.ctr[0] = 0;
     int e, off, n, tile;
     while (next_item<NT>(d, d.ctr + 1, tiles, skip, &s_item, s_tok, e, off, n, tile)) {
         const int h0 = (tile * kWarps + warp) * RD;
-        if (h0 < H) {
-            const uint4 *wrow[RD];
-#pragma unroll
-            for (int r = 0; r < RD; r++)
-                wrow[r] = reinterpret_cast<const uint4 *>(d.w2 + ((size_t)e * H + min(h0 + r, H - 1)) * Il);
-            float acc[RD][NT];
-#pragma unroll
-            for (int r = 0; r < RD; r++)
-#pragma unroll
-                for (int j = 0; j < NT; j++) acc[r][j] = 0.0f;
-            for (int c0 = lane; c0 < n8; c0 += 32 * U) {
-                uint4 w[RD][U];
-#pragma unroll
-                for (int q = 0; q < U; q++) {
-                    const int c = c0 + q * 32;
-#pragma unroll
-                    for (int r = 0; r < RD; r++)
-                        if (c < n8) w[r][q] = ld_stream(wrow[r] + c);
-                }
-#pragma unroll
-                for (int j = 0; j < NT; j++) {
-                    if (j < n) {
-                        const float4 *ar = reinterpret_cast<const float4 *>(d.act_f32 + (size_t)(off + j) * Il);
-#pragma unroll
-                        for (int q = 0; q < U; q++) {
-                            const int c = c0 + q * 32;
-                            if (c < n8) {
-                                const float4 a0 = __ldg(ar + 2 * c), a1 = __ldg(ar + 2 * c + 1);
-#pragma unroll
-                                for (int r = 0; r < RD; r++) acc[r][j] = dot8f(w[r][q], a0, a1, acc[r][j]);
-                            }
-                        }
-                    }
-                }
-            }
-#pragma unroll
-            for (int j = 0; j < NT; j++) {
-                if (j < n) {
-#pragma unroll
-                    for (int r = 0; r < RD; r++) {
-                        const float v = warp_sum(acc[r][j]);
-                        if (lane == r && h0 + r < H) d.rows_f32[(size_t)(off + j) * H + h0 + r] = v;
-                    }
-                }
-            }
+        if (h0 < d.H) {
+            uint4 w[RD][U];
+            down_rows<NT, U, RD>(d, e, off, n, h0, lane, w, false);
         }
         __syncthreads();
     }
+}
+
+/* MARK: kernel set 2 (programmatic dependent launch) */
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/* Items 0 .. pre-1: the fused shared slot (expert E, rows T*k .. T*k+T-1,
+ * tokens 0..T-1 in order), which needs nothing from the routing and runs
+ * before griddepcontrol.wait, i.e. while the routing kernel still runs.
+ * Items from pre: the routed experts (active[0 .. n_active-1-fused], the
+ * highest first), read only after the wait, with ld.global.cg. */
+template <int NT, int U>
+__global__ void __launch_bounds__(kThreads, NT <= 2 ? 4 : 1) k_gate_up2(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
+                                                       int pre) {
+    __shared__ int s_item;
+    __shared__ int s_tok[NT];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int tiles = (d.Il + kWarps - 1) / kWarps;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        d.ctr[1] = 0; /* k_down2's counter, before k_down2 can launch (after our trigger) */
+        __threadfence();
+    }
+    bool waited = false;
+    for (;;) {
+        if (threadIdx.x == 0) s_item = atomicAdd(d.ctr + 0, 1);
+        __syncthreads();
+        const int item = s_item;
+        int e, off, n, tile;
+        if (item < pre) {
+            e = d.E;
+            off = T * d.k;
+            n = T;
+            tile = item;
+            if (threadIdx.x < n) s_tok[threadIdx.x] = threadIdx.x;
+        } else {
+            if (!waited) { /* block-uniform */
+                pdl_wait();
+                pdl_trigger();
+                waited = true;
+            }
+            const int nr = __ldcg(d.n_active) - d.fused; /* routed experts */
+            const int it = item - pre;
+            if (it >= nr * tiles) break;
+            const int a = it / tiles;
+            tile = it - a * tiles;
+            e = __ldcg(d.active + nr - 1 - a);
+            off = __ldcg(d.offsets + e);
+            n = min(__ldcg(d.offsets + e + 1) - off, NT);
+            if (threadIdx.x < n) s_tok[threadIdx.x] = __ldcg(d.perm_tok + off + threadIdx.x);
+        }
+        __syncthreads();
+        const int i = tile * kWarps + warp;
+        if (i < d.Il) gate_up_row<NT, U>(d, x, e, off, n, i, s_tok, lane);
+        __syncthreads(); /* s_tok / s_item reused by the next item */
+    }
+}
+
+/* k_down2 launches while k_gate_up2 still runs (every k_gate_up2 block has
+ * passed its wait, so the routing is complete): it takes its first item and
+ * loads that item's first weight chunk group before griddepcontrol.wait, so
+ * the weight stream continues across the kernel boundary. act_f32 is read
+ * only after the wait. */
+template <int NT, int U, int RD>
+__global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip) {
+    __shared__ int s_item;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int tiles = (d.H + kWarps * RD - 1) / (kWarps * RD);
+    const int na = __ldcg(d.n_active) - skip; /* skip = 1: the shared slot (last active) runs dense */
+    const int total = na * tiles;
+    if (threadIdx.x == 0) s_item = atomicAdd(d.ctr + 1, 1);
+    __syncthreads();
+    int item = s_item;
+    uint4 w[RD][U];
+    bool have0 = false;
+    if (item < total) {
+        const int a = item / tiles, tile = item - a * tiles;
+        const int e = __ldcg(d.active + na - 1 - a), h0 = (tile * kWarps + warp) * RD;
+        if (h0 < d.H) {
+            down_load<U, RD>(d, e, h0, lane, w);
+            have0 = true;
+        }
+    }
+    pdl_wait();
+    if (blockIdx.x == 0 && threadIdx.x == 0) d.ctr[0] = 0; /* k_gate_up2 has finished */
+    pdl_trigger();
+    while (item < total) {
+        const int a = item / tiles, tile = item - a * tiles;
+        const int e = __ldcg(d.active + na - 1 - a);
+        const int off = __ldcg(d.offsets + e);
+        const int n = min(__ldcg(d.offsets + e + 1) - off, NT);
+        const int h0 = (tile * kWarps + warp) * RD;
+        if (h0 < d.H) down_rows<NT, U, RD>(d, e, off, n, h0, lane, w, have0);
+        have0 = false;
+        __syncthreads(); /* s_item */
+        if (threadIdx.x == 0) s_item = atomicAdd(d.ctr + 1, 1);
+        __syncthreads();
+        item = s_item;
+    }
+}
+
+template <typename... P, typename... A>
+cudaError_t launch_ex(void (*k)(P...), int grid, bool pdl, cudaStream_t s, A... args) {
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.gridDim = dim3((unsigned)grid);
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = s;
+    cfg.attrs = at;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, k, args...);
+}
+
+template <int NT>
+tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, bool pdl, cudaStream_t s) {
+    constexpr int U1 = NT >= 16 ? 2 : 4;
+    constexpr int U2 = NT >= 16 ? 2 : 4;
+    constexpr int RD = NT >= 16 ? 1 : 2;
+    int b1 = 0, b2 = 0;
+    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, k_gate_up2<NT, U1>, kThreads, 0));
+    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, k_down2<NT, U2, RD>, kThreads, 0));
+    const int pre = d.fused && !skip ? (d.Il + kWarps - 1) / kWarps : 0;
+    TPM_CUDA_TRY(launch_ex(k_gate_up2<NT, U1>, d.sm_count * (b1 > 0 ? b1 : 1), pdl, s, d, x, T, pre));
+    TPM_CUDA_TRY(launch_ex(k_down2<NT, U2, RD>, d.sm_count * (b2 > 0 ? b2 : 1), pdl, s, d, skip));
+    return TPM_OK;
 }
 
 template <int NT>
@@ -246,6 +414,21 @@ tpm_status tpm_moe_launch_decode(const tpm_moe_dev &d, const uint16_t *x, int T,
     if (T <= 8) return launch_nt<8>(d, x, skip, s);
     if (T <= 16) return launch_nt<16>(d, x, skip, s);
     if (T <= 32) return launch_nt<32>(d, x, skip, s);
+    return tpm_err(TPM_ERR_INVALID_ARG, "decode path takes at most %d tokens (got %d)",
+                   TPM_MOE_DECODE_MAX_NT, T);
+}
+
+tpm_status tpm_moe_launch_decode2(const tpm_moe_dev &d, const uint16_t *x, int T, int skip_shared, int pdl,
+                                  cudaStream_t s) {
+    TPM_ASSERT(d.H % 8 == 0 && d.Il % 8 == 0);
+    const int skip = skip_shared ? 1 : 0;
+    const bool p = pdl != 0;
+    if (T <= 1) return launch2_nt<1>(d, x, T, skip, p, s);
+    if (T <= 2) return launch2_nt<2>(d, x, T, skip, p, s);
+    if (T <= 4) return launch2_nt<4>(d, x, T, skip, p, s);
+    if (T <= 8) return launch2_nt<8>(d, x, T, skip, p, s);
+    if (T <= 16) return launch2_nt<16>(d, x, T, skip, p, s);
+    if (T <= 32) return launch2_nt<32>(d, x, T, skip, p, s);
     return tpm_err(TPM_ERR_INVALID_ARG, "decode path takes at most %d tokens (got %d)",
                    TPM_MOE_DECODE_MAX_NT, T);
 }

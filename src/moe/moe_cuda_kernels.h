@@ -97,12 +97,18 @@ tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s);
  * skip_shared: leave the fused shared slot (the last touched expert, E) out (split plan). */
 tpm_status tpm_moe_launch_decode(const tpm_moe_dev &d, const uint16_t *x, int T, int skip_shared,
                                  cudaStream_t s);
+/* moe_cuda_decode.cu, kernel set 2: the same GEMVs; the fused shared slot's
+ * gate_up items run before griddepcontrol.wait (overlapping the routing
+ * kernel), k_down2 loads its first weights before its wait; pdl: launch both
+ * with programmatic dependent launch (else plain launches, same results). */
+tpm_status tpm_moe_launch_decode2(const tpm_moe_dev &d, const uint16_t *x, int T, int skip_shared, int pdl,
+                                  cudaStream_t s);
 /* moe_cuda_decode_mma.cu: the same in one persistent launch on tensor cores (mma.sync);
  * needs H % 32 == 0 and Il % 32 == 0. */
 int tpm_moe_decode_mma_ok(const tpm_moe_dev &d);
 tpm_status tpm_moe_launch_decode_mma(const tpm_moe_dev &d, const uint16_t *x, int T, cudaStream_t s);
 /* moe_cuda_combine.cu: y[t] = sum_s wts[t][s] * (row(t,s) + b2) (+ unfused shared), bf16 out. */
-tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, uint16_t *y,
+tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, int pdl, uint16_t *y,
                                   cudaStream_t s);
 /* moe_cuda_combine.cu: elementwise helpers of the prefill path. */
 tpm_status tpm_moe_launch_gather(const tpm_moe_dev &d, const uint16_t *x, int T, cudaStream_t s);

@@ -3,8 +3,9 @@
  * path choice and the forward orchestration (route -> experts -> combine ->
  * all-reduce), all on the caller's stream.
  *
- * Paths: decode (moe_cuda_decode.cu, two scalar GEMV launches, default;
- * moe_cuda_decode_mma.cu, one persistent tensor-core launch) up to
+ * Paths: decode (moe_cuda_decode.cu, two scalar GEMV launches: set 2, default,
+ * chained to the routing and the combine by programmatic dependent launch, or
+ * set 0; moe_cuda_decode_mma.cu, one persistent tensor-core launch) up to
  * tune.decode_max_tokens tokens, prefill (moe_cuda_prefill.cu) above.
  * Per-call shared-expert plan of a fused layer (tpm_cuda_moe_shared_plan):
  * on the decode path from tune.shared_split_min tokens the shared slot runs
@@ -32,7 +33,11 @@
  * 1912 (kernel 1) / 2027 (kernel 0, earlier run) vs prefill 1760.8): decode
  * up to 8 tokens. Router GEMM vs one fused launch: 29.2 vs 42.9 us at 64
  * tokens, 34.8 vs 81.3 at 256 (fused launch: 33.3 us at 32). */
-#define TPM_MOE_DECODE_KERNEL 0
+/* Round 4 (H200 run of 2026-11-30, bench/results/moe_m3_tp1_dk{0,2}*.json): decode kernel
+ * set 2 with programmatic dependent launch beats set 0, fused, whole layer, us:
+ *   tokens 1: 167.4 vs 174.8   2: 251.7 vs 265.1   4: 474.1 vs 483.8   8: 894.2 vs 902.6
+ * (set 2 without PDL: 174.3, 260.7, 479.8, 899.0: the gain is the overlap). */
+#define TPM_MOE_DECODE_KERNEL 2
 #define TPM_MOE_DECODE_MAX_TOKENS 8
 #define TPM_MOE_ROUTE_GEMM_MIN 64
 /* Shared-expert plan of a fused layer on the decode path (kernel 0): from
@@ -53,6 +58,8 @@
  * cublasGemmGroupedBatchedEx (cuBLAS 13.0) is twice as slow as the loop at
  * 8192 tokens; the loop over 4 streams is the fastest at every size. */
 #define TPM_MOE_PREFILL_GEMM TPM_MOE_GEMM_STREAMS
+/* Decode kernel set 2 with programmatic dependent launch (round 4, above). */
+#define TPM_MOE_PDL 1
 
 struct tpm_cuda_moe {
     tpm_cuda_moe_desc desc;
@@ -225,12 +232,13 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         }
     }
     m->path = TPM_MOE_PATH_AUTO;
-    m->tune.decode_kernel = tpm_moe_decode_mma_ok(d) ? TPM_MOE_DECODE_KERNEL : 0;
+    m->tune.decode_kernel = TPM_MOE_DECODE_KERNEL == 1 && !tpm_moe_decode_mma_ok(d) ? 0 : TPM_MOE_DECODE_KERNEL;
     m->tune.decode_max_tokens = TPM_MOE_DECODE_MAX_TOKENS;
     m->tune.route_legacy = 0;
     m->tune.route_gemm_min = TPM_MOE_ROUTE_GEMM_MIN;
     m->tune.shared_split_min = TPM_MOE_SHARED_SPLIT_MIN;
     m->tune.prefill_gemm = TPM_MOE_PREFILL_GEMM;
+    m->tune.pdl = TPM_MOE_PDL;
     *out = m;
     return TPM_OK;
 fail:
@@ -360,8 +368,9 @@ tpm_status tpm_cuda_moe_set_path(tpm_cuda_moe *m, tpm_moe_path path) {
 
 tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t) {
     TPM_ARG_CHECK(m && t, "tpm_cuda_moe_set_tuning: null argument");
-    TPM_ARG_CHECK(t->decode_kernel == 0 || t->decode_kernel == 1, "decode_kernel %d is not 0 or 1", t->decode_kernel);
-    TPM_ARG_CHECK(t->decode_kernel == 0 || tpm_moe_decode_mma_ok(m->d),
+    TPM_ARG_CHECK(t->decode_kernel >= 0 && t->decode_kernel <= 2, "decode_kernel %d is not 0, 1 or 2",
+                  t->decode_kernel);
+    TPM_ARG_CHECK(t->decode_kernel != 1 || tpm_moe_decode_mma_ok(m->d),
                   "decode_kernel 1 needs hidden and inter/tp divisible by 32");
     TPM_ARG_CHECK(t->decode_max_tokens >= 0 && t->decode_max_tokens <= TPM_MOE_DECODE_MAX_NT,
                   "decode_max_tokens %d outside 0..%d", t->decode_max_tokens, TPM_MOE_DECODE_MAX_NT);
@@ -369,6 +378,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->shared_split_min >= 1, "shared_split_min %d < 1", t->shared_split_min);
     TPM_ARG_CHECK(t->prefill_gemm >= TPM_MOE_GEMM_LOOP && t->prefill_gemm <= TPM_MOE_GEMM_STREAMS,
                   "prefill_gemm %d is not 0, 1 or 2", t->prefill_gemm);
+    TPM_ARG_CHECK(t->pdl == 0 || t->pdl == 1, "pdl %d is not 0 or 1", t->pdl);
     m->tune = *t;
     return TPM_OK;
 }
@@ -392,7 +402,7 @@ int tpm_cuda_moe_capturable(const tpm_cuda_moe *m, int T) {
 int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T) {
     if (!m || m->p->n_shared == 0) return TPM_MOE_SHARED_NONE;
     if (!m->d.fused) return TPM_MOE_SHARED_DENSE;
-    if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE && m->tune.decode_kernel == 0 &&
+    if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE && m->tune.decode_kernel != 1 &&
         T >= m->tune.shared_split_min)
         return TPM_MOE_SHARED_SPLIT;
     return TPM_MOE_SHARED_SLOT;
@@ -405,6 +415,12 @@ static tpm_status bind_blas(tpm_cuda_moe *m, cudaStream_t s) {
         cublasSetWorkspace(m->blas, m->blas_ws, (size_t)32 << 20) != CUBLAS_STATUS_SUCCESS)
         return tpm_err(TPM_ERR_CUDA, "cublasSetStream / cublasSetWorkspace failed");
     return TPM_OK;
+}
+
+/* Programmatic dependent launch for decode kernel set 2: asked for, and not on
+ * the legacy NULL stream (whose implicit synchronisation it would cut across). */
+static int use_pdl(const tpm_cuda_moe *m, cudaStream_t s) {
+    return m->tune.pdl && s != NULL && s != cudaStreamLegacy;
 }
 
 static tpm_status check_call(const tpm_cuda_moe *m, const void *ptr, int T) {
@@ -431,12 +447,14 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
         TPM_TRY(tpm_moe_shared_dense(d, m->blas, (const uint16_t *)x, T, s));
     }
     if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE) {
-        if (m->tune.decode_kernel) return tpm_moe_launch_decode_mma(d, (const uint16_t *)x, T, s);
+        if (m->tune.decode_kernel == 1) return tpm_moe_launch_decode_mma(d, (const uint16_t *)x, T, s);
         const int split = tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SPLIT;
         if (split) { /* the shared slot's fp32 rows from dense GEMMs, then the routed GEMVs */
             TPM_TRY(bind_blas(m, s));
             TPM_TRY(tpm_moe_shared_split(d, m->blas, (const uint16_t *)x, T, s));
         }
+        if (m->tune.decode_kernel == 2)
+            return tpm_moe_launch_decode2(d, (const uint16_t *)x, T, split, use_pdl(m, s), s);
         return tpm_moe_launch_decode(d, (const uint16_t *)x, T, split, s);
     }
     TPM_CUDA_TRY(cudaMemcpyAsync(m->h_offsets, d.offsets, (size_t)(d.E1 + 1) * 4, cudaMemcpyDeviceToHost, s));
@@ -450,7 +468,8 @@ tpm_status tpm_cuda_moe_combine(tpm_cuda_moe *m, int T, void *y, void *stream) {
     TPM_TRY(check_call(m, y, T));
     TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
     const int bf = tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_PREFILL;
-    return tpm_moe_launch_combine(m->d, T, bf, (uint16_t *)y, (cudaStream_t)stream);
+    const int pdl = !bf && m->tune.decode_kernel == 2 && use_pdl(m, (cudaStream_t)stream);
+    return tpm_moe_launch_combine(m->d, T, bf, pdl, (uint16_t *)y, (cudaStream_t)stream);
 }
 
 tpm_status tpm_cuda_moe_allreduce(tpm_cuda_moe *m, void *y, int T, void *stream) {

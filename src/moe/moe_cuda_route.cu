@@ -395,6 +395,11 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     __shared__ uint32_t bits[kPermSmemWords];
     __shared__ int s_off[kMaxE1 + 1];
     __shared__ int s_last;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    /* a decode kernel launched with programmatic dependent launch may start now
+     * (it waits for this grid before it reads any routing output) */
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
     logits_tile(x, d.wr, d.logits, T, d.H, d.E);
     const int tile = blockIdx.y, per_tile = (int)(gridDim.x * gridDim.z);
     __threadfence();
@@ -408,10 +413,12 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     if (threadIdx.x == 0) d.tile_ctr[tile] = 0; /* for the next replay */
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) s_last = (atomicAdd(d.ctr + 2, 1) == (int)gridDim.y - 1);
-    __syncthreads();
-    if (!s_last) return;
-    __threadfence();
+    if (gridDim.y > 1) { /* one tile (T <= 8): this block is the last, no second ticket */
+        if (threadIdx.x == 0) s_last = (atomicAdd(d.ctr + 2, 1) == (int)gridDim.y - 1);
+        __syncthreads();
+        if (!s_last) return;
+        __threadfence();
+    }
     build_permutation_small(d, T, bits, s_off);
     if (threadIdx.x == 0) d.ctr[2] = 0;
 }
