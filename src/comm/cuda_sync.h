@@ -26,8 +26,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-/* The kernels a launch uses when TPMOE_CUDA_AR_VARIANT is unset. */
-#define TPM_CUDA_VARIANT_DEFAULT 0
+/* The kernels a launch uses when TPMOE_CUDA_AR_VARIANT is unset: 1, faster
+ * at every size measured (bench/results/bench_r3_v{0,1}.log). */
+#define TPM_CUDA_VARIANT_DEFAULT 1
 
 namespace tpm_cuda {
 
