@@ -12,6 +12,9 @@
  *  - FmtCodec<FMT> / BlockCodec<C>: one thread owns one block of 32 domain
  *    values; fused into the two-shot all-reduce (its payload stores are
  *    16-byte units, which measured faster, see docs/allreduce_cuda.md);
+ *    FastCodec<FMT> / FastBlockCodec<C>: the same bits for the INT formats
+ *    without conversion-pipe instructions (the two-shot's variant 1, the
+ *    default);
  *  - QuadCodec<FMT> + quad_hadamard: four lanes of a warp own one block (8
  *    values each, the extreme and the rotation through shuffles); used by
  *    the standalone encoders (golden-vector tests check its bytes).

@@ -19,6 +19,8 @@
  *          output from the pushed bytes ([dequantize, rotate back]).
  *   C(c-2) acquire ag flags of every owner; read the owners' results from my
  *          ag slots; [dequantize, rotate back]; write my output.
+ * Codec arithmetic: BlockCodec (variant 0) or FastBlockCodec (variant 1,
+ * the default; tpm_cuda_variant in cuda_sync.h), identical bits.
  * Every rank decodes the same bytes with the same code, so outputs are
  * bitwise identical on every rank and equal to the CPU communicator, whose
  * per-block arithmetic (codec_cuda.h) is the same.
