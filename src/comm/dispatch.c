@@ -231,8 +231,13 @@ void tpm_dispatch_describe(const tpm_resolved_config *cfg, char *buf, size_t len
     }
     fmt_bytes(a, sizeof a, cfg->quant_min_bytes);
     fmt_bytes(b, sizeof b, cfg->quant_max_bytes);
-    APPEND("  codec %s applies from %s to %s bytes (exact outside); lossy codecs always use the "
-           "two-shot; one-shot is exact only\n",
-           tpm_codec_name(cfg->codec), a, b);
+    if (cfg->codec == TPM_CODEC_NONE)
+        APPEND("  codec none: every call is exact (a lossy codec, opt-in, would apply from %s to %s "
+               "bytes); one-shot is exact only\n",
+               a, b);
+    else
+        APPEND("  codec %s applies from %s to %s bytes (exact outside); lossy codecs always use the "
+               "two-shot; one-shot is exact only\n",
+               tpm_codec_name(cfg->codec), a, b);
     APPEND("  cpu backend: no NCCL (allreduce mode nccl = the plain exact two-shot)\n");
 }

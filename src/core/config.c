@@ -107,7 +107,7 @@ static tpm_status env_size(const char *name, int64_t *out, int *set) {
  * environment. */
 static tpm_status pick_int(int32_t api, const char *name, int64_t lo, int64_t hi, int32_t def,
                            int32_t *out, int *from_env) {
-    int64_t v;
+    int64_t v = 0;
     *out = api;
     *from_env = 0;
     if (api >= 0) return TPM_OK;
@@ -119,7 +119,7 @@ static tpm_status pick_int(int32_t api, const char *name, int64_t lo, int64_t hi
 /* A byte-size setting, likewise (env_size syntax). */
 static tpm_status pick_size(int64_t api, const char *name, int64_t def, int64_t *out,
                             int *from_env) {
-    int64_t v;
+    int64_t v = 0;
     *out = api;
     *from_env = 0;
     if (api >= 0) return TPM_OK;
