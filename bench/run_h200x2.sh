@@ -5,14 +5,23 @@
 #   OUT=/some/dir DEPS=/path/to/.deps bash bench/run_h200x2.sh [bench]
 # Uses binaries carried in prebuilt/ (built on the development machine with
 # -DCMAKE_CUDA_ARCHITECTURES=90) when they start there, else builds.
+# VARIANTS (default "1 0"): kernel variants (TPMOE_CUDA_AR_VARIANT, see
+# src/comm/cuda_sync.h) benchmarked one after the other in separate
+# processes, allreduce_h200x2_v<V>.json each; the GPU tests run with the
+# first. T_TEST / T_BENCH / T_BENCH0: time limits in seconds (the first
+# variant's bench, the others').
 set -u
 OUT=${OUT:-out}; DEPS=${DEPS:-$PWD/.deps}; R=$OUT/run
 mkdir -p "$R"
 export LD_LIBRARY_PATH=$DEPS/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export NCCL_NVLS_ENABLE=0
-SIZES=${SIZES:-4K,8K,12K,16K,32K,64K,128K,256K,512K,768K,1M,2M,4M,8M,16M,32M,64M,96M,128M}
-CODECS=${CODECS:-none,int8,int6,int4,fp8,int4_h}
+SIZES=${SIZES:-4K,12K,64K,768K,2M,8M,32M,96M}
+CODECS=${CODECS:-none,int8,int4,int4_h}
+SIZES0=${SIZES0:-4K,12K,768K,2M,32M}; CODECS0=${CODECS0:-$CODECS}
+VARIANTS=${VARIANTS:-1 0}
+T_TEST=${T_TEST:-30}; T_BENCH=${T_BENCH:-35}; T_BENCH0=${T_BENCH0:-22}
 nvidia-smi topo -m > "$R/topo.txt" 2>&1
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > "$R/smi.txt" 2>&1
 BIN=prebuilt
 if ! "$BIN/tpmoe" bench allreduce --help > /dev/null 2>&1; then
   BIN=build
@@ -22,12 +31,17 @@ if ! "$BIN/tpmoe" bench allreduce --help > /dev/null 2>&1; then
     > "$R/build.log" 2>&1 || { tail -30 "$R/build.log"; tar czf "$OUT/allreduce_run.tgz" -C "$OUT" run; exit 1; }
 fi
 echo "== binaries: $BIN"
+first=${VARIANTS%% *}
 if [ "${1:-}" != bench ]; then
-  timeout 120 "$BIN/gpu_allreduce" > "$R/gpu_test.log" 2>&1; echo "gpu_allreduce rc=$?"
-  grep -E "^\[  (PASSED|FAILED)|FAILED|graph:|skipped" "$R/gpu_test.log" | head -20
+  TPMOE_CUDA_AR_VARIANT=$first timeout "$T_TEST" "$BIN/gpu_allreduce" > "$R/gpu_test_v$first.log" 2>&1
+  echo "gpu_allreduce (variant $first) rc=$?"
+  grep -E "^\[  (PASSED|FAILED)|FAILED|graph:|skipped" "$R/gpu_test_v$first.log" | head -20
 fi
-timeout 240 "$BIN/tpmoe" bench allreduce --tp 2 --dtype bf16 --codecs "$CODECS" --sizes "$SIZES" \
-  --json "$R/allreduce_h200x2.json" --png "$R/allreduce_h200x2.png" > "$R/bench.log" 2>&1
-echo "bench rc=$?"
+for v in $VARIANTS; do
+  if [ "$v" = "$first" ]; then s=$SIZES; c=$CODECS; t=$T_BENCH; else s=$SIZES0; c=$CODECS0; t=$T_BENCH0; fi
+  TPMOE_CUDA_AR_VARIANT=$v timeout "$t" stdbuf -oL "$BIN/tpmoe" bench allreduce --tp 2 --dtype bf16 --codecs "$c" \
+    --sizes "$s" --json "$R/allreduce_h200x2_v$v.json" > "$R/bench_v$v.log" 2>&1
+  echo "bench variant $v rc=$?"
+done
 tar czf "$OUT/allreduce_run.tgz" -C "$OUT" run
-cat "$R/bench.log"
+for v in $VARIANTS; do echo "== variant $v"; cut -c1-110 "$R/bench_v$v.log"; done

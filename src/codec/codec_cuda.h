@@ -12,6 +12,9 @@
  *  - FmtCodec<FMT> / BlockCodec<C>: one thread owns one block of 32 domain
  *    values; fused into the two-shot all-reduce (its payload stores are
  *    16-byte units, which measured faster, see docs/allreduce_cuda.md);
+ *    FastCodec<FMT> / FastBlockCodec<C>: the same bits for the INT formats
+ *    without conversion-pipe instructions (the two-shot's variant 1, the
+ *    default);
  *  - QuadCodec<FMT> + quad_hadamard: four lanes of a warp own one block (8
  *    values each, the extreme and the rotation through shuffles); used by
  *    the standalone encoders (golden-vector tests check its bytes).
@@ -101,6 +104,78 @@ template <int FMT> struct FmtCodec {
         }
     }
 };
+
+/* FastCodec<FMT>: the same bytes and values as FmtCodec<FMT> for the INT
+ * formats, with no conversion-pipe instructions (F2I/I2F/FRND run at a
+ * quarter of the FP32 rate on sm_90 and were 7 per value in the two-shot):
+ *  - finiteness from the extreme scan itself: abs bits compared as integers,
+ *    so a NaN or Inf always wins and the block is finite iff the winner's abs
+ *    bits are below 0x7f800000 (m is the CPU's first maximum otherwise);
+ *  - quantize: y = x*inv clamped to [-QNEG, QNEG-1] in fp32 (integer bounds,
+ *    so clamp-then-round == round-then-clamp), then t = y + (1.5*2^23 + QNEG):
+ *    the exact sum lies in [2^23, 2^24) where the ulp is 1, so the FADD rounds
+ *    it to nearest even, and 1.5*2^23 + QNEG is even, so t = C + rintf(y) and
+ *    the low bits of t are the biased code (sb == 0: inv = 0, y = +-0, code
+ *    QNEG, the zero code, without a select);
+ *  - dequantize: (2^23 + code) - (2^23 + QNEG) is exact, = (float)(code - QNEG),
+ *    then the same multiply by s.
+ * FP8 keeps FmtCodec (its e4m3 conversion has no such shortcut). */
+template <int FMT> struct FastCodec : FmtCodec<FMT> {};
+template <int FMT> struct FastIntCodec {
+    static constexpr int kBits = FMT == TPM_FMT_INT6 ? 6 : FMT == TPM_FMT_INT4 ? 4 : 8;
+    static constexpr int kCodeBytes = 32 * kBits / 8;
+    static constexpr int kQneg = 1 << (kBits - 1);
+
+    static __device__ __forceinline__ uint16_t quant(const float *v, Codes &c) {
+        float m = v[0];
+        uint32_t best = __float_as_uint(v[0]) & 0x7fffffffu;
+#pragma unroll
+        for (int i = 1; i < 32; i++) {
+            const uint32_t a = __float_as_uint(v[i]) & 0x7fffffffu;
+            if (a > best) best = a, m = v[i];
+        }
+#pragma unroll
+        for (int k = 0; k < 8; k++) c.w[k] = 0;
+        if (best >= 0x7f800000u) return (uint16_t)TPM_CODEC_SCALE_POISON;
+        float inv;
+        const uint16_t sb = tpm_codec_scale(FMT, m, &inv);
+        const float lo = (float)(-kQneg), hi = (float)(kQneg - 1);
+        const float cq = 12582912.0f + (float)kQneg;
+#pragma unroll
+        for (int i = 0; i < 32; i++) {
+            float y = v[i] * inv;
+            y = fminf(fmaxf(y, lo), hi);
+            const float t = __fadd_rn(y, cq);
+            const uint32_t u = __float_as_uint(t) & ((1u << kBits) - 1u);
+            const int bit = i * kBits;
+            c.w[bit / 32] |= u << (bit % 32);
+            if ((bit % 32) + kBits > 32) c.w[bit / 32 + 1] |= u >> (32 - bit % 32);
+        }
+        return sb;
+    }
+
+    static __device__ __forceinline__ void dequant(const Codes &c, uint16_t sb, float *v) {
+        if (tpm_codec_scale_poisoned(sb)) {
+#pragma unroll
+            for (int i = 0; i < 32; i++) v[i] = __uint_as_float(TPM_CODEC_NAN_BITS);
+            return;
+        }
+        const float s = tpm_bf16_to_f32(sb);
+        const float cq = 8388608.0f + (float)kQneg;
+#pragma unroll
+        for (int i = 0; i < 32; i++) {
+            const int bit = i * kBits;
+            uint32_t u = c.w[bit / 32] >> (bit % 32);
+            if ((bit % 32) + kBits > 32) u |= c.w[bit / 32 + 1] << (32 - bit % 32);
+            u &= (1u << kBits) - 1u;
+            const float q = __fsub_rn(__uint_as_float(0x4b000000u | u), cq);
+            v[i] = __fmul_rn(q, s);
+        }
+    }
+};
+template <> struct FastCodec<TPM_FMT_INT8> : FastIntCodec<TPM_FMT_INT8> {};
+template <> struct FastCodec<TPM_FMT_INT6> : FastIntCodec<TPM_FMT_INT6> {};
+template <> struct FastCodec<TPM_FMT_INT4> : FastIntCodec<TPM_FMT_INT4> {};
 
 /* MARK: quad codec (4 lanes per block)
  * Four consecutive lanes of a warp (a "quad", lanes 4q..4q+3) own one block:
@@ -199,6 +274,14 @@ __device__ __forceinline__ void quad_hadamard(float *v, int j) {
     for (int k = 0; k < 8; k++) v[k] = v[k] * TPM_HADAMARD_SCALE;
 }
 
+/* Wire format of a tpm_codec value, usable as a template argument. */
+constexpr int tpm_codec_fmt_c(int c) {
+    return c == TPM_CODEC_INT8 ? TPM_FMT_INT8
+         : c == TPM_CODEC_INT6 || c == TPM_CODEC_INT6_H ? TPM_FMT_INT6
+         : c == TPM_CODEC_INT4 || c == TPM_CODEC_INT4_H ? TPM_FMT_INT4
+         : c == TPM_CODEC_FP8 ? TPM_FMT_FP8 : TPM_FMT_NONE;
+}
+
 /* Per tpm_codec value: its wire format and whether it rotates. */
 template <int C> struct BlockCodec : FmtCodec<TPM_FMT_NONE> {};
 #define TPM_BLOCK_CODEC(C, FMT, ROT)                                                               \
@@ -212,6 +295,11 @@ TPM_BLOCK_CODEC(TPM_CODEC_FP8, TPM_FMT_FP8, false);
 TPM_BLOCK_CODEC(TPM_CODEC_INT4_H, TPM_FMT_INT4, true);
 TPM_BLOCK_CODEC(TPM_CODEC_INT6_H, TPM_FMT_INT6, true);
 #undef TPM_BLOCK_CODEC
+
+/* The same per tpm_codec value with FastCodec's arithmetic (identical bits). */
+template <int C> struct FastBlockCodec : FastCodec<tpm_codec_fmt_c(C)> {
+    static constexpr bool kRotate = C == TPM_CODEC_INT4_H || C == TPM_CODEC_INT6_H;
+};
 
 } /* namespace tpm_cuda */
 #endif /* __CUDACC__ */

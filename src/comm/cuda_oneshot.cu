@@ -27,6 +27,20 @@
  * e+1, which this rank sends after launch e (including its clears) finished.
  * Waits are bounded: past timeout_ns a thread records TPM_ERR_TIMEOUT in the
  * host-mapped error words and stops waiting (the communicator is then dead).
+ *
+ * Epochs. Variant 0 (tpm_cuda_variant): the launch epoch of cuda_sync.h
+ * (ctl[0] read by thread 0 before any push, the last CTA to leave stores it
+ * after an atomic exit count). Variant 1: one epoch per CTA index b in
+ * ctl[kCtaEpoch + b], read by every thread of CTA b while its first input
+ * word is in flight and stored back by CTA b after a __syncthreads at its
+ * end: no global atomic, no dependent read before the first load. This is
+ * safe because word i is always handled by CTA (i / kBlock) mod G (G = the
+ * launch grid when one pass covers the message, else the fixed cap
+ * min(a.grid, kMaxCtas), the same in every launch of a communicator), so the
+ * counter that picks word i's half has the same history on every rank, and
+ * the reuse argument above holds per counter: a peer writes word i in the
+ * half of my counter value k again only in its launch with value k+2, which
+ * needs my data of value k+1, pushed after my launch of value k finished.
  */
 #include "comm/cuda_sync.h"
 
@@ -37,20 +51,30 @@ namespace {
 
 constexpr int kUnroll = 4;
 constexpr int kBlock = 256;
+/* Variant 1: per-CTA epochs in ctl words [kCtaEpoch, kCtaEpoch + kMaxCtas). */
+constexpr int kCtaEpoch = 64;
+constexpr int kMaxCtas = (int)(TPM_CUDA_CTL_BYTES / 4) - kCtaEpoch;
 
-template <int DT> __global__ void __launch_bounds__(kBlock) oneshot_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
+template <int DT, int V> __global__ void __launch_bounds__(kBlock) oneshot_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
     using Wd = Word<DT>;
-    const uint32_t epoch = epoch_begin(a);
-    const size_t half = (size_t)a.world * a.ll_slot;
-    const size_t par = (size_t)(epoch & 1u) * half;
     const size_t nwords = (a.count + Wd::kElems - 1) / Wd::kElems;
     const bool in_al = ((uintptr_t)a.in & 15u) == 0, out_al = ((uintptr_t)a.out & 15u) == 0;
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    uint4 first = make_uint4(0, 0, 0, 0);
+    uint32_t epoch;
+    if (V == 1) {
+        if (tid < nwords) first = Wd::load(a.in, tid, a.count, in_al);
+        epoch = *(volatile uint32_t *)&a.ctl[kCtaEpoch + blockIdx.x] + 1u;
+    } else {
+        epoch = epoch_begin(a);
+    }
+    const size_t half = (size_t)a.world * a.ll_slot;
+    const size_t par = (size_t)(epoch & 1u) * half;
 
     /* 1. push my words to every peer */
     for (size_t i = tid; i < nwords; i += stride) {
-        uint4 w = Wd::sanitize(Wd::load(a.in, i, a.count, in_al));
+        uint4 w = Wd::sanitize(V == 1 && i == tid ? first : Wd::load(a.in, i, a.count, in_al));
         for (int d = 1; d < a.world; d++) {
             int p = a.rank + d < a.world ? a.rank + d : a.rank + d - a.world;
             st_volatile16(a.ll[p] + par + (size_t)a.rank * a.ll_slot + i * 16, w);
@@ -98,7 +122,20 @@ template <int DT> __global__ void __launch_bounds__(kBlock) oneshot_kernel(const
             if (i < nwords) Wd::store(a.out, i, a.count, out_al, Wd::from_f32(acc[u]));
         }
     }
-    epoch_end(a, epoch);
+    if (V == 1) {
+        __syncthreads(); /* every thread of this CTA has read the old epoch */
+        if (threadIdx.x == 0) *(volatile uint32_t *)&a.ctl[kCtaEpoch + blockIdx.x] = epoch;
+    } else {
+        epoch_end(a, epoch);
+    }
+}
+
+template <int V> void launch_v(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
+    switch (a->dtype) {
+    case TPM_DTYPE_BF16: oneshot_kernel<0, V><<<grid, kBlock, 0, s>>>(*a); break;
+    case TPM_DTYPE_FP16: oneshot_kernel<1, V><<<grid, kBlock, 0, s>>>(*a); break;
+    default: oneshot_kernel<2, V><<<grid, kBlock, 0, s>>>(*a); break;
+    }
 }
 
 } /* namespace */
@@ -114,13 +151,15 @@ extern "C" int tpm_cuda_oneshot_launch(const tpm_cuda_ar_args *a, void *stream) 
     size_t epw = a->dtype == TPM_DTYPE_FP32 ? 4 : 8;
     size_t nwords = (a->count + epw - 1) / epw;
     size_t want = (nwords + kBlock - 1) / kBlock;
-    int grid = (int)(want < (size_t)a->grid ? want : (size_t)a->grid);
+    const int v = tpm_cuda_variant();
+    size_t cap = (size_t)a->grid;
+    if (v == 1 && cap > (size_t)kMaxCtas) cap = (size_t)kMaxCtas; /* one epoch word per CTA */
+    int grid = (int)(want < cap ? want : cap);
     if (grid < 1) grid = 1;
     cudaStream_t s = (cudaStream_t)stream;
-    switch (a->dtype) {
-    case TPM_DTYPE_BF16: oneshot_kernel<0><<<grid, kBlock, 0, s>>>(*a); break;
-    case TPM_DTYPE_FP16: oneshot_kernel<1><<<grid, kBlock, 0, s>>>(*a); break;
-    default: oneshot_kernel<2><<<grid, kBlock, 0, s>>>(*a); break;
-    }
+    if (v == 1)
+        launch_v<1>(a, grid, s);
+    else
+        launch_v<0>(a, grid, s);
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }

@@ -24,6 +24,11 @@
 #include "tpmoe.h"
 
 #include <stdint.h>
+#include <stdlib.h>
+
+/* The kernels a launch uses when TPMOE_CUDA_AR_VARIANT is unset: 1, faster
+ * at every size measured (bench/results/bench_r3_v{0,1}.log). */
+#define TPM_CUDA_VARIANT_DEFAULT 1
 
 namespace tpm_cuda {
 
@@ -119,6 +124,20 @@ __device__ __forceinline__ void epoch_end(const tpm_cuda_ar_args &a, uint32_t ep
             __threadfence();
         }
     }
+}
+
+/* MARK: kernel variant */
+/* Which kernels the launchers enqueue: 0 = the round-2 kernels, 1 = round 3
+ * (FastCodec arithmetic in the codec two-shot, per-CTA epochs in the
+ * one-shot). Read from TPMOE_CUDA_AR_VARIANT at every launch (host side; in
+ * a CUDA graph only at capture); set it before a communicator's first call
+ * and never change it for that communicator: the two one-shot variants keep
+ * their epochs in different control words. A diagnostic switch for the
+ * benchmark and the GPU tests, not a tuning knob. */
+inline int tpm_cuda_variant() {
+    const char *v = getenv("TPMOE_CUDA_AR_VARIANT");
+    if (!v || !*v) return TPM_CUDA_VARIANT_DEFAULT;
+    return v[0] == '1' ? 1 : 0;
 }
 
 /* MARK: 8-value vectors */

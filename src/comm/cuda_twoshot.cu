@@ -19,6 +19,8 @@
  *          output from the pushed bytes ([dequantize, rotate back]).
  *   C(c-2) acquire ag flags of every owner; read the owners' results from my
  *          ag slots; [dequantize, rotate back]; write my output.
+ * Codec arithmetic: BlockCodec (variant 0) or FastBlockCodec (variant 1,
+ * the default; tpm_cuda_variant in cuda_sync.h), identical bits.
  * Every rank decodes the same bytes with the same code, so outputs are
  * bitwise identical on every rank and equal to the CPU communicator, whose
  * per-block arithmetic (codec_cuda.h) is the same.
@@ -39,6 +41,8 @@
 #include "comm/cuda_sync.h"
 
 #include <cuda_runtime.h>
+
+#include <type_traits>
 
 namespace tpm_cuda {
 namespace {
@@ -161,7 +165,9 @@ template <int DT, int C> struct GroupIO {
     }
 };
 
-template <int DT, int C> struct Stages {
+template <int DT, int C, int V> struct Stages {
+    /* V = 0: FmtCodec arithmetic, 1: FastCodec (same bits, no conversion-pipe ops) */
+    using BCd = typename std::conditional<V == 1, FastBlockCodec<C>, BlockCodec<C>>::type;
     using P = Payload<DT, C>;
     using Wd = Word<DT>;
     using IO = GroupIO<DT, C>;
@@ -208,7 +214,7 @@ template <int DT, int C> struct Stages {
                     float v[32];
                     IO::load_dom(x, g0 + t, v);
                     Codes c;
-                    uint16_t sc = BlockCodec<C>::quant(v, c);
+                    uint16_t sc = BCd::quant(v, c);
                     IO::put(dst, t, c, sc);
                 }
             }
@@ -277,17 +283,17 @@ template <int DT, int C> struct Stages {
                     IO::load_dom(x, g, v);
                 } else {
                     uint16_t sc = IO::get(x.slot(me, kRs, r) + off, t, c);
-                    BlockCodec<C>::dequant(c, sc, v);
+                    BCd::dequant(c, sc, v);
                 }
 #pragma unroll
                 for (int k = 0; k < 32; k++) acc[k] = r == 0 ? v[k] : acc[k] + v[k];
             }
-            uint16_t sc = BlockCodec<C>::quant(acc, c);
+            uint16_t sc = BCd::quant(acc, c);
             for (int d = 1; d < x.a.world; d++) {
                 int q = (me + d) % x.a.world;
                 IO::put(x.slot(q, kAg, me) + off, t, c, sc);
             }
-            BlockCodec<C>::dequant(c, sc, v);
+            BCd::dequant(c, sc, v);
             IO::store_dom(x, g, v);
         }
     }
@@ -321,7 +327,7 @@ template <int DT, int C> struct Stages {
                 Codes c;
                 float v[32];
                 uint16_t sc = IO::get(src, t, c);
-                BlockCodec<C>::dequant(c, sc, v);
+                BCd::dequant(c, sc, v);
                 IO::store_dom(x, g0 + t, v);
             }
         }
@@ -329,7 +335,7 @@ template <int DT, int C> struct Stages {
     }
 };
 
-template <int DT, int C>
+template <int DT, int C, int V>
 __global__ void __launch_bounds__(kCol, 2) twoshot_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
     Ctx x{a, 0, 0, 0, 0, false, false};
     x.epoch = epoch_begin(a);
@@ -340,7 +346,7 @@ __global__ void __launch_bounds__(kCol, 2) twoshot_kernel(const __grid_constant_
     x.sblk = (x.ngrp + a.world - 1) / a.world;
     const int ncol = (int)((x.sblk + kCol - 1) / kCol);
     const int mine = (int)blockIdx.x < ncol ? (ncol - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
-    using S = Stages<DT, C>;
+    using S = Stages<DT, C, V>;
     for (int k = 0; k < mine + 2; k++) {
         if (k < mine) S::stage_a(x, (int)blockIdx.x + k * (int)gridDim.x);
         if (k >= 1 && k - 1 < mine && !S::stage_b(x, (int)blockIdx.x + (k - 1) * (int)gridDim.x))
@@ -351,12 +357,23 @@ __global__ void __launch_bounds__(kCol, 2) twoshot_kernel(const __grid_constant_
     epoch_end(a, x.epoch);
 }
 
-template <int C> void launch_dt(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
+template <int C, int V> void launch_v(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
     switch (a->dtype) {
-    case TPM_DTYPE_BF16: twoshot_kernel<0, C><<<grid, kCol, 0, s>>>(*a); break;
-    case TPM_DTYPE_FP16: twoshot_kernel<1, C><<<grid, kCol, 0, s>>>(*a); break;
-    default: twoshot_kernel<2, C><<<grid, kCol, 0, s>>>(*a); break;
+    case TPM_DTYPE_BF16: twoshot_kernel<0, C, V><<<grid, kCol, 0, s>>>(*a); break;
+    case TPM_DTYPE_FP16: twoshot_kernel<1, C, V><<<grid, kCol, 0, s>>>(*a); break;
+    default: twoshot_kernel<2, C, V><<<grid, kCol, 0, s>>>(*a); break;
     }
+}
+
+/* Exact payloads have one kernel; codecs one per variant (tpm_cuda_variant). */
+template <int C> void launch_dt(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
+    if constexpr (C != TPM_CODEC_NONE) {
+        if (tpm_cuda_variant() == 1) {
+            launch_v<C, 1>(a, grid, s);
+            return;
+        }
+    }
+    launch_v<C, 0>(a, grid, s);
 }
 
 size_t payload_bytes(int dtype, int codec) {
