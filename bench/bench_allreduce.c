@@ -46,18 +46,22 @@ int cmd_bench_allreduce(int argc, char **argv) {
 
 #define MAXW TPM_CUDA_MAX_WORLD
 #define MAXSIZES 64
+#define MAXVAR 4
 
 static const char *kCmd = "bench allreduce";
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: tpmoe bench allreduce [--tp N] [--dtype bf16|fp16|fp32] [--codecs LIST]\n"
-            "                             [--sizes A:B|a,b,c] [--iters N] [--json FILE] [--png FILE]\n"
+            "                             [--sizes A:B|a,b,c] [--iters N] [--variants L]\n"
+            "                             [--json FILE] [--png FILE]\n"
             "  --tp N        ranks = GPUs used, one host thread each (default 2)\n"
             "  --dtype T     element type (default bf16)\n"
             "  --codecs L    none,int8,int6,int4,fp8,int4_h,int6_h (default none,int8,int6,int4,fp8)\n"
             "  --sizes S     message bytes per rank: powers of two A..B or a list (default 4K:128M)\n"
             "  --iters N     timed graph replays per point (default 30)\n"
+            "  --variants L  kernel variants (TPMOE_CUDA_AR_VARIANT, e.g. 2,1,3) timed at every point\n"
+            "                in this process; each is checked bitwise against the first\n"
             "  --json FILE   write every number as JSON\n"
             "  --png FILE    plot latency and speed-up vs size (runs bench/plot_allreduce.py)\n");
 }
@@ -218,6 +222,8 @@ typedef struct row {
     const char *algo;
     double us, us_oneshot, us_twoshot, nccl_us, floor_us, err;
     int agree, ok;
+    double vus[MAXVAR][2]; /* per --variants entry: one-shot, two-shot us */
+    int vsame[MAXVAR];     /* outputs bitwise equal to the first variant's */
 } row;
 
 /* JSON numbers: jansson has no NaN, so a missing time is left out. */
@@ -268,6 +274,7 @@ int cmd_bench_allreduce(int argc, char **argv) {
     int64_t sizes[MAXSIZES];
     int nsizes = cli_parse_size_list("4K:128M", sizes, MAXSIZES);
     const char *json_path = NULL, *png_path = NULL;
+    int variants[MAXVAR], nvar = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -288,6 +295,16 @@ int cmd_bench_allreduce(int argc, char **argv) {
         } else if (!strcmp(a, "--sizes")) {
             if ((nsizes = cli_parse_size_list(v, sizes, MAXSIZES)) <= 0)
                 return cli_usage_error(kCmd, "--sizes: bad '%s'", v);
+        } else if (!strcmp(a, "--variants")) {
+            nvar = 0;
+            for (const char *p = v; *p; p++) {
+                if (*p == ',') continue;
+                if (*p < '0' || *p > '4' || nvar == MAXVAR || (p[1] && p[1] != ','))
+                    return cli_usage_error(kCmd, "--variants: up to %d of 0..4, comma separated",
+                                           MAXVAR);
+                variants[nvar++] = *p - '0';
+            }
+            if (!nvar) return cli_usage_error(kCmd, "--variants: empty list");
         } else if (!strcmp(a, "--json")) {
             json_path = v;
         } else if (!strcmp(a, "--png")) {
@@ -351,8 +368,14 @@ int cmd_bench_allreduce(int argc, char **argv) {
            W, prop.name, tpm_dtype_name(dt), bw, launch_us);
     printf("%10s %-7s %-8s %9s %9s %9s %8s %9s %9s %9s %s\n", "bytes", "codec", "algo", "tpmoe_us",
            "1shot_us", "2shot_us", "nccl_us", "speedup", "busbw", "floor_us", "rel_err");
+    if (nvar > 1)
+        printf("(tpmoe/1shot/2shot: variant %d; vN a/b: variant N one-shot/two-shot us, its output "
+               "checked bitwise against variant %d's)\n",
+               variants[0], variants[0]);
 
     row *rows = calloc((size_t)nsizes * (size_t)ncodecs, sizeof(row));
+    unsigned char *vref = malloc(maxb * (size_t)W);
+    if (!rows || !vref) return cli_fail(kCmd, "allocation", TPM_ERR_NO_MEMORY, "rows");
     int nrows = 0, failures = 0;
     uint64_t seed = 12345;
     for (int si = 0; si < nsizes; si++) {
@@ -377,34 +400,60 @@ int cmd_bench_allreduce(int argc, char **argv) {
             R->codec = codec;
             R->nccl_us = nccl_us;
             R->us_oneshot = R->us_twoshot = NAN;
+            for (int vi = 0; vi < MAXVAR; vi++) {
+                R->vus[vi][0] = R->vus[vi][1] = NAN;
+                R->vsame[vi] = 1;
+            }
             R->ok = 1;
             double err_max = 0;
             R->agree = 1;
             for (int a = TPM_ALGO_ONESHOT; a <= TPM_ALGO_TWOSHOT; a++) {
                 if (a == TPM_ALGO_ONESHOT && codec != TPM_CODEC_NONE) continue;
                 for (int i = 0; i < W; i++) fill(rk[i].hin, dt, n, seed++);
-                for (int i = 0; i < W; i++)
-                    ts[i] = (task){&rk[i], OP_VALIDATE, n, dt, codec, (tpm_algo)a, 1, 1, 0, 0,
-                                   TPM_OK, ""};
-                int agree = 0;
-                if (run_ranks(ts, W)) {
-                    R->ok = 0;
-                    continue;
+                for (int vi = 0; vi < (nvar ? nvar : 1); vi++) {
+                    char vs[2] = {(char)('0' + (nvar ? variants[vi] : 0)), 0};
+                    if (nvar) setenv("TPMOE_CUDA_AR_VARIANT", vs, 1); /* no rank thread runs */
+                    double us = NAN;
+                    for (int i = 0; i < W; i++)
+                        ts[i] = (task){&rk[i], OP_VALIDATE, n, dt, codec, (tpm_algo)a, 1, 1, 0, 0,
+                                       TPM_OK, ""};
+                    if (run_ranks(ts, W)) {
+                        R->ok = 0;
+                    } else if (vi == 0) {
+                        int agree = 0;
+                        double e = validate(rk, W, n, dt, &agree);
+                        if (e > err_max) err_max = e;
+                        R->agree &= agree;
+                        for (int i = 0; i < W && nvar > 1; i++)
+                            memcpy(vref + (size_t)i * maxb, rk[i].hout, n * es);
+                    } else {
+                        int same = 1;
+                        for (int i = 0; i < W; i++)
+                            same &= !memcmp(vref + (size_t)i * maxb, rk[i].hout, n * es);
+                        if (!same) {
+                            R->ok = 0;
+                            fprintf(stderr, "tpmoe %s: variant %d differs from variant %d\n",
+                                    kCmd, variants[vi], variants[0]);
+                        }
+                        R->vsame[vi] = same;
+                    }
+                    if (R->ok) {
+                        for (int i = 0; i < W; i++)
+                            ts[i] = (task){&rk[i], OP_TIME, n, dt, codec, (tpm_algo)a, calls,
+                                           (int)iters, 0, 0, TPM_OK, ""};
+                        if (run_ranks(ts, W)) {
+                            R->ok = 0;
+                        } else {
+                            us = ts[0].us;
+                            for (int i = 1; i < W; i++) us = ts[i].us > us ? ts[i].us : us;
+                        }
+                    }
+                    R->vus[vi][a == TPM_ALGO_ONESHOT ? 0 : 1] = us;
+                    if (vi == 0) {
+                        if (a == TPM_ALGO_ONESHOT) R->us_oneshot = us;
+                        else R->us_twoshot = us;
+                    }
                 }
-                double e = validate(rk, W, n, dt, &agree);
-                if (e > err_max) err_max = e;
-                R->agree &= agree;
-                for (int i = 0; i < W; i++)
-                    ts[i] = (task){&rk[i], OP_TIME, n, dt, codec, (tpm_algo)a, calls, (int)iters,
-                                   0, 0, TPM_OK, ""};
-                if (run_ranks(ts, W)) {
-                    R->ok = 0;
-                    continue;
-                }
-                double us = ts[0].us;
-                for (int i = 1; i < W; i++) us = ts[i].us > us ? ts[i].us : us;
-                if (a == TPM_ALGO_ONESHOT) R->us_oneshot = us;
-                else R->us_twoshot = us;
             }
             int two = isnan(R->us_oneshot) || R->us_twoshot < R->us_oneshot;
             R->us = two ? R->us_twoshot : R->us_oneshot;
@@ -418,10 +467,12 @@ int cmd_bench_allreduce(int argc, char **argv) {
             double dir_bytes = 2.0 * (W - 1) / W * (double)bytes * ratio;
             R->floor_us = launch_us + (bw > 0 ? dir_bytes / (bw * 1e9) * 1e6 : 0);
             double busbw = 2.0 * (W - 1) / W * (double)bytes / (R->us * 1e-6) / 1e9;
-            printf("%10zu %-7s %-8s %9.2f %9.2f %9.2f %8.2f %8.2fx %9.1f %9.2f %9.2e%s\n", bytes,
+            printf("%10zu %-7s %-8s %9.2f %9.2f %9.2f %8.2f %8.2fx %9.1f %9.2f %9.2e", bytes,
                    tpm_codec_name(codec), R->algo, R->us, R->us_oneshot, R->us_twoshot, nccl_us,
-                   nccl_us / R->us, busbw, R->floor_us, R->err,
-                   R->ok ? "" : R->agree ? "  FAIL(error)" : "  FAIL(ranks disagree)");
+                   nccl_us / R->us, busbw, R->floor_us, R->err);
+            for (int vi = 1; vi < nvar; vi++)
+                printf(" v%d %.2f/%.2f", variants[vi], R->vus[vi][0], R->vus[vi][1]);
+            printf("%s\n", R->ok ? "" : R->agree ? "  FAIL(error)" : "  FAIL(ranks disagree)");
             failures += !R->ok;
             fflush(stdout);
         }
@@ -455,6 +506,19 @@ int cmd_bench_allreduce(int argc, char **argv) {
             set_num(o, "rel_err", R->err);
             json_object_set_new(o, "ranks_agree", json_boolean(R->agree));
             json_object_set_new(o, "valid", json_boolean(R->ok));
+            if (nvar) {
+                json_t *va = json_object();
+                for (int vi = 0; vi < nvar; vi++) {
+                    json_t *vo = json_object();
+                    char key[4];
+                    snprintf(key, sizeof key, "%d", variants[vi]);
+                    set_num(vo, "oneshot_us", R->vus[vi][0]);
+                    set_num(vo, "twoshot_us", R->vus[vi][1]);
+                    json_object_set_new(vo, "same_bits_as_first", json_boolean(R->vsame[vi]));
+                    json_object_set_new(va, key, vo);
+                }
+                json_object_set_new(o, "variants", va);
+            }
             json_array_append_new(arr, o);
         }
         json_object_set_new(root, "results", arr);
@@ -479,6 +543,7 @@ int cmd_bench_allreduce(int argc, char **argv) {
         free(cs[i]);
     }
     free(rows);
+    free(vref);
     if (failures) fprintf(stderr, "tpmoe %s: %d rows failed validation\n", kCmd, failures);
     return failures ? 1 : 0;
 }

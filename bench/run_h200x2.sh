@@ -8,7 +8,10 @@
 # VARIANTS (default "1 0"): kernel variants (TPMOE_CUDA_AR_VARIANT, see
 # src/comm/cuda_sync.h) benchmarked one after the other in separate
 # processes, allreduce_h200x2_v<V>.json each; the GPU tests run with the
-# first. T_TEST / T_BENCH / T_BENCH0: time limits in seconds (the first
+# first. VARLIST (e.g. "2,1,3"): instead, one bench process times every
+# variant of the list at every point (bench --variants; outputs checked
+# bitwise against the first), allreduce_h200x2_vars.json; the GPU tests run
+# with the first of VARIANTS. T_TEST / T_BENCH / T_BENCH0: time limits in seconds (the first
 # variant's bench, the others').
 set -u
 OUT=${OUT:-out}; DEPS=${DEPS:-$PWD/.deps}; R=$OUT/run
@@ -36,6 +39,14 @@ if [ "${1:-}" != bench ]; then
   TPMOE_CUDA_AR_VARIANT=$first timeout "$T_TEST" "$BIN/gpu_allreduce" > "$R/gpu_test_v$first.log" 2>&1
   echo "gpu_allreduce (variant $first) rc=$?"
   grep -E "^\[  (PASSED|FAILED)|FAILED|graph:|skipped" "$R/gpu_test_v$first.log" | head -20
+fi
+if [ -n "${VARLIST:-}" ]; then  # one bench process timing every variant of VARLIST (e.g. 2,1,3)
+  TPMOE_CUDA_AR_VARIANT=$first timeout "$T_BENCH" stdbuf -oL "$BIN/tpmoe" bench allreduce --tp 2 --dtype bf16 \
+    --codecs "$CODECS" --sizes "$SIZES" --variants "$VARLIST" --json "$R/allreduce_h200x2_vars.json" > "$R/bench_vars.log" 2>&1
+  echo "bench variants $VARLIST rc=$?"
+  tar czf "$OUT/allreduce_run.tgz" -C "$OUT" run
+  cut -c1-160 "$R/bench_vars.log"
+  exit 0
 fi
 for v in $VARIANTS; do
   if [ "$v" = "$first" ]; then s=$SIZES; c=$CODECS; t=$T_BENCH; else s=$SIZES0; c=$CODECS0; t=$T_BENCH0; fi

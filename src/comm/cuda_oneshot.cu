@@ -41,6 +41,9 @@
  * the reuse argument above holds per counter: a peer writes word i in the
  * half of my counter value k again only in its launch with value k+2, which
  * needs my data of value k+1, pushed after my launch of value k finished.
+ * Variants 2 / 3 (oneshot2_kernel, 3 with programmatic dependent launch) and
+ * 4 (variant 3 up to 256 KB, else 1) use the same map and epoch words, so
+ * calls of variants 1-4 may follow each other on one communicator.
  */
 #include "comm/cuda_sync.h"
 
@@ -130,7 +133,125 @@ template <int DT, int V> __global__ void __launch_bounds__(kBlock) oneshot_kerne
     }
 }
 
+/* Variant 2 / 3 (PDL): same words-to-CTA map and per-CTA epochs as variant
+ * 1; the first kUnroll words of every thread are loaded before the epoch
+ * read and the first push, pushed with plain 16-byte stores (the copy
+ * probe's), and kept in registers as the own term of the reduction; later
+ * words are loaded kUnroll at a time before their pushes. */
+template <int DT, bool PDL>
+__global__ void __launch_bounds__(kBlock) oneshot2_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
+    using Wd = Word<DT>;
+    if (PDL) {
+        pdl_wait();
+        pdl_trigger();
+    }
+    const size_t nwords = (a.count + Wd::kElems - 1) / Wd::kElems;
+    const bool in_al = ((uintptr_t)a.in & 15u) == 0, out_al = ((uintptr_t)a.out & 15u) == 0;
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    const size_t step = (size_t)kUnroll * stride;
+    const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    uint4 own[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) {
+        size_t i = tid + (size_t)u * stride;
+        own[u] = i < nwords ? Wd::load(a.in, i, a.count, in_al) : make_uint4(0, 0, 0, 0);
+    }
+    const uint32_t epoch = *(volatile uint32_t *)&a.ctl[kCtaEpoch + blockIdx.x] + 1u;
+    const size_t half = (size_t)a.world * a.ll_slot;
+    const size_t par = (size_t)(epoch & 1u) * half;
+    const size_t me_off = par + (size_t)a.rank * a.ll_slot;
+
+    /* 1. push: batch 0 from registers, later batches loaded before stored */
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) {
+        size_t i = tid + (size_t)u * stride;
+        if (i >= nwords) break;
+        uint4 w = Wd::sanitize(own[u]);
+        for (int d = 1; d < a.world; d++) {
+            int p = a.rank + d < a.world ? a.rank + d : a.rank + d - a.world;
+            *(uint4 *)(a.ll[p] + me_off + i * 16) = w;
+        }
+    }
+    for (size_t base = tid + step; base < nwords; base += step) {
+        uint4 w[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; u++) {
+            size_t i = base + (size_t)u * stride;
+            if (i < nwords) w[u] = Wd::sanitize(Wd::load(a.in, i, a.count, in_al));
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; u++) {
+            size_t i = base + (size_t)u * stride;
+            if (i >= nwords) break;
+            for (int d = 1; d < a.world; d++) {
+                int p = a.rank + d < a.world ? a.rank + d : a.rank + d - a.world;
+                *(uint4 *)(a.ll[p] + me_off + i * 16) = w[u];
+            }
+        }
+    }
+
+    /* 2. reduce in rank order (own term: registers in batch 0) */
+    uint8_t *mine = a.ll[a.rank] + par;
+    bool alive = true;
+    for (size_t base = tid; base < nwords; base += step) {
+        float acc[kUnroll][Wd::kElems];
+        for (int r = 0; r < a.world; r++) {
+            uint4 w[kUnroll];
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++) {
+                size_t i = base + (size_t)u * stride;
+                w[u] = make_uint4(0, 0, 0, 0);
+                if (i >= nwords) continue;
+                if (r == a.rank)
+                    w[u] = base == tid ? own[u] : Wd::load(a.in, i, a.count, in_al);
+                else
+                    w[u] = ld_volatile16(mine + (size_t)r * a.ll_slot + i * 16);
+            }
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++) {
+                size_t i = base + (size_t)u * stride;
+                if (i >= nwords) continue;
+                if (r != a.rank) {
+                    uint8_t *slot = mine + (size_t)r * a.ll_slot + i * 16;
+                    Spin s;
+                    while (alive && !Wd::valid(w[u])) {
+                        if (!s.tick(a, 1, r)) alive = false;
+                        w[u] = ld_volatile16(slot);
+                    }
+                    *(uint4 *)slot = make_uint4(~0u, ~0u, ~0u, ~0u);
+                }
+                float f[Wd::kElems];
+                Wd::to_f32(w[u], f);
+#pragma unroll
+                for (int k = 0; k < Wd::kElems; k++) acc[u][k] = r == 0 ? f[k] : acc[u][k] + f[k];
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; u++) {
+            size_t i = base + (size_t)u * stride;
+            if (i < nwords) Wd::store(a.out, i, a.count, out_al, Wd::from_f32(acc[u]));
+        }
+    }
+    __syncthreads(); /* every thread of this CTA has read the old epoch */
+    if (threadIdx.x == 0) *(volatile uint32_t *)&a.ctl[kCtaEpoch + blockIdx.x] = epoch;
+}
+
 template <int V> void launch_v(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
+    if (V >= 2) {
+        const bool pdl = V == 3;
+        switch (a->dtype) {
+        case TPM_DTYPE_BF16:
+            launch_ar(pdl ? oneshot2_kernel<0, true> : oneshot2_kernel<0, false>, grid, kBlock, s, pdl, *a);
+            break;
+        case TPM_DTYPE_FP16:
+            launch_ar(pdl ? oneshot2_kernel<1, true> : oneshot2_kernel<1, false>, grid, kBlock, s, pdl, *a);
+            break;
+        default:
+            launch_ar(pdl ? oneshot2_kernel<2, true> : oneshot2_kernel<2, false>, grid, kBlock, s, pdl, *a);
+            break;
+        }
+        return;
+    }
     switch (a->dtype) {
     case TPM_DTYPE_BF16: oneshot_kernel<0, V><<<grid, kBlock, 0, s>>>(*a); break;
     case TPM_DTYPE_FP16: oneshot_kernel<1, V><<<grid, kBlock, 0, s>>>(*a); break;
@@ -151,15 +272,19 @@ extern "C" int tpm_cuda_oneshot_launch(const tpm_cuda_ar_args *a, void *stream) 
     size_t epw = a->dtype == TPM_DTYPE_FP32 ? 4 : 8;
     size_t nwords = (a->count + epw - 1) / epw;
     size_t want = (nwords + kBlock - 1) / kBlock;
-    const int v = tpm_cuda_variant();
+    int v = tpm_cuda_variant();
+    if (v == 4) /* the fastest measured per size (cuda_sync.h) */
+        v = a->count * (a->dtype == TPM_DTYPE_FP32 ? 4 : 2) <= TPM_CUDA_V4_ONESHOT_PDL_MAX ? 3 : 1;
     size_t cap = (size_t)a->grid;
-    if (v == 1 && cap > (size_t)kMaxCtas) cap = (size_t)kMaxCtas; /* one epoch word per CTA */
+    if (v >= 1 && cap > (size_t)kMaxCtas) cap = (size_t)kMaxCtas; /* one epoch word per CTA */
     int grid = (int)(want < cap ? want : cap);
     if (grid < 1) grid = 1;
     cudaStream_t s = (cudaStream_t)stream;
-    if (v == 1)
-        launch_v<1>(a, grid, s);
-    else
-        launch_v<0>(a, grid, s);
+    switch (v) {
+    case 1: launch_v<1>(a, grid, s); break;
+    case 2: launch_v<2>(a, grid, s); break;
+    case 3: launch_v<3>(a, grid, s); break;
+    default: launch_v<0>(a, grid, s); break;
+    }
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }

@@ -23,12 +23,17 @@
 #include "numeric.h"
 #include "tpmoe.h"
 
+#include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-/* The kernels a launch uses when TPMOE_CUDA_AR_VARIANT is unset: 1, faster
- * at every size measured (bench/results/bench_r3_v{0,1}.log). */
-#define TPM_CUDA_VARIANT_DEFAULT 1
+/* The kernels a launch uses when TPMOE_CUDA_AR_VARIANT is unset: 4, the
+ * fastest measured kernel per size range (bench/results/bench_r4_vars.log:
+ * variant 3's kernels everywhere except the one-shot above 256 KB, where
+ * variant 1's is faster). Round 3's default was 1. */
+#define TPM_CUDA_VARIANT_DEFAULT 4
+/* Variant 4: one-shot messages up to this many bytes use variant 3's kernel. */
+#define TPM_CUDA_V4_ONESHOT_PDL_MAX (256u * 1024u)
 
 namespace tpm_cuda {
 
@@ -129,15 +134,57 @@ __device__ __forceinline__ void epoch_end(const tpm_cuda_ar_args &a, uint32_t ep
 /* MARK: kernel variant */
 /* Which kernels the launchers enqueue: 0 = the round-2 kernels, 1 = round 3
  * (FastCodec arithmetic in the codec two-shot, per-CTA epochs in the
- * one-shot). Read from TPMOE_CUDA_AR_VARIANT at every launch (host side; in
- * a CUDA graph only at capture); set it before a communicator's first call
- * and never change it for that communicator: the two one-shot variants keep
- * their epochs in different control words. A diagnostic switch for the
- * benchmark and the GPU tests, not a tuning knob. */
+ * one-shot), 2 = round 4 (one-shot: all of a thread's first words loaded
+ * before the first push, own words kept in registers, plain stores; two-shot
+ * at world 2: every load of a pipeline step issued before its compute, one
+ * barrier per step), 3 = variant 2 launched with programmatic dependent
+ * launch, 4 = per size the fastest of those measured (variant 3, except
+ * the one-shot above TPM_CUDA_V4_ONESHOT_PDL_MAX: variant 1). Variants 1-4
+ * share the one-shot's per-CTA epochs and word-to-CTA
+ * map, so a process may switch between them at a point where every rank's
+ * stream is idle (the benchmark's --variants does: every packet slot is
+ * back to all-ones then). Read from TPMOE_CUDA_AR_VARIANT at every launch
+ * (host side; in a CUDA graph only at capture); otherwise set it before a
+ * communicator's first call and do not change it. A diagnostic switch for
+ * the benchmark and the GPU tests, not a tuning knob. */
 inline int tpm_cuda_variant() {
     const char *v = getenv("TPMOE_CUDA_AR_VARIANT");
     if (!v || !*v) return TPM_CUDA_VARIANT_DEFAULT;
-    return v[0] == '1' ? 1 : 0;
+    return v[0] >= '1' && v[0] <= '4' ? v[0] - '0' : 0;
+}
+
+/* MARK: programmatic dependent launch (variant 3) */
+/* A kernel launched with programmatic stream serialization (launch_pdl)
+ * may start while the kernel before it on the stream is still running:
+ * pdl_wait() blocks until that kernel has finished and its memory is
+ * visible (call it before touching anything: input, control words);
+ * pdl_trigger() lets the next kernel start its launch now. */
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/* Launch k<<<grid, block, 0, s>>>(a), with programmatic stream
+ * serialization when pdl (the kernel must then start with pdl_wait()). */
+template <typename K>
+inline cudaError_t launch_ar(K k, int grid, int block, cudaStream_t s, bool pdl,
+                             const tpm_cuda_ar_args &a) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)grid);
+    cfg.blockDim = dim3((unsigned)block);
+    cfg.stream = s;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, k, a);
 }
 
 /* MARK: 8-value vectors */

@@ -19,8 +19,10 @@
  *          output from the pushed bytes ([dequantize, rotate back]).
  *   C(c-2) acquire ag flags of every owner; read the owners' results from my
  *          ag slots; [dequantize, rotate back]; write my output.
- * Codec arithmetic: BlockCodec (variant 0) or FastBlockCodec (variant 1,
- * the default; tpm_cuda_variant in cuda_sync.h), identical bits.
+ * Codec arithmetic: BlockCodec (variant 0) or FastBlockCodec (variants
+ * 1-4; tpm_cuda_variant in cuda_sync.h), identical bits. Variants 2-4 at
+ * world 2 run the same pipeline with a step's loads first and one barrier
+ * per step (twoshot2_kernel, below).
  * Every rank decodes the same bytes with the same code, so outputs are
  * bitwise identical on every rank and equal to the CPU communicator, whose
  * per-block arithmetic (codec_cuda.h) is the same.
@@ -357,7 +359,195 @@ __global__ void __launch_bounds__(kCol, 2) twoshot_kernel(const __grid_constant_
     epoch_end(a, x.epoch);
 }
 
+/* MARK: variant 2 / 3: world 2, every load of a step first
+ * One loop step k of CTA b handles A(ca) B(cb) C(cc) (ca = b + k*grid, cb =
+ * ca - grid, cc = cb - grid) of the same pipeline as above, in this order:
+ *   1. load my input of (peer, ca) and of (me, cb) (no wait needed);
+ *   2. threads 0 / 1 wait for rs flag cb / ag flag cc, one barrier;
+ *   3. load the peer's rs payload of cb and its ag payload of cc;
+ *   4. compute and push A, compute B (push, own output), compute C;
+ *   5. one barrier, then thread 0 releases rs flag ca and thread 1 ag flag
+ *      cb at the peer.
+ * So a step has two exposed memory latencies instead of one per stage, and
+ * two barriers instead of five. A's release moves from after A to the end
+ * of the step; the peer waits for it one step later, so nothing stalls on
+ * it. Same arithmetic, same payloads, same flags: bitwise the result of
+ * variant 1. Exact payloads: 16-bit dtypes only (one column = kWU words per
+ * thread); fp32 exact and worlds other than 2 launch variant 1's kernel. */
+
+/* A group of 32 input elements as raw 16-byte words, loaded early; fast =
+ * aligned and whole (else the compute falls back to load_dom). */
+template <int DT> struct RawGroup {
+    static constexpr int kN = DT == 2 ? 8 : 4;
+    uint4 w[kN];
+    bool fast;
+    __device__ __forceinline__ void load(const Ctx &x, size_t g, bool valid) {
+        fast = valid && x.in_al && (g + 1) * 32 <= x.a.count;
+        if (!fast) return;
+        const uint4 *p = (const uint4 *)((const uint8_t *)x.a.in + g * 32 * (DT == 2 ? 4 : 2));
+#pragma unroll
+        for (int k = 0; k < kN; k++) w[k] = p[k];
+    }
+    template <bool kRotate> __device__ __forceinline__ void dom(const Ctx &x, size_t g, float *v) const {
+        if (!fast) {
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                F8 f = load8<DT>(x.a.in, g * 32 + 8 * q, x.a.count, x.in_al);
+#pragma unroll
+                for (int k = 0; k < 8; k++) v[8 * q + k] = f.v[k];
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < kN; k++) Word<DT>::to_f32(w[k], v + k * Word<DT>::kElems);
+        }
+        if constexpr (kRotate) tpm_hadamard32(v);
+    }
+};
+
+template <int DT, int C, bool PDL>
+__global__ void __launch_bounds__(kCol, 2) twoshot2_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
+    if (PDL) {
+        pdl_wait();
+        pdl_trigger();
+    }
+    using S = Stages<DT, C, 1>;
+    using BCd = typename S::BCd;
+    using IO = GroupIO<DT, C>;
+    using P = Payload<DT, C>;
+    using Wd = Word<DT>;
+    constexpr bool kExact = S::kExact;
+    Ctx x{a, 0, 0, 0, 0, false, false};
+    x.epoch = epoch_begin(a);
+    x.par = (int)(x.epoch & 1u);
+    x.ngrp = (a.count + 31) / 32;
+    x.in_al = ((uintptr_t)a.in & 15u) == 0;
+    x.out_al = ((uintptr_t)a.out & 15u) == 0;
+    x.sblk = (x.ngrp + 1) / 2;
+    const int me = a.rank, q = 1 - a.rank, t = threadIdx.x, G = (int)gridDim.x;
+    const int ncol = (int)((x.sblk + kCol - 1) / kCol);
+    const int mine = (int)blockIdx.x < ncol ? (ncol - 1 - (int)blockIdx.x) / G + 1 : 0;
+    bool alive = true;
+    for (int k = 0; k < mine + 2 && alive; k++) {
+        const bool doA = k < mine, doB = k >= 1 && k - 1 < mine, doC = k >= 2 && k - 2 < mine;
+        const int ca = (int)blockIdx.x + k * G, cb = ca - G, cc = cb - G;
+        size_t ag0 = 0, ag1 = 0, bg0 = 0, bg1 = 0, cg0 = 0, cg1 = 0;
+        if (doA) S::range(x, q, ca, ag0, ag1);
+        if (doB) S::range(x, me, cb, bg0, bg1);
+        if (doC) S::range(x, q, cc, cg0, cg1);
+        const size_t offa = (size_t)ca * P::kBytes, offb = (size_t)cb * P::kBytes,
+                     offc = (size_t)cc * P::kBytes;
+        if constexpr (kExact) {
+            size_t aw0 = 0, aw1 = 0, bw0 = 0, bw1 = 0, cw0 = 0, cw1 = 0;
+            if (doA) S::words(x, ag0, ag1, aw0, aw1);
+            if (doB) S::words(x, bg0, bg1, bw0, bw1);
+            if (doC) S::words(x, cg0, cg1, cw0, cw1);
+            uint4 ua[kWU], ub[kWU], pb[kWU], uc[kWU];
+            /* 1. inputs */
+#pragma unroll
+            for (int j = 0; j < kWU; j++) {
+                size_t wa = aw0 + t + (size_t)j * kCol, wb = bw0 + t + (size_t)j * kCol;
+                ua[j] = doA && wa < aw1 ? Wd::load(x.a.in, wa, x.a.count, x.in_al) : make_uint4(0, 0, 0, 0);
+                ub[j] = doB && wb < bw1 ? Wd::load(x.a.in, wb, x.a.count, x.in_al) : make_uint4(0, 0, 0, 0);
+            }
+            /* 2. flags */
+            bool ok = true;
+            if (t == 0 && doB) ok = wait_flag(a, x.flag(me, kRs, q, cb), x.epoch, 2, q);
+            if (t == 1 && doC) ok = wait_flag(a, x.flag(me, kAg, q, cc), x.epoch, 3, q);
+            if (!__syncthreads_and(ok)) break;
+            /* 3. payloads */
+            const uint8_t *rsb = x.slot(me, kRs, q) + offb, *agc = x.slot(me, kAg, q) + offc;
+#pragma unroll
+            for (int j = 0; j < kWU; j++) {
+                size_t wb = bw0 + t + (size_t)j * kCol, wc = cw0 + t + (size_t)j * kCol;
+                pb[j] = doB && wb < bw1 ? __ldcg((const uint4 *)(rsb + (wb - bw0) * 16)) : make_uint4(0, 0, 0, 0);
+                uc[j] = doC && wc < cw1 ? __ldcg((const uint4 *)(agc + (wc - cw0) * 16)) : make_uint4(0, 0, 0, 0);
+            }
+            /* 4. A push, B reduce + push + own output, C output */
+            uint8_t *dsta = x.slot(q, kRs, me) + offa, *dstb = x.slot(q, kAg, me) + offb;
+#pragma unroll
+            for (int j = 0; j < kWU; j++) {
+                size_t wa = aw0 + t + (size_t)j * kCol;
+                if (doA && wa < aw1) *(uint4 *)(dsta + (wa - aw0) * 16) = ua[j];
+            }
+#pragma unroll
+            for (int j = 0; j < kWU; j++) {
+                size_t wb = bw0 + t + (size_t)j * kCol;
+                if (!(doB && wb < bw1)) continue;
+                float f0[Wd::kElems], f1[Wd::kElems];
+                Wd::to_f32(me == 0 ? ub[j] : pb[j], f0);
+                Wd::to_f32(me == 0 ? pb[j] : ub[j], f1);
+#pragma unroll
+                for (int e = 0; e < Wd::kElems; e++) f0[e] = f0[e] + f1[e];
+                uint4 res = Wd::from_f32(f0);
+                *(uint4 *)(dstb + (wb - bw0) * 16) = res;
+                Wd::store(x.a.out, wb, x.a.count, x.out_al, res);
+            }
+#pragma unroll
+            for (int j = 0; j < kWU; j++) {
+                size_t wc = cw0 + t + (size_t)j * kCol;
+                if (doC && wc < cw1) Wd::store(x.a.out, wc, x.a.count, x.out_al, uc[j]);
+            }
+        } else {
+            const bool va = doA && ag0 + t < ag1, vb = doB && bg0 + t < bg1, vc = doC && cg0 + t < cg1;
+            RawGroup<DT> ra, rb;
+            ra.load(x, ag0 + t, va);
+            rb.load(x, bg0 + t, vb);
+            bool ok = true;
+            if (t == 0 && doB) ok = wait_flag(a, x.flag(me, kRs, q, cb), x.epoch, 2, q);
+            if (t == 1 && doC) ok = wait_flag(a, x.flag(me, kAg, q, cc), x.epoch, 3, q);
+            if (!__syncthreads_and(ok)) break;
+            Codes cpb, cpc;
+            uint16_t spb = 0, spc = 0;
+            if (vb) spb = IO::get(x.slot(me, kRs, q) + offb, t, cpb);
+            if (vc) spc = IO::get(x.slot(me, kAg, q) + offc, t, cpc);
+            float v[32];
+            if (va) {
+                Codes c;
+                ra.template dom<BCd::kRotate>(x, ag0 + t, v);
+                uint16_t sc = BCd::quant(v, c);
+                IO::put(x.slot(q, kRs, me) + offa, t, c, sc);
+            }
+            if (vb) {
+                float acc[32];
+                Codes c;
+                rb.template dom<BCd::kRotate>(x, bg0 + t, acc);
+                BCd::dequant(cpb, spb, v);
+#pragma unroll
+                for (int i = 0; i < 32; i++) acc[i] = me == 0 ? acc[i] + v[i] : v[i] + acc[i];
+                uint16_t sc = BCd::quant(acc, c);
+                IO::put(x.slot(q, kAg, me) + offb, t, c, sc);
+                BCd::dequant(c, sc, v);
+                IO::store_dom(x, bg0 + t, v);
+            }
+            if (vc) {
+                BCd::dequant(cpc, spc, v);
+                IO::store_dom(x, cg0 + t, v);
+            }
+        }
+        /* 5. release */
+        __syncthreads();
+        if (t == 0 && doA) st_release_sys(x.flag(q, kRs, me, ca), x.epoch);
+        if (t == 1 && doB) st_release_sys(x.flag(q, kAg, me, cb), x.epoch);
+    }
+    epoch_end(a, x.epoch);
+}
+
 template <int C, int V> void launch_v(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
+    if constexpr (V >= 2) {
+        const bool pdl = V == 3;
+        switch (a->dtype) {
+        case TPM_DTYPE_BF16:
+            launch_ar(pdl ? twoshot2_kernel<0, C, true> : twoshot2_kernel<0, C, false>, grid, kCol, s, pdl, *a);
+            break;
+        case TPM_DTYPE_FP16:
+            launch_ar(pdl ? twoshot2_kernel<1, C, true> : twoshot2_kernel<1, C, false>, grid, kCol, s, pdl, *a);
+            break;
+        default:
+            launch_ar(pdl ? twoshot2_kernel<2, C, true> : twoshot2_kernel<2, C, false>, grid, kCol, s, pdl, *a);
+            break;
+        }
+        return;
+    }
     switch (a->dtype) {
     case TPM_DTYPE_BF16: twoshot_kernel<0, C, V><<<grid, kCol, 0, s>>>(*a); break;
     case TPM_DTYPE_FP16: twoshot_kernel<1, C, V><<<grid, kCol, 0, s>>>(*a); break;
@@ -367,8 +557,16 @@ template <int C, int V> void launch_v(const tpm_cuda_ar_args *a, int grid, cudaS
 
 /* Exact payloads have one kernel; codecs one per variant (tpm_cuda_variant). */
 template <int C> void launch_dt(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
+    const int v = tpm_cuda_variant();
+    if (v >= 2 && a->world == 2 && (C != TPM_CODEC_NONE || a->dtype != TPM_DTYPE_FP32)) {
+        if (v >= 3) /* 4: variant 3's two-shot (cuda_sync.h) */
+            launch_v<C, 3>(a, grid, s);
+        else
+            launch_v<C, 2>(a, grid, s);
+        return;
+    }
     if constexpr (C != TPM_CODEC_NONE) {
-        if (tpm_cuda_variant() == 1) {
+        if (v >= 1) {
             launch_v<C, 1>(a, grid, s);
             return;
         }

@@ -61,7 +61,9 @@ static const tpm_dispatch_entry dispatch_table[] = {
      "allreduce --tp 2): one-shot wins up to 8 MB (33.1 vs 35.1 us two-shot), two-shot from 16 MB "
      "(59.5 vs 63.4); the custom kernels beat NCCL at every size up to 128 MB (1.18x there); "
      "round 3 (allreduce_h200x2_r3_v1.json, per-CTA-epoch one-shot): one-shot 33.0 vs two-shot "
-     "35.0 us at 8 MB, two-shot 111.4 vs 132.5 at 32 MB: same threshold"},
+     "35.0 us at 8 MB, two-shot 111.4 vs 132.5 at 32 MB: same threshold; round 4 "
+     "(allreduce_h200x2_r4_vars.json): one-shot 17.7 vs two-shot 20.7 us at 4 MB, 33.4 vs 32.2-32.8 "
+     "at 8 MB (2-4%, crossover 4-8 MB, 4-8 MB not measured): kept"},
     {TPM_BACKEND_CUDA, 0, ANY_DTYPE, ANY_CODEC, 512 * KB, TPM_DISPATCH_PEER_BUFFER,
      "worlds 3-8: not measured (one-shot traffic grows with W-1), provisional"},
 };
