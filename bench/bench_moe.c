@@ -48,6 +48,7 @@ int cmd_bench_moe(int argc, char **argv) {
 #include "internal.h"
 #include "model/presets.h"
 #include "moe/moe_cuda.h"
+#include "moe/moe_math.h"
 #include "numeric.h"
 
 #include <cuda_runtime_api.h>
@@ -104,74 +105,7 @@ typedef struct shared_state {
 } shared_state;
 
 /* MARK: host reference (fp64) */
-static double ref_act(const tpm_preset *p, double g, double u) {
-    if (p->act == TPM_ACT_SILU_GLU) return g / (1.0 + exp(-g)) * u;
-    g = fmin(g, p->act_limit);
-    u = fmin(fmax(u, -p->act_limit), p->act_limit);
-    return g / (1.0 + exp(-p->act_alpha * g)) * (u + p->act_beta);
-}
 
-/* Reference selection of token x (fp64 scores), sel[k] and weights. */
-static void ref_route(const tpm_preset *p, const float *wr, const float *br, const uint16_t *x, int *sel,
-                      double *w, double *cval) {
-    const int E = p->n_experts, H = p->hidden, k = p->top_k;
-    double *s = (double *)malloc(sizeof(double) * E), *c = (double *)malloc(sizeof(double) * E);
-    int *ok = (int *)malloc(sizeof(int) * E);
-    for (int e = 0; e < E; e++) {
-        double l = 0;
-        for (int h = 0; h < H; h++) l += (double)wr[(size_t)e * H + h] * tpm_bf16_to_f32(x[h]);
-        if (p->router == TPM_ROUTER_SOFTMAX_TOPK) {
-            s[e] = l;
-            c[e] = l;
-        } else {
-            s[e] = 1.0 / (1.0 + exp(-l));
-            c[e] = s[e] + (br ? br[e] : 0.0);
-        }
-        ok[e] = 1;
-        cval[e] = c[e];
-    }
-    if (p->router == TPM_ROUTER_GROUPED_SIGMOID && p->n_groups > 1) {
-        const int G = p->n_groups, gs = E / G;
-        double gsc[64];
-        int keep[64] = {0};
-        for (int g = 0; g < G; g++) {
-            double b1 = -INFINITY, b2 = -INFINITY;
-            for (int i = 0; i < gs; i++) {
-                const double v = c[g * gs + i];
-                if (v > b1) {
-                    b2 = b1;
-                    b1 = v;
-                } else if (v > b2) b2 = v;
-            }
-            gsc[g] = b1 + b2;
-        }
-        for (int r = 0; r < p->topk_groups; r++) {
-            int best = -1;
-            for (int g = 0; g < G; g++)
-                if (!keep[g] && (best < 0 || gsc[g] > gsc[best])) best = g;
-            keep[best] = 1;
-        }
-        for (int e = 0; e < E; e++) ok[e] = keep[e / gs];
-    }
-    double sum = 0;
-    for (int r = 0; r < k; r++) {
-        int best = -1;
-        for (int e = 0; e < E; e++)
-            if (ok[e] && (best < 0 || c[e] > c[best])) best = e;
-        ok[best] = 0;
-        sel[r] = best;
-    }
-    if (p->router == TPM_ROUTER_SOFTMAX_TOPK) {
-        for (int r = 0; r < k; r++) sum += exp(s[sel[r]] - s[sel[0]]);
-        for (int r = 0; r < k; r++) w[r] = exp(s[sel[r]] - s[sel[0]]) / sum * p->routed_scaling_factor;
-    } else {
-        for (int r = 0; r < k; r++) sum += s[sel[r]];
-        for (int r = 0; r < k; r++) w[r] = s[sel[r]] / sum * p->routed_scaling_factor;
-    }
-    free(s);
-    free(c);
-    free(ok);
-}
 
 /* y += w * E(x) for the assembled expert in g13/g2 (full, unsharded). */
 static void ref_expert(const tpm_preset *p, const uint16_t *g13, const uint16_t *g2, const uint16_t *x, double w,
@@ -186,7 +120,7 @@ static void ref_expert(const tpm_preset *p, const uint16_t *g13, const uint16_t 
             g += tpm_bf16_to_f32(gr[h]) * xv;
             u += tpm_bf16_to_f32(ur[h]) * xv;
         }
-        a[i] = ref_act(p, g, u);
+        a[i] = tpm_act_f64_preset(p, g, u);
     }
     for (int h = 0; h < H; h++) {
         double v = 0;
@@ -363,11 +297,22 @@ static void *rank_main(void *argp) {
         if (rank == 0) {
             float *wr = (float *)malloc((size_t)p->n_experts * H * 4), *br = (float *)malloc((size_t)p->n_experts * 4);
             double *cv = (double *)malloc(sizeof(double) * p->n_experts);
-            tpm_cuda_moe_gen_router(p, o->seed, wr, br);
+            if (wr && br) tpm_cuda_moe_gen_router(p, o->seed, wr, br);
             S->r.sel_mismatch = S->r.sel_near_tie = 0;
             for (int c = 0; c < nchk; c++) {
                 const uint16_t *x = S->hx + (size_t)chk[c] * H;
-                ref_route(p, wr, p->router == TPM_ROUTER_SOFTMAX_TOPK ? NULL : br, x, sel_ref[c], w_ref[c], cv);
+                if (!wr || !br || !cv ||
+                    tpm_router_route_f64(p, wr, p->router == TPM_ROUTER_SOFTMAX_TOPK ? NULL : br, x,
+                                         sel_ref[c], w_ref[c], cv) != TPM_OK) {
+                    /* no reference: the row fails validation (the other ranks
+                     * still meet rank 0 at the barriers below) */
+                    for (int r = 0; r < p->top_k; r++) {
+                        sel_ref[c][r] = sel[(size_t)chk[c] * K + r];
+                        w_ref[c][r] = NAN;
+                    }
+                    S->r.sel_mismatch++;
+                    continue;
+                }
                 for (int r = 0; r < p->top_k; r++) {
                     const int g = sel[(size_t)chk[c] * K + r];
                     if (g != sel_ref[c][r]) {

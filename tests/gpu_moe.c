@@ -24,6 +24,7 @@ int main(void) {
 #include "model/moe_weights.h"
 #include "model/presets.h"
 #include "moe/moe_cuda.h"
+#include "moe/moe_math.h"
 #include "numeric.h"
 
 #include <cuda_runtime_api.h>
@@ -89,72 +90,7 @@ static void free_weights(tpm_moe_weights *w) {
     memset(w, 0, sizeof *w);
 }
 
-static double act_ref(const tpm_preset *p, double g, double u) {
-    if (p->act == TPM_ACT_SILU_GLU) return g / (1.0 + exp(-g)) * u;
-    g = fmin(g, p->act_limit);
-    u = fmin(fmax(u, -p->act_limit), p->act_limit);
-    return g / (1.0 + exp(-p->act_alpha * g)) * (u + p->act_beta);
-}
 
-/* fp64 routing of one token: sel[k], w[k]; c (scores used for selection). */
-static void route_ref(const tpm_moe_weights *w, const uint16_t *x, int *sel, double *wt, double *c) {
-    const tpm_preset *p = w->preset;
-    const int E = w->n_experts, H = w->hidden, k = p->top_k;
-    double s[256];
-    int ok[256];
-    for (int e = 0; e < E; e++) {
-        double l = 0;
-        for (int h = 0; h < H; h++) l += (double)w->router[(size_t)e * H + h] * tpm_bf16_to_f32(x[h]);
-        if (isnan(l)) l = -INFINITY;
-        if (p->router == TPM_ROUTER_SOFTMAX_TOPK) {
-            s[e] = fmax(fmin(l, 3.4e38), -3.4e38);
-            c[e] = s[e];
-        } else {
-            s[e] = 1.0 / (1.0 + exp(-l));
-            c[e] = s[e] + (w->router_bias ? w->router_bias[e] : 0.0);
-        }
-        ok[e] = 1;
-    }
-    if (p->router == TPM_ROUTER_GROUPED_SIGMOID && p->n_groups > 1) {
-        const int G = p->n_groups, gs = E / G;
-        double gsc[32];
-        int keep[32] = {0};
-        for (int g = 0; g < G; g++) {
-            double b1 = -INFINITY, b2 = -INFINITY;
-            for (int i = 0; i < gs; i++) {
-                const double v = c[g * gs + i];
-                if (v > b1) {
-                    b2 = b1;
-                    b1 = v;
-                } else if (v > b2) b2 = v;
-            }
-            gsc[g] = b1 + b2;
-        }
-        for (int r = 0; r < p->topk_groups; r++) {
-            int best = -1;
-            for (int g = 0; g < G; g++)
-                if (!keep[g] && (best < 0 || gsc[g] > gsc[best])) best = g;
-            keep[best] = 1;
-        }
-        for (int e = 0; e < E; e++) ok[e] = keep[e / gs];
-    }
-    double sum = 0;
-    for (int r = 0; r < k; r++) {
-        int best = -1;
-        for (int e = 0; e < E; e++)
-            if (ok[e] && (best < 0 || c[e] > c[best])) best = e;
-        ok[best] = 0;
-        sel[r] = best;
-    }
-    if (p->router == TPM_ROUTER_SOFTMAX_TOPK) {
-        for (int r = 0; r < k; r++) sum += exp(s[sel[r]] - s[sel[0]]);
-        for (int r = 0; r < k; r++) wt[r] = exp(s[sel[r]] - s[sel[0]]) / sum * p->routed_scaling_factor;
-    } else {
-        for (int r = 0; r < k; r++) sum += s[sel[r]];
-        for (int r = 0; r < k; r++)
-            wt[r] = sum > 0 ? s[sel[r]] / sum * p->routed_scaling_factor : p->routed_scaling_factor / k;
-    }
-}
 
 static void expert_ref(const tpm_moe_weights *w, const tpm_expert_weights *x, const uint16_t *in, double wt,
                        double *y) {
@@ -167,7 +103,7 @@ static void expert_ref(const tpm_moe_weights *w, const tpm_expert_weights *x, co
             g += (double)x->gate_up[(size_t)gi * H + h] * tpm_bf16_to_f32(in[h]);
             u += (double)x->gate_up[(size_t)ui * H + h] * tpm_bf16_to_f32(in[h]);
         }
-        a[i] = act_ref(w->preset, g, u);
+        a[i] = tpm_act_f64_preset(w->preset, g, u);
     }
     for (int h = 0; h < H; h++) {
         double v = x->down_bias ? x->down_bias[h] : 0;
@@ -273,7 +209,8 @@ static double check_run(const tpm_moe_weights *w, const uint16_t *x, const gpu_r
     for (int i = 0; i < n; i++) {
         const int t = n == 1 ? 0 : (int)((int64_t)i * (r->T - 1) / (n - 1));
         const uint16_t *xt = x + (size_t)t * H;
-        route_ref(w, xt, sel, wt, c);
+        assert_int_equal(tpm_router_route_f64(w->preset, w->router, w->router_bias, xt, sel, wt, c),
+                         TPM_OK);
         memset(y, 0, sizeof(double) * H);
         for (int s = 0; s < k; s++) {
             const int g = r->sel[(size_t)t * r->K + s];

@@ -120,6 +120,16 @@ tpm_status tpm_moe_reference_f64(const tpm_router_params *rp, const tpm_act_para
                                  size_t ntokens, const int32_t *ids, double *y,
                                  double *weights_out);
 
+/* fp64 routing of one token (bf16 activations x [hidden]) for the GPU
+ * checks: logits and scores in fp64, NaN logits -> -inf, (grouped) top-k on
+ * the biased scores with ties to the lower index, weights renormalized
+ * (uniform rsf/k when the sum is not positive) and scaled by rsf. bias may
+ * be NULL; c (optional, [n_experts]) receives the selection scores. */
+tpm_status tpm_router_route_f64(const tpm_preset *p, const float *router, const float *bias,
+                                const uint16_t *x, int *sel, double *w, double *c);
+/* The preset's activation in fp64. */
+double tpm_act_f64_preset(const tpm_preset *p, double g, double u);
+
 #ifdef __cplusplus
 }
 #endif

@@ -119,3 +119,77 @@ tpm_status tpm_moe_reference_f64(const tpm_router_params *rp, const tpm_act_para
     free(h);
     return TPM_OK;
 }
+
+/* MARK: fp64 routing of one token (the GPU checks' reference) */
+double tpm_act_f64_preset(const tpm_preset *p, double g, double u) {
+    tpm_act_params ap;
+    tpm_act_params_from_preset(p, &ap);
+    return act_f64(&ap, g, u);
+}
+
+tpm_status tpm_router_route_f64(const tpm_preset *p, const float *router, const float *bias,
+                                const uint16_t *x, int *sel, double *w, double *c_out) {
+    TPM_ARG_CHECK(p && router && x && sel && w, "fp64 routing: NULL argument");
+    const int E = p->n_experts, H = p->hidden, k = p->top_k;
+    /* scores, selection scores, group scores; then the eligibility flags */
+    double *buf = malloc((size_t)E * (3 * sizeof(double) + 2));
+    if (!buf) return tpm_err(TPM_ERR_NO_MEMORY, "fp64 routing: out of memory");
+    double *s = buf, *c = buf + E, *gsc = buf + 2 * E;
+    char *ok = (char *)(buf + 3 * E), *keep = ok + E;
+    for (int e = 0; e < E; e++) {
+        double l = 0;
+        for (int h = 0; h < H; h++) l += (double)router[(size_t)e * H + h] * tpm_bf16_to_f32(x[h]);
+        if (isnan(l)) l = -INFINITY;
+        if (p->router == TPM_ROUTER_SOFTMAX_TOPK) {
+            s[e] = fmax(fmin(l, 3.4e38), -3.4e38);
+            c[e] = s[e];
+        } else {
+            s[e] = 1.0 / (1.0 + exp(-l));
+            c[e] = s[e] + (bias ? bias[e] : 0.0);
+        }
+        ok[e] = 1;
+    }
+    if (p->router == TPM_ROUTER_GROUPED_SIGMOID && p->n_groups > 1) {
+        const int G = p->n_groups, gs = E / G;
+        for (int g = 0; g < G; g++) keep[g] = 0;
+        for (int g = 0; g < G; g++) {
+            double b1 = -INFINITY, b2 = -INFINITY;
+            for (int i = 0; i < gs; i++) {
+                const double v = c[g * gs + i];
+                if (v > b1) {
+                    b2 = b1;
+                    b1 = v;
+                } else if (v > b2)
+                    b2 = v;
+            }
+            gsc[g] = b1 + b2;
+        }
+        for (int r = 0; r < p->topk_groups; r++) {
+            int best = -1;
+            for (int g = 0; g < G; g++)
+                if (!keep[g] && (best < 0 || gsc[g] > gsc[best])) best = g;
+            keep[best] = 1;
+        }
+        for (int e = 0; e < E; e++) ok[e] = keep[e / gs];
+    }
+    for (int r = 0; r < k; r++) {
+        int best = -1;
+        for (int e = 0; e < E; e++)
+            if (ok[e] && (best < 0 || c[e] > c[best])) best = e;
+        ok[best] = 0;
+        sel[r] = best;
+    }
+    double sum = 0;
+    const double rsf = p->routed_scaling_factor;
+    if (p->router == TPM_ROUTER_SOFTMAX_TOPK) {
+        for (int r = 0; r < k; r++) sum += exp(s[sel[r]] - s[sel[0]]);
+        for (int r = 0; r < k; r++) w[r] = exp(s[sel[r]] - s[sel[0]]) / sum * rsf;
+    } else {
+        for (int r = 0; r < k; r++) sum += s[sel[r]];
+        for (int r = 0; r < k; r++) w[r] = sum > 0 ? s[sel[r]] / sum * rsf : rsf / k;
+    }
+    if (c_out)
+        for (int e = 0; e < E; e++) c_out[e] = c[e];
+    free(buf);
+    return TPM_OK;
+}

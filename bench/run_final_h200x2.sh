@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# run_final_h200x2.sh - the release check of the merged tree on 2 x H200 in one
+# device call: every GPU test, the CUDA MoE through the public API and CLI,
+# and both benchmarks. Everything lands in $OUT/final/ and $OUT/final.tgz.
+#
+# The binaries are built on the development machine (no GPU there) and carried:
+#   cmake -S . -B build-prebuilt -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
+#   cmake --build build-prebuilt --target tpmoe_cli gpu_allreduce gpu_comm_api gpu_moe gpu_moe_api
+#   mkdir -p prebuilt && cp build-prebuilt/tpmoe build-prebuilt/tests/gpu_* prebuilt/
+# They have the source path /work/main compiled in (golden vectors, the rpath
+# of the carried .deps), so the script links that path to the checkout.
+# Run from the repository root:  OUT=/some/dir bash bench/run_final_h200x2.sh
+set -u
+OUT=${OUT:-out}
+R=$OUT/final
+mkdir -p "$R"
+ROOT=$PWD
+[ -e /work/main ] || { mkdir -p /work && ln -s "$ROOT" /work/main; }
+export LD_LIBRARY_PATH=$ROOT/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+export NCCL_NVLS_ENABLE=0
+B=$ROOT/prebuilt
+t0=$(date +%s)
+pack() { tar czf "$OUT/final.tgz" -C "$OUT" final; }
+el() { echo "$(( $(date +%s) - t0 )) s"; }
+nvidia-smi topo -m > "$R/topo.txt" 2>&1
+nvidia-smi --query-gpu=index,name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu \
+  --format=csv > "$R/smi.txt" 2>&1
+
+# MARK: GPU tests (each prints its cmocka summary)
+for t in gpu_allreduce gpu_comm_api gpu_moe gpu_moe_api; do
+  TPMOE_TOOL=$B/tpmoe timeout 60 "$B/$t" > "$R/$t.log" 2>&1
+  echo "== $t rc=$? ($(el))"
+  grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|ERROR|skipp" "$R/$t.log" | head -8
+done
+pack
+
+# MARK: the CUDA MoE through the CLI (TP 2, the quick all-reduce), checked against fp64
+timeout 60 "$B/tpmoe" moe --preset m3-mini --tokens 64 --backend cuda --tp 2 --check \
+  > "$R/moe_cuda_cli.log" 2>&1
+echo "== tpmoe moe --backend cuda --tp 2 rc=$? ($(el))"; tail -4 "$R/moe_cuda_cli.log"
+pack
+
+# MARK: all-reduce benchmark (tpmoe vs NCCL, CUDA graphs, medians)
+SIZES=4K,12K,64K,256K,768K,2M,8M,32M,96M,128M
+timeout 120 "$B/tpmoe" bench allreduce --tp 2 --dtype bf16 \
+  --codecs none,int8,int6,int4,fp8,int4_h,int6_h --sizes "$SIZES" \
+  --json "$R/allreduce_h200x2.json" --png "$R/allreduce_h200x2.png" > "$R/bench_allreduce.log" 2>&1
+echo "== bench allreduce rc=$? ($(el))"
+pack
+
+# MARK: MoE benchmark (m3, one GPU and TP 2, fused and unfused)
+timeout 70 "$B/tpmoe" bench moe --preset m3 --tokens 1,8,32,1024,8192 --fuse-shared both \
+  --check 2 --json "$R/moe_m3_tp1.json" > "$R/bench_moe_tp1.log" 2>&1
+echo "== bench moe tp1 rc=$? ($(el))"
+pack
+timeout 45 "$B/tpmoe" bench moe --preset m3 --tokens 1,8 --tp 2 --fuse-shared both \
+  --check 1 --json "$R/moe_m3_tp2.json" > "$R/bench_moe_tp2.log" 2>&1
+echo "== bench moe tp2 rc=$? ($(el))"
+pack
+python3 bench/plot_moe.py "$R/moe_m3_h200.png" "$R/moe_m3_tp1.json" "$R/moe_m3_tp2.json" > "$R/plot_moe.log" 2>&1
+pack
+echo "== total $(el)"
+cut -c1-160 "$R/bench_allreduce.log"
+sed -n '/^tokens/,$p' "$R/bench_moe_tp1.log" | cut -c1-160
+sed -n '/^tokens/,$p' "$R/bench_moe_tp2.log" | cut -c1-160
