@@ -10,9 +10,11 @@
 # They have the source path /work/main compiled in (golden vectors, the rpath
 # of the carried .deps), so the script links that path to the checkout.
 # Run from the repository root:  OUT=/some/dir bash bench/run_final_h200x2.sh
+# (NAME, CODECS, SIZES, MOE_TOKENS, MOE_TP2 override the defaults below.)
 set -u
 OUT=${OUT:-out}
-R=$OUT/final
+NAME=${NAME:-final}
+R=$OUT/$NAME
 mkdir -p "$R"
 ROOT=$PWD
 [ -e /work/main ] || { mkdir -p /work && ln -s "$ROOT" /work/main; }
@@ -20,7 +22,7 @@ export LD_LIBRARY_PATH=$ROOT/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export NCCL_NVLS_ENABLE=0
 B=$ROOT/prebuilt
 t0=$(date +%s)
-pack() { tar czf "$OUT/final.tgz" -C "$OUT" final; }
+pack() { tar czf "$OUT/$NAME.tgz" -C "$OUT" "$NAME"; }
 el() { echo "$(( $(date +%s) - t0 )) s"; }
 nvidia-smi topo -m > "$R/topo.txt" 2>&1
 nvidia-smi --query-gpu=index,name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu \
@@ -41,25 +43,28 @@ echo "== tpmoe moe --backend cuda --tp 2 rc=$? ($(el))"; tail -4 "$R/moe_cuda_cl
 pack
 
 # MARK: all-reduce benchmark (tpmoe vs NCCL, CUDA graphs, medians)
-SIZES=4K,12K,64K,256K,768K,2M,8M,32M,96M,128M
+SIZES=${SIZES:-4K,12K,64K,256K,768K,2M,8M,32M,96M,128M}
+CODECS=${CODECS:-none,int8,int6,int4,fp8,int4_h,int6_h}
 timeout 120 "$B/tpmoe" bench allreduce --tp 2 --dtype bf16 \
-  --codecs none,int8,int6,int4,fp8,int4_h,int6_h --sizes "$SIZES" \
+  --codecs "$CODECS" --sizes "$SIZES" \
   --json "$R/allreduce_h200x2.json" --png "$R/allreduce_h200x2.png" > "$R/bench_allreduce.log" 2>&1
 echo "== bench allreduce rc=$? ($(el))"
 pack
 
 # MARK: MoE benchmark (m3, one GPU and TP 2, fused and unfused)
-timeout 70 "$B/tpmoe" bench moe --preset m3 --tokens 1,8,32,1024,8192 --fuse-shared both \
+timeout 70 "$B/tpmoe" bench moe --preset m3 --tokens "${MOE_TOKENS:-1,8,32,1024,8192}" --fuse-shared both \
   --check 2 --json "$R/moe_m3_tp1.json" > "$R/bench_moe_tp1.log" 2>&1
 echo "== bench moe tp1 rc=$? ($(el))"
 pack
-timeout 45 "$B/tpmoe" bench moe --preset m3 --tokens 1,8 --tp 2 --fuse-shared both \
-  --check 1 --json "$R/moe_m3_tp2.json" > "$R/bench_moe_tp2.log" 2>&1
-echo "== bench moe tp2 rc=$? ($(el))"
-pack
-python3 bench/plot_moe.py "$R/moe_m3_h200.png" "$R/moe_m3_tp1.json" "$R/moe_m3_tp2.json" > "$R/plot_moe.log" 2>&1
+if [ "${MOE_TP2:-1}" = 1 ]; then
+  timeout 45 "$B/tpmoe" bench moe --preset m3 --tokens 1,8 --tp 2 --fuse-shared both \
+    --check 1 --json "$R/moe_m3_tp2.json" > "$R/bench_moe_tp2.log" 2>&1
+  echo "== bench moe tp2 rc=$? ($(el))"
+  pack
+fi
+python3 bench/plot_moe.py "$R/moe_m3_h200.png" "$R"/moe_m3_tp*.json > "$R/plot_moe.log" 2>&1
 pack
 echo "== total $(el)"
 cut -c1-160 "$R/bench_allreduce.log"
 sed -n '/^tokens/,$p' "$R/bench_moe_tp1.log" | cut -c1-160
-sed -n '/^tokens/,$p' "$R/bench_moe_tp2.log" | cut -c1-160
+[ -f "$R/bench_moe_tp2.log" ] && sed -n '/^tokens/,$p' "$R/bench_moe_tp2.log" | cut -c1-160
