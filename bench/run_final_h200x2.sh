@@ -67,4 +67,4 @@ pack
 echo "== total $(el)"
 cut -c1-160 "$R/bench_allreduce.log"
 sed -n '/^tokens/,$p' "$R/bench_moe_tp1.log" | cut -c1-160
-[ -f "$R/bench_moe_tp2.log" ] && sed -n '/^tokens/,$p' "$R/bench_moe_tp2.log" | cut -c1-160
+[ ! -f "$R/bench_moe_tp2.log" ] || sed -n '/^tokens/,$p' "$R/bench_moe_tp2.log" | cut -c1-160
