@@ -17,6 +17,7 @@ static _Atomic(tpm_log_fn) g_log_fn = NULL;
 static void *_Atomic g_log_user = NULL;
 static atomic_int g_log_level = -1; /* -1: not read from the env yet */
 
+/* The level TPMOE_LOG_LEVEL names; -1 (and warn is used) when it is invalid. */
 static int level_from_env(void) {
     const char *s = getenv("TPMOE_LOG_LEVEL");
     if (!s || !*s) return TPM_LOG_WARN;
@@ -24,9 +25,7 @@ static int level_from_env(void) {
     for (int i = 0; i < 5; i++)
         if (!strcasecmp(s, names[i])) return i;
     if (s[0] >= '0' && s[0] <= '4' && s[1] == '\0') return s[0] - '0';
-    fprintf(stderr, "tpmoe: TPMOE_LOG_LEVEL='%s' is invalid (accepted: none, error, warn, info, "
-                    "debug or 0..4); using warn\n", s);
-    return TPM_LOG_WARN;
+    return -1;
 }
 
 tpm_log_level tpm_log_get_level(void) {
@@ -34,7 +33,12 @@ tpm_log_level tpm_log_get_level(void) {
     if (l < 0) {
         int want = level_from_env();
         int expected = -1;
-        atomic_compare_exchange_strong(&g_log_level, &expected, want);
+        if (atomic_compare_exchange_strong(&g_log_level, &expected, want < 0 ? TPM_LOG_WARN : want) &&
+            want < 0) /* said once, through the logger (the level is set now: no recursion) */
+            tpm_log(TPM_LOG_WARN,
+                    "TPMOE_LOG_LEVEL='%s' is invalid (accepted: none, error, warn, info, debug or "
+                    "0..4); using warn",
+                    getenv("TPMOE_LOG_LEVEL"));
         l = atomic_load(&g_log_level);
     }
     return (tpm_log_level)l;
