@@ -143,13 +143,24 @@ static void router_nan_inf(void **state) {
         assert_int_equal(ids[j], j);
         assert_true(fabs(w[j] - 0.5f) < 1e-6);
     }
-    /* all -Inf: every s is 0, uniform; a NaN expert ranks below -Inf's s=0 */
+    /* all -Inf: every s is 0, uniform; a NaN logit counts as -Inf (s = 0) */
     for (int e = 0; e < 8; e++)
         l[e] = -INFINITY;
     l[0] = NAN;
     select_checked(&p, l, NULL, ids, w);
     for (int j = 0; j < 4; j++)
-        assert_int_equal(ids[j], j + 1);
+        assert_int_equal(ids[j], j);
+    /* all NaN with a bias: the keys are the biases (the GPU router's rule) */
+    const float b1[8] = {0.0f, 0.3f, 0.1f, 0.5f, 0.2f, 0.4f, 0.0f, 0.0f};
+    for (int e = 0; e < 8; e++)
+        l[e] = NAN;
+    select_checked(&p, l, b1, ids, w);
+    assert_int_equal(ids[0], 3);
+    assert_int_equal(ids[1], 5);
+    assert_int_equal(ids[2], 1);
+    assert_int_equal(ids[3], 4);
+    for (int j = 0; j < 4; j++)
+        assert_true(fabs(w[j] - 0.5f) < 1e-6);
     /* NaN bias: that expert is out */
     const float l2[8] = {5.0f, 4.0f, 3.0f, 2.0f, 1.0f, 0.0f, -1.0f, -2.0f};
     const float b2[8] = {NAN, 0, 0, 0, 0, 0, 0, 0};

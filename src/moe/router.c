@@ -149,9 +149,10 @@ void tpm_router_select(const tpm_router_params *rp, const float *logits, const f
         return;
     }
 
-    /* Sigmoid kinds: c = s + bias for selection, s for the weights. */
+    /* Sigmoid kinds: c = s + bias for selection, s for the weights. A NaN
+     * logit counts as -Inf (s = 0, key = its bias), as on the GPU. */
     for (int e = 0; e < E; e++) {
-        float s = sigmoid_f32(logits[e]);
+        float s = sigmoid_f32(sanitize(logits[e]));
         q[e] = sanitize(bias ? s + bias[e] : s);
     }
     if (rp->kind == TPM_ROUTER_GROUPED_SIGMOID && rp->topk_groups < rp->n_groups) {
@@ -166,8 +167,7 @@ void tpm_router_select(const tpm_router_params *rp, const float *logits, const f
     }
     float sum = 0.0f;
     for (int j = 0; j < k; j++) {
-        float s = sigmoid_f32(logits[ids[j]]);
-        weights[j] = isnan(s) ? 0.0f : s;
+        weights[j] = sigmoid_f32(sanitize(logits[ids[j]])); /* NaN logit: 0 */
         sum += weights[j];
     }
     for (int j = 0; j < k; j++) {
