@@ -121,7 +121,11 @@ static tpm_status check_dir(const shm_ctx *x, int create) {
     if (lstat(x->dir, &sb) != 0) {
         if (errno == ENOENT && create) {
             if (mkdir(x->dir, 0700) == 0 || errno == EEXIST) return check_dir(x, 0);
+            /* mkdir failed (e.g. a missing parent): a real error for rank 0 */
+            return tpm_err(TPM_ERR_SYSTEM, "rank %d: cannot create rendezvous directory '%s': %s",
+                           x->c->rank, x->dir, strerror(errno));
         }
+        /* a peer that finds no directory yet retries until its timeout */
         return tpm_err(errno == ENOENT ? TPM_ERR_TIMEOUT : TPM_ERR_SYSTEM,
                        "rank %d: rendezvous directory '%s': %s", x->c->rank, x->dir,
                        strerror(errno));

@@ -230,8 +230,7 @@ tpm_status tpm_config_resolve(const tpm_config *cfg_in, tpm_resolved_config *out
         if (set) r.backend = (tpm_backend)iv;
         b_env = set;
     }
-    static const char *const bnames[] = {"auto", "cpu", "cuda"};
-    rep(&rp, "backend            = %-10s (%s)\n", bnames[r.backend],
+    rep(&rp, "backend            = %-10s (%s)\n", backend_names[r.backend],
         src_name(cfg->backend != TPM_BACKEND_AUTO, b_env));
 
     /* rank / world / rendezvous */

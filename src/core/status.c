@@ -68,7 +68,7 @@ int tpm_parse_i64(const char *s, int64_t *out) {
     if (!s || !*s) return -1;
     char *end = NULL;
     errno = 0;
-    long long v = strtoll(s, &end, 0);
+    long long v = strtoll(s, &end, 10); /* decimal: "010" is ten, not eight */
     if (errno || end == s || *end) return -1;
     *out = (int64_t)v;
     return 0;
@@ -79,7 +79,7 @@ int tpm_parse_size(const char *s, int64_t *out) {
     char *end = NULL;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || v < 0) return -1;
+    if (errno || end == s || !(v >= 0)) return -1; /* also rejects NaN */
     double mul = 1;
     if (*end) {
         switch (toupper((unsigned char)*end)) {
