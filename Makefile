@@ -7,8 +7,12 @@ CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SHELL := /bin/bash
 
-.PHONY: all build test test-gpu install clean demo
+.PHONY: all build deps test test-gpu install clean
 all: build
+
+# Install the build/test dependencies on a fresh Debian/Ubuntu machine.
+deps:
+	bash .ci/deps
 
 build:
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
