@@ -67,7 +67,7 @@ static void usage(FILE *f) {
 }
 
 /* MARK: per-rank work */
-typedef enum { OP_VALIDATE, OP_TIME, OP_PROBE } op_kind;
+typedef enum { OP_VALIDATE, OP_TIME, OP_PROBE, OP_PROBE_PULL, OP_PROBE_MIXED } op_kind;
 
 typedef struct rank_ctx {
     struct tpm_comm *c;
@@ -117,6 +117,16 @@ static void time_graph(task *t) {
         if (t->op == OP_PROBE)
             st = tpm_cuda_copy_launch(r->peer_scratch, r->scratch, t->probe_bytes,
                                       t->probe_bytes > 65536 ? 264 : 1, r->s)
+                     ? TPM_ERR_CUDA
+                     : TPM_OK;
+        else if (t->op == OP_PROBE_PULL) /* read the peer: into the upper half of mine */
+            st = tpm_cuda_copy_launch((uint8_t *)r->scratch + t->probe_bytes, r->peer_scratch,
+                                      t->probe_bytes, 264, r->s)
+                     ? TPM_ERR_CUDA
+                     : TPM_OK;
+        else if (t->op == OP_PROBE_MIXED) /* half the CTAs write the peer, half read it */
+            st = tpm_cuda_copy2_launch(r->peer_scratch, r->scratch, (uint8_t *)r->scratch + 2 * t->probe_bytes,
+                                       (uint8_t *)r->peer_scratch + t->probe_bytes, t->probe_bytes, 264, r->s)
                      ? TPM_ERR_CUDA
                      : TPM_OK;
         else
@@ -299,8 +309,8 @@ int cmd_bench_allreduce(int argc, char **argv) {
             nvar = 0;
             for (const char *p = v; *p; p++) {
                 if (*p == ',') continue;
-                if (*p < '0' || *p > '4' || nvar == MAXVAR || (p[1] && p[1] != ','))
-                    return cli_usage_error(kCmd, "--variants: up to %d of 0..4, comma separated",
+                if (*p < '0' || *p > '6' || nvar == MAXVAR || (p[1] && p[1] != ','))
+                    return cli_usage_error(kCmd, "--variants: up to %d of 0..6, comma separated",
                                            MAXVAR);
                 variants[nvar++] = *p - '0';
             }
@@ -325,16 +335,20 @@ int cmd_bench_allreduce(int argc, char **argv) {
     }
 
     /* communicators and buffers */
+    tpm_status st = TPM_OK;
     struct tpm_comm *cs[MAXW];
     rank_ctx rk[MAXW];
     memset(rk, 0, sizeof rk);
     for (int i = 0; i < W; i++) {
         cs[i] = calloc(1, sizeof(struct tpm_comm));
         if (!cs[i]) return cli_fail(kCmd, "allocation", TPM_ERR_NO_MEMORY, "");
+        /* environment and defaults (the kernel set: TPMOE_CUDA_AR_VARIANT) */
+        st = tpm_config_resolve(NULL, &cs[i]->cfg, NULL, 0);
+        if (st != TPM_OK) return cli_fail(kCmd, "config", st, tpm_err_msg());
         cs[i]->cfg.buffer_bytes = (int64_t)maxb;
         cs[i]->cfg.timeout_ms = 20000;
     }
-    tpm_status st = tpm_cuda_comm_init_all(cs, W, NULL);
+    st = tpm_cuda_comm_init_all(cs, W, NULL);
     if (st != TPM_OK) return cli_fail(kCmd, "init", st, tpm_err_msg());
     size_t probe = 256u << 20;
     for (int i = 0; i < W; i++) {
@@ -358,6 +372,16 @@ int cmd_bench_allreduce(int argc, char **argv) {
     for (int i = 0; i < W; i++)
         ts[i] = (task){.r = &rk[i], .op = OP_PROBE, .calls = 4, .iters = 10, .probe_bytes = probe};
     if (W > 1 && run_ranks(ts, W) == 0) bw = (double)probe / (ts[0].us * 1e-6) / 1e9;
+    /* the same link read instead of written, and both at once (each rank
+     * writes its peer with half its CTAs and reads it with the other half:
+     * every direction carries a write stream and a read stream) */
+    double bw_pull = 0, bw_mixed = 0;
+    for (int i = 0; i < W; i++)
+        ts[i] = (task){.r = &rk[i], .op = OP_PROBE_PULL, .calls = 4, .iters = 10, .probe_bytes = probe / 2};
+    if (W > 1 && run_ranks(ts, W) == 0) bw_pull = (double)(probe / 2) / (ts[0].us * 1e-6) / 1e9;
+    for (int i = 0; i < W; i++)
+        ts[i] = (task){.r = &rk[i], .op = OP_PROBE_MIXED, .calls = 4, .iters = 10, .probe_bytes = probe / 4};
+    if (W > 1 && run_ranks(ts, W) == 0) bw_mixed = (double)(probe / 2) / (ts[0].us * 1e-6) / 1e9;
     for (int i = 0; i < W; i++)
         ts[i] = (task){.r = &rk[i], .op = OP_PROBE, .calls = 50, .iters = 20, .probe_bytes = 16};
     if (run_ranks(ts, W) == 0) launch_us = ts[0].us;
@@ -366,6 +390,8 @@ int cmd_bench_allreduce(int argc, char **argv) {
     printf("tpmoe bench allreduce: %d x %s, %s, peer write %.0f GB/s per direction (both at once), "
            "graph-node launch %.2f us\n",
            W, prop.name, tpm_dtype_name(dt), bw, launch_us);
+    printf("# link probe per direction, all ranks at once: write %.0f GB/s, read %.0f GB/s, "
+           "half write + half read %.0f GB/s\n", bw, bw_pull, bw_mixed);
     printf("%10s %-7s %-8s %9s %9s %9s %8s %9s %9s %9s %s\n", "bytes", "codec", "algo", "tpmoe_us",
            "1shot_us", "2shot_us", "nccl_us", "speedup", "busbw", "floor_us", "rel_err");
     if (nvar > 1)
@@ -411,8 +437,8 @@ int cmd_bench_allreduce(int argc, char **argv) {
                 if (a == TPM_ALGO_ONESHOT && codec != TPM_CODEC_NONE) continue;
                 for (int i = 0; i < W; i++) fill(rk[i].hin, dt, n, seed++);
                 for (int vi = 0; vi < (nvar ? nvar : 1); vi++) {
-                    char vs[2] = {(char)('0' + (nvar ? variants[vi] : 0)), 0};
-                    if (nvar) setenv("TPMOE_CUDA_AR_VARIANT", vs, 1); /* no rank thread runs */
+                    for (int i = 0; i < W && nvar; i++) /* no rank thread runs */
+                        tpm_cuda_comm_set_variant(cs[i], variants[vi]);
                     double us = NAN;
                     for (int i = 0; i < W; i++)
                         ts[i] = (task){&rk[i], OP_VALIDATE, n, dt, codec, (tpm_algo)a, 1, 1, 0, 0,
@@ -491,6 +517,8 @@ int cmd_bench_allreduce(int argc, char **argv) {
         json_object_set_new(root, "dtype", json_string(tpm_dtype_name(dt)));
         json_object_set_new(root, "iters", json_integer(iters));
         set_num(root, "peer_write_GBps", bw);
+        set_num(root, "peer_read_GBps", bw_pull);
+        set_num(root, "peer_write_read_GBps", bw_mixed);
         set_num(root, "launch_us", launch_us);
         for (int i = 0; i < nrows; i++) {
             row *R = &rows[i];

@@ -75,6 +75,8 @@ static void comms_make(comms *cs, int n, int64_t buffer_bytes, int timeout_ms) {
     for (int i = 0; i < n; i++) {
         cs->c[i] = calloc(1, sizeof(struct tpm_comm));
         assert_non_null(cs->c[i]);
+        /* environment and defaults (the kernel set: TPMOE_CUDA_AR_VARIANT) */
+        assert_int_equal(tpm_config_resolve(NULL, &cs->c[i]->cfg, NULL, 0), TPM_OK);
         cs->c[i]->cfg.buffer_bytes = buffer_bytes;
         cs->c[i]->cfg.timeout_ms = timeout_ms;
         cs->c[i]->cfg.world_size = n;

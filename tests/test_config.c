@@ -13,7 +13,7 @@ static const char *const all_env[] = {
     "TPMOE_BACKEND", "TPMOE_RANK", "TPMOE_WORLD_SIZE", "TPMOE_RENDEZVOUS", "TPMOE_ALLREDUCE",
     "TPMOE_QUICK_REDUCE_QUANTIZATION", "TPMOE_QUICK_REDUCE_MIN_BYTES", "TPMOE_QUICK_REDUCE_MAX_BYTES",
     "TPMOE_ALGO", "TPMOE_ONESHOT_MAX_BYTES", "TPMOE_CUSTOM_MAX_BYTES", "TPMOE_BUFFER_BYTES",
-    "TPMOE_TIMEOUT_MS", "TPMOE_FUSE_SHARED_EXPERTS"};
+    "TPMOE_TIMEOUT_MS", "TPMOE_FUSE_SHARED_EXPERTS", "TPMOE_CUDA_AR_VARIANT"};
 
 static int clean_env(void **state) {
     (void)state;
@@ -77,6 +77,8 @@ static void invalid_env_names_variable(void **state) {
     expect_bad_env("TPMOE_FUSE_SHARED_EXPERTS", "yes", "TPMOE_FUSE_SHARED_EXPERTS", NULL);
     expect_bad_env("TPMOE_TIMEOUT_MS", "-5", NULL, NULL);
     expect_bad_env("TPMOE_WORLD_SIZE", "9", "TPMOE_WORLD_SIZE", NULL);
+    expect_bad_env("TPMOE_CUDA_AR_VARIANT", "7", "TPMOE_CUDA_AR_VARIANT", NULL);
+    expect_bad_env("TPMOE_CUDA_AR_VARIANT", "fast", "TPMOE_CUDA_AR_VARIANT", NULL);
     setenv("TPMOE_QUICK_REDUCE_MIN_BYTES", "2M", 1);
     setenv("TPMOE_QUICK_REDUCE_MAX_BYTES", "1M", 1);
     assert_int_equal(tpm_config_resolve(NULL, &r, NULL, 0), TPM_ERR_CONFIG);
@@ -171,6 +173,14 @@ static void hash_covers_agreement_fields(void **state) {
     assert_true(a.hash == b.hash);
     cfg.codec = TPM_CODEC_INT8;
     assert_int_equal(tpm_config_resolve(&cfg, &b, NULL, 0), TPM_OK);
+    assert_true(a.hash != b.hash);
+    /* the CUDA kernel set: ranks on different sets would disagree on epochs */
+    cfg.codec = TPM_CODEC_DEFAULT;
+    assert_int_equal(a.cuda_kernels, 4);
+    setenv("TPMOE_CUDA_AR_VARIANT", "1", 1);
+    assert_int_equal(tpm_config_resolve(&cfg, &b, NULL, 0), TPM_OK);
+    unsetenv("TPMOE_CUDA_AR_VARIANT");
+    assert_int_equal(b.cuda_kernels, 1);
     assert_true(a.hash != b.hash);
 }
 

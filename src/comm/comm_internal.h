@@ -92,6 +92,10 @@ tpm_status tpm_cpu_bootstrap_init(const tpm_resolved_config *cfg, void **boot);
 tpm_status tpm_cpu_bootstrap_init_all(const tpm_resolved_config *cfg, int n, void **boots);
 tpm_status tpm_cpu_bootstrap_allgather(void *boot, const void *in, size_t bytes, void *out);
 tpm_status tpm_cpu_bootstrap_barrier(void *boot);
+/* This rank failed outside a bootstrap call (msg says why): the peers'
+ * pending and later bootstrap calls fail with TPM_ERR_PEER at once instead
+ * of waiting for the timeout. NULL is a no-op. */
+void tpm_cpu_bootstrap_abort(void *boot, const char *msg);
 void tpm_cpu_bootstrap_destroy(void *boot);
 
 #ifdef TPMOE_HAVE_CUDA

@@ -92,6 +92,10 @@ tpm_status tpm_cpu_bootstrap_barrier(void *boot) {
     return tpm_cpu_comm_barrier((struct tpm_comm *)boot);
 }
 
+void tpm_cpu_bootstrap_abort(void *boot, const char *msg) {
+    if (boot) tpm_cpu_comm_abort((struct tpm_comm *)boot, msg);
+}
+
 void tpm_cpu_bootstrap_destroy(void *boot) {
     struct tpm_comm *c = (struct tpm_comm *)boot;
     if (!c) return;

@@ -626,6 +626,11 @@ tpm_status tpm_cpu_comm_barrier(struct tpm_comm *c) {
     return st;
 }
 
+void tpm_cpu_comm_abort(struct tpm_comm *c, const char *msg) {
+    if (cpu_check_comm(c, "tpm_cpu_comm_abort") != TPM_OK) return;
+    set_abort((cpu_rank *)c->impl, msg && *msg ? msg : "(no message)");
+}
+
 /* MARK: threads transport */
 tpm_status tpm_cpu_comm_init_all(struct tpm_comm **comms, int n) {
     TPM_ASSERT(comms && n >= 1 && n <= TPM_CPU_MAX_WORLD);

@@ -103,6 +103,10 @@ tpm_status tpm_cpu_attach(struct tpm_comm *c, cpu_hdr *h, int is_process);
 tpm_status tpm_cpu_shm_init(struct tpm_comm *c, const char *sock_name);
 /* One barrier on a CPU comm (a single publish + wait; TPM_CPU_OP_BARRIER). */
 tpm_status tpm_cpu_comm_barrier(struct tpm_comm *c);
+/* Mark the communicator failed with msg (first failure wins) and wake every
+ * waiter: the other ranks' pending and later calls return TPM_ERR_PEER
+ * naming this rank and msg. */
+void tpm_cpu_comm_abort(struct tpm_comm *c, const char *msg);
 
 /* Elements per chunk for a call: the chunking every rank applies, exposed
  * so tests can build an independent reference. half_bytes = region/2. */

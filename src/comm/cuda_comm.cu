@@ -249,6 +249,9 @@ tpm_status nccl_allreduce(Impl *im, const void *in, void *out, size_t count, tpm
     return TPM_OK;
 }
 
+tpm_status cuda_allreduce_here(struct tpm_comm *c, Impl *im, const void *in, void *out, size_t count,
+                               tpm_dtype dt, tpm_codec codec, tpm_algo algo, cudaStream_t s);
+
 tpm_status cuda_allreduce(struct tpm_comm *c, const void *in, void *out, size_t count,
                           tpm_dtype dt, tpm_codec codec, tpm_algo algo, void *stream) {
     Impl *im = (Impl *)c->impl;
@@ -259,10 +262,23 @@ tpm_status cuda_allreduce(struct tpm_comm *c, const void *in, void *out, size_t 
         return tpm_err(TPM_ERR_INVALID_ARG, "in/out must be aligned to the %zu-byte element", esize);
     if (count == 0) return TPM_OK;
     int cur = -1;
-    if (cudaGetDevice(&cur) != cudaSuccess || cur != im->dev) {
+    if (cudaGetDevice(&cur) != cudaSuccess) {
+        (void)cudaGetLastError();
+        cur = -1;
+    }
+    if (cur != im->dev) {
         cudaError_t e = cudaSetDevice(im->dev);
         if (e != cudaSuccess) return cuda_fail(e, "cudaSetDevice");
     }
+    tpm_status st = cuda_allreduce_here(c, im, in, out, count, dt, codec, algo, s);
+    if (cur >= 0 && cur != im->dev) cudaSetDevice(cur); /* the caller's device stays current */
+    return st;
+}
+
+/* cuda_allreduce with im->dev current. */
+tpm_status cuda_allreduce_here(struct tpm_comm *c, Impl *im, const void *in, void *out, size_t count,
+                               tpm_dtype dt, tpm_codec codec, tpm_algo algo, cudaStream_t s) {
+    size_t esize = tpm_dtype_size(dt);
     if (algo != TPM_ALGO_NCCL && !im->p2p_ok) {
         if (!im->warned_fallback)
             TPM_LOG_W("rank %d: peer-to-peer unavailable, all-reduce runs on NCCL", c->rank);
@@ -464,10 +480,14 @@ extern "C" tpm_status tpm_cuda_comm_init(struct tpm_comm *c) {
         return tpm_err(TPM_ERR_NO_MEMORY, "CUDA init: out of memory");
     }
     im->dev = dev;
+    c->cfg.device = dev; /* tpm_comm_get_config reports the GPU this rank drives */
     int64_t B = c->cfg.buffer_bytes > 0 ? c->cfg.buffer_bytes : (64 << 20);
-    TPM_TRY_GOTO(alloc_rank(im, me, n, B, c->cfg.timeout_ms));
-    for (int p = 0; p < n; p++) set_peer(im, p, im->buf, n); /* own slot; peers below */
+    /* rendezvous first: a rank that fails after it tells its peers at once
+     * (bootstrap abort in the fail path) instead of leaving them to time out */
     TPM_TRY_GOTO(tpm_cpu_bootstrap_init(&c->cfg, &im->boot));
+    TPM_TRY_GOTO(alloc_rank(im, me, n, B, c->cfg.timeout_ms));
+    im->base.variant = c->cfg.cuda_kernels;
+    for (int p = 0; p < n; p++) set_peer(im, p, im->buf, n); /* own slot; peers below */
 
     /* 2: exchange handles, layouts, bus ids and the nccl_comm verdict */
     memset(&mine, 0, sizeof mine);
@@ -543,11 +563,25 @@ extern "C" tpm_status tpm_cuda_comm_init(struct tpm_comm *c) {
 fail:
     /* Peers may still write into our buffer only during the probe, which
      * every rank finishes before the verdict all-gather; after a failed
-     * exchange nobody has our pointer yet. */
+     * exchange nobody has our pointer yet. The peers learn of the failure
+     * now (their bootstrap calls return TPM_ERR_PEER with our message). */
     im->broken = 1;
+    if (im->boot) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", tpm_err_msg());
+        tpm_cpu_bootstrap_abort(im->boot, msg);
+        tpm_err(st, "%s", msg); /* keep this rank's own message */
+    }
     free_impl(im);
     free(h);
     return st;
+}
+
+extern "C" int tpm_cuda_comm_set_variant(struct tpm_comm *c, int variant) {
+    if (!c || c->ops != &kCudaOps || !c->impl || variant < 0 || variant > 6) return -1;
+    ((Impl *)c->impl)->base.variant = variant;
+    c->cfg.cuda_kernels = variant;
+    return 0;
 }
 
 extern "C" tpm_status tpm_cuda_comm_poll(struct tpm_comm *c) {
@@ -563,6 +597,7 @@ extern "C" tpm_status tpm_cuda_comm_init_all(struct tpm_comm **comms, int n, con
     int prev = -1;
     ncclComm_t ncomms[TPM_CUDA_MAX_WORLD] = {0};
     int devs[TPM_CUDA_MAX_WORLD];
+    unsigned char enabled[TPM_CUDA_MAX_WORLD][TPM_CUDA_MAX_WORLD] = {{0}};
     Group *g = (Group *)calloc(1, sizeof *g);
     if (!g) return tpm_err(TPM_ERR_NO_MEMORY, "CUDA init_all: out of memory");
     pthread_mutex_init(&g->mu, NULL);
@@ -593,8 +628,10 @@ extern "C" tpm_status tpm_cuda_comm_init_all(struct tpm_comm **comms, int n, con
         im->group = g;
         int64_t B = comms[i]->cfg.buffer_bytes > 0 ? comms[i]->cfg.buffer_bytes : (64 << 20);
         TPM_TRY_GOTO(alloc_rank(im, i, n, B, comms[i]->cfg.timeout_ms));
+        im->base.variant = comms[i]->cfg.cuda_kernels;
     }
-    /* peer access between all pairs, then direct pointers */
+    /* peer access between all pairs, then direct pointers; a pair whose
+     * enable failed is never touched by a kernel (no probe, NCCL only) */
     for (int i = 0; i < n; i++) {
         CUDA_TRY(cudaSetDevice(devs[i]));
         for (int j = 0; j < n; j++) {
@@ -603,8 +640,13 @@ extern "C" tpm_status tpm_cuda_comm_init_all(struct tpm_comm **comms, int n, con
             CUDA_TRY(cudaDeviceCanAccessPeer(&can, devs[i], devs[j]));
             if (!can) continue;
             cudaError_t e = cudaDeviceEnablePeerAccess(devs[j], 0);
-            if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
-            else if (e != cudaSuccess) (void)cudaGetLastError();
+            if (e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled) {
+                enabled[i][j] = 1;
+            } else {
+                TPM_LOG_W("GPU %d -> GPU %d: cudaDeviceEnablePeerAccess: %s", devs[i], devs[j],
+                          cudaGetErrorString(e));
+            }
+            (void)cudaGetLastError();
         }
         for (int j = 0; j < n; j++) set_peer(g->impl[i], j, g->impl[j]->buf, n);
     }
@@ -613,9 +655,8 @@ extern "C" tpm_status tpm_cuda_comm_init_all(struct tpm_comm **comms, int n, con
         for (int i = 0; i < n; i++)
             for (int j = 0; j < n; j++) {
                 if (i == j) continue;
-                int can = 0, ok = 0;
-                CUDA_TRY(cudaDeviceCanAccessPeer(&can, devs[i], devs[j]));
-                if (can) TPM_TRY_GOTO(probe_peer(g->impl[i], j, &ok));
+                int ok = 0;
+                if (enabled[i][j]) TPM_TRY_GOTO(probe_peer(g->impl[i], j, &ok));
                 if (!ok) {
                     TPM_LOG_W("GPU %d -> GPU %d: peer write/read-back failed; custom "
                               "all-reduce disabled, NCCL only", devs[i], devs[j]);
@@ -643,6 +684,7 @@ extern "C" tpm_status tpm_cuda_comm_init_all(struct tpm_comm **comms, int n, con
         comms[i]->impl = g->impl[i];
         comms[i]->rank = i;
         comms[i]->world = n;
+        comms[i]->cfg.device = devs[i];
     }
     g->live = n;
     if (prev >= 0) cudaSetDevice(prev);

@@ -66,6 +66,7 @@ typedef struct tpm_cuda_ar_args {
     uint32_t *ctl;  /* this rank's control words (device memory) */
     uint32_t *err;  /* host-mapped error words (device pointer) */
     uint64_t timeout_ns;
+    int variant;    /* kernel set 0..6 (cuda_sync.h), the resolved cuda_kernels */
 } tpm_cuda_ar_args;
 
 /* Launchers (cuda_oneshot.cu / cuda_twoshot.cu). stream is a cudaStream_t.
@@ -81,9 +82,18 @@ size_t tpm_cuda_twoshot_max_count(const tpm_cuda_ar_args *a);
 struct tpm_comm;
 tpm_status tpm_cuda_comm_poll(struct tpm_comm *c);
 
+/* Switch a CUDA communicator's kernel set (0..6, cuda_sync.h) for the
+ * benchmark's --variants; only where every rank's stream is idle. Returns 0,
+ * or -1 for a communicator that is not CUDA or a variant out of range. */
+int tpm_cuda_comm_set_variant(struct tpm_comm *c, int variant);
+
 /* Peer-bandwidth probe for the benchmark floor: copy bytes from src to dst
  * (either may be a peer's memory) with a 16-byte-vector kernel. */
 int tpm_cuda_copy_launch(void *dst, const void *src, size_t bytes, int grid, void *stream);
+/* Both directions of one link at once from one GPU: even CTAs copy
+ * push_src -> push_dst, odd CTAs pull_src -> pull_dst, bytes each. */
+int tpm_cuda_copy2_launch(void *push_dst, const void *push_src, void *pull_dst,
+                          const void *pull_src, size_t bytes, int grid, void *stream);
 
 #ifdef __cplusplus
 }

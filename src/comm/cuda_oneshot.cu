@@ -58,8 +58,13 @@ constexpr int kBlock = 256;
 constexpr int kCtaEpoch = 64;
 constexpr int kMaxCtas = (int)(TPM_CUDA_CTL_BYTES / 4) - kCtaEpoch;
 
-template <int DT, int V> __global__ void __launch_bounds__(kBlock) oneshot_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
+template <int DT, int V, bool PDL = false>
+__global__ void __launch_bounds__(kBlock) oneshot_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
     using Wd = Word<DT>;
+    if (PDL) { /* variant 5: launched with programmatic dependent launch */
+        pdl_wait();
+        pdl_trigger();
+    }
     const size_t nwords = (a.count + Wd::kElems - 1) / Wd::kElems;
     const bool in_al = ((uintptr_t)a.in & 15u) == 0, out_al = ((uintptr_t)a.out & 15u) == 0;
     const size_t stride = (size_t)gridDim.x * blockDim.x;
@@ -138,7 +143,7 @@ template <int DT, int V> __global__ void __launch_bounds__(kBlock) oneshot_kerne
  * read and the first push, pushed with plain 16-byte stores (the copy
  * probe's), and kept in registers as the own term of the reduction; later
  * words are loaded kUnroll at a time before their pushes. */
-template <int DT, bool PDL>
+template <int DT, bool PDL, bool VOL = false>
 __global__ void __launch_bounds__(kBlock) oneshot2_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
     using Wd = Word<DT>;
     if (PDL) {
@@ -169,7 +174,8 @@ __global__ void __launch_bounds__(kBlock) oneshot2_kernel(const __grid_constant_
         uint4 w = Wd::sanitize(own[u]);
         for (int d = 1; d < a.world; d++) {
             int p = a.rank + d < a.world ? a.rank + d : a.rank + d - a.world;
-            *(uint4 *)(a.ll[p] + me_off + i * 16) = w;
+            if (VOL) st_volatile16(a.ll[p] + me_off + i * 16, w);
+            else *(uint4 *)(a.ll[p] + me_off + i * 16) = w;
         }
     }
     for (size_t base = tid + step; base < nwords; base += step) {
@@ -185,7 +191,8 @@ __global__ void __launch_bounds__(kBlock) oneshot2_kernel(const __grid_constant_
             if (i >= nwords) break;
             for (int d = 1; d < a.world; d++) {
                 int p = a.rank + d < a.world ? a.rank + d : a.rank + d - a.world;
-                *(uint4 *)(a.ll[p] + me_off + i * 16) = w[u];
+                if (VOL) st_volatile16(a.ll[p] + me_off + i * 16, w[u]);
+                else *(uint4 *)(a.ll[p] + me_off + i * 16) = w[u];
             }
         }
     }
@@ -236,26 +243,24 @@ __global__ void __launch_bounds__(kBlock) oneshot2_kernel(const __grid_constant_
     if (threadIdx.x == 0) *(volatile uint32_t *)&a.ctl[kCtaEpoch + blockIdx.x] = epoch;
 }
 
-template <int V> void launch_v(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
-    if (V >= 2) {
-        const bool pdl = V == 3;
-        switch (a->dtype) {
-        case TPM_DTYPE_BF16:
-            launch_ar(pdl ? oneshot2_kernel<0, true> : oneshot2_kernel<0, false>, grid, kBlock, s, pdl, *a);
-            break;
-        case TPM_DTYPE_FP16:
-            launch_ar(pdl ? oneshot2_kernel<1, true> : oneshot2_kernel<1, false>, grid, kBlock, s, pdl, *a);
-            break;
-        default:
-            launch_ar(pdl ? oneshot2_kernel<2, true> : oneshot2_kernel<2, false>, grid, kBlock, s, pdl, *a);
-            break;
-        }
-        return;
+/* V: 0..3 the variants of cuda_sync.h; 5 = variant 1's kernel with PDL,
+ * 6 = variant 2's kernel with st.volatile pushes and PDL. */
+template <int DT> void launch_dt(const tpm_cuda_ar_args *a, int V, int grid, cudaStream_t s) {
+    switch (V) {
+    case 0: oneshot_kernel<DT, 0><<<grid, kBlock, 0, s>>>(*a); break;
+    case 1: oneshot_kernel<DT, 1><<<grid, kBlock, 0, s>>>(*a); break;
+    case 2: launch_ar(oneshot2_kernel<DT, false>, grid, kBlock, s, false, *a); break;
+    case 3: launch_ar(oneshot2_kernel<DT, true>, grid, kBlock, s, true, *a); break;
+    case 5: launch_ar(oneshot_kernel<DT, 1, true>, grid, kBlock, s, true, *a); break;
+    default: launch_ar(oneshot2_kernel<DT, true, true>, grid, kBlock, s, true, *a); break;
     }
+}
+
+void launch_v(const tpm_cuda_ar_args *a, int V, int grid, cudaStream_t s) {
     switch (a->dtype) {
-    case TPM_DTYPE_BF16: oneshot_kernel<0, V><<<grid, kBlock, 0, s>>>(*a); break;
-    case TPM_DTYPE_FP16: oneshot_kernel<1, V><<<grid, kBlock, 0, s>>>(*a); break;
-    default: oneshot_kernel<2, V><<<grid, kBlock, 0, s>>>(*a); break;
+    case TPM_DTYPE_BF16: launch_dt<0>(a, V, grid, s); break;
+    case TPM_DTYPE_FP16: launch_dt<1>(a, V, grid, s); break;
+    default: launch_dt<2>(a, V, grid, s); break;
     }
 }
 
@@ -272,19 +277,15 @@ extern "C" int tpm_cuda_oneshot_launch(const tpm_cuda_ar_args *a, void *stream) 
     size_t epw = a->dtype == TPM_DTYPE_FP32 ? 4 : 8;
     size_t nwords = (a->count + epw - 1) / epw;
     size_t want = (nwords + kBlock - 1) / kBlock;
-    int v = tpm_cuda_variant();
-    if (v == 4) /* the fastest measured per size (cuda_sync.h) */
-        v = a->count * (a->dtype == TPM_DTYPE_FP32 ? 4 : 2) <= TPM_CUDA_V4_ONESHOT_PDL_MAX ? 3 : 1;
+    int v = tpm_cuda_variant(a);
+    if (v >= 4) { /* the fastest measured per size (cuda_sync.h); 5 / 6 above the cut */
+        const bool small = a->count * (a->dtype == TPM_DTYPE_FP32 ? 4 : 2) <= TPM_CUDA_V4_ONESHOT_PDL_MAX;
+        v = small ? 3 : v == 4 ? 1 : v;
+    }
     size_t cap = (size_t)a->grid;
     if (v >= 1 && cap > (size_t)kMaxCtas) cap = (size_t)kMaxCtas; /* one epoch word per CTA */
     int grid = (int)(want < cap ? want : cap);
     if (grid < 1) grid = 1;
-    cudaStream_t s = (cudaStream_t)stream;
-    switch (v) {
-    case 1: launch_v<1>(a, grid, s); break;
-    case 2: launch_v<2>(a, grid, s); break;
-    case 3: launch_v<3>(a, grid, s); break;
-    default: launch_v<0>(a, grid, s); break;
-    }
+    launch_v(a, v, grid, (cudaStream_t)stream);
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }

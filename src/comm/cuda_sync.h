@@ -27,12 +27,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-/* The kernels a launch uses when TPMOE_CUDA_AR_VARIANT is unset: 4, the
- * fastest measured kernel per size range (bench/results/bench_r4_vars.log:
- * variant 3's kernels everywhere except the one-shot above 256 KB, where
- * variant 1's is faster). Round 3's default was 1. */
-#define TPM_CUDA_VARIANT_DEFAULT 4
-/* Variant 4: one-shot messages up to this many bytes use variant 3's kernel. */
+/* The default kernel set (src/core/config.c) is 4, the fastest measured
+ * kernel per size range (bench/results/bench_r4_vars.log: variant 3's
+ * kernels everywhere except the one-shot above 256 KB, where variant 1's is
+ * faster). Round 3's default was 1. Variants 4-6: one-shot messages up to
+ * this many bytes use variant 3's kernel. */
 #define TPM_CUDA_V4_ONESHOT_PDL_MAX (256u * 1024u)
 
 namespace tpm_cuda {
@@ -132,26 +131,25 @@ __device__ __forceinline__ void epoch_end(const tpm_cuda_ar_args &a, uint32_t ep
 }
 
 /* MARK: kernel variant */
-/* Which kernels the launchers enqueue: 0 = the round-2 kernels, 1 = round 3
- * (FastCodec arithmetic in the codec two-shot, per-CTA epochs in the
- * one-shot), 2 = round 4 (one-shot: all of a thread's first words loaded
- * before the first push, own words kept in registers, plain stores; two-shot
- * at world 2: every load of a pipeline step issued before its compute, one
- * barrier per step), 3 = variant 2 launched with programmatic dependent
- * launch, 4 = per size the fastest of those measured (variant 3, except
- * the one-shot above TPM_CUDA_V4_ONESHOT_PDL_MAX: variant 1). Variants 1-4
- * share the one-shot's per-CTA epochs and word-to-CTA
- * map, so a process may switch between them at a point where every rank's
- * stream is idle (the benchmark's --variants does: every packet slot is
- * back to all-ones then). Read from TPMOE_CUDA_AR_VARIANT at every launch
- * (host side; in a CUDA graph only at capture); otherwise set it before a
- * communicator's first call and do not change it. A diagnostic switch for
- * the benchmark and the GPU tests, not a tuning knob. */
-inline int tpm_cuda_variant() {
-    const char *v = getenv("TPMOE_CUDA_AR_VARIANT");
-    if (!v || !*v) return TPM_CUDA_VARIANT_DEFAULT;
-    return v[0] >= '1' && v[0] <= '4' ? v[0] - '0' : 0;
-}
+/* Which kernels the launchers enqueue (a.variant = the communicator's
+ * resolved cuda_kernels, from TPMOE_CUDA_AR_VARIANT; config.c is the one
+ * reader of the environment and the value is in the config hash, so every
+ * rank runs the same set): 0 = the round-2 kernels, 1 = round 3 (FastCodec
+ * arithmetic in the codec two-shot, per-CTA epochs in the one-shot), 2 =
+ * round 4 (one-shot: all of a thread's first words loaded before the first
+ * push, own words kept in registers, plain stores; two-shot at world 2:
+ * every load of a pipeline step issued before its compute, one barrier per
+ * step), 3 = variant 2 launched with programmatic dependent launch, 4 = per
+ * size the fastest of those measured (variant 3, except the one-shot above
+ * TPM_CUDA_V4_ONESHOT_PDL_MAX: variant 1), 5 = 4 with variant 1's one-shot
+ * also launched with PDL, 6 = 4 with variant 2's one-shot pushing with
+ * st.volatile (as variant 1) and PDL above that size. Variants 1-6 share
+ * the one-shot's per-CTA epochs and word-to-CTA map, so a process may
+ * switch between them (tpm_cuda_comm_set_variant) at a point where every
+ * rank's stream is idle (the benchmark's --variants does: every packet slot
+ * is back to all-ones then). A diagnostic switch for the benchmark and the
+ * GPU tests, not a tuning knob. */
+inline int tpm_cuda_variant(const tpm_cuda_ar_args *a) { return a->variant; }
 
 /* MARK: programmatic dependent launch (variant 3) */
 /* A kernel launched with programmatic stream serialization (launch_pdl)

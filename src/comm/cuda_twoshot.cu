@@ -557,9 +557,9 @@ template <int C, int V> void launch_v(const tpm_cuda_ar_args *a, int grid, cudaS
 
 /* Exact payloads have one kernel; codecs one per variant (tpm_cuda_variant). */
 template <int C> void launch_dt(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
-    const int v = tpm_cuda_variant();
+    const int v = tpm_cuda_variant(a);
     if (v >= 2 && a->world == 2 && (C != TPM_CODEC_NONE || a->dtype != TPM_DTYPE_FP32)) {
-        if (v >= 3) /* 4: variant 3's two-shot (cuda_sync.h) */
+        if (v >= 3) /* 4-6: variant 3's two-shot (cuda_sync.h) */
             launch_v<C, 3>(a, grid, s);
         else
             launch_v<C, 2>(a, grid, s);

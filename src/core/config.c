@@ -31,6 +31,9 @@
 
 #define DEFAULT_TIMEOUT_MS 30000
 #define DEFAULT_BUFFER_BYTES (64ll << 20)
+/* CUDA all-reduce kernel set (TPMOE_CUDA_AR_VARIANT): the fastest measured
+ * per size; the sets are listed in src/comm/cuda_sync.h. */
+#define DEFAULT_CUDA_KERNELS 4
 /* Lossy codecs apply from 8 MiB. Measured on H200 x2, bf16
  * (bench/results/allreduce_h200x2.json, tpmoe bench allreduce --tp 2), the
  * CUDA codecs first beat exact at 8 MB for INT8/INT6 (27.3 / 24.9 vs 33.1
@@ -336,6 +339,9 @@ tpm_status tpm_config_resolve(const tpm_config *cfg_in, tpm_resolved_config *out
     rep(&rp, "timeout            = %d ms (%s)\n", r.timeout_ms, src_name(cfg->timeout_ms >= 0, t_env));
     r.dtype = cfg->dtype;
     rep(&rp, "dtype              = %s\n", tpm_dtype_name(r.dtype));
+    int kv_env;
+    TPM_TRY(pick_int(-1, "TPMOE_CUDA_AR_VARIANT", 0, 6, DEFAULT_CUDA_KERNELS, &r.cuda_kernels, &kv_env));
+    rep(&rp, "cuda kernels       = %d (%s)\n", r.cuda_kernels, src_name(0, kv_env));
 
     /* parallelism */
     r.tp = cfg->tp >= 1 ? cfg->tp : -1;
@@ -442,6 +448,7 @@ tpm_status tpm_config_resolve(const tpm_config *cfg_in, tpm_resolved_config *out
     H(r.fuse_shared);
     H(r.tp);
     H(r.ep);
+    H(r.cuda_kernels); /* kernel sets 0 and 1-6 keep their epochs in different words */
 #undef H
     r.hash = h;
     rep(&rp, "config hash        = %016llx\n", (unsigned long long)r.hash);

@@ -6,8 +6,10 @@
  *    Every block computes partial logits of 32 experts x 8 tokens x one of S
  *    slices of H (logits_tile below). Block-done tickets then chain the rest
  *    inside the same launch: the last block of an 8-token tile (atomic ticket
- *    on tile_ctr[tile] after __threadfence) selects for those 8 tokens (one
- *    warp per token, select_token below), then takes a ticket on ctr[2]; the
+ *    on tile_ctr[tile] after __threadfence) sums the S slices of the tile's
+ *    (token, expert) logits into shared memory (one thread per pair, all its
+ *    slice loads in flight, added in slice order), selects for those 8
+ *    tokens (one warp per token, select_token below), then takes a ticket on ctr[2]; the
  *    last tile builds the permutation with a shared-memory bitmap. Data
  *    written inside the launch is read with ld.global.cg (L2), never through
  *    a possibly stale L1 line. Each last block zeroes the ticket it won, so
@@ -72,7 +74,8 @@ __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, cons
     for (int i = 0; i < kLogitEpw; i++)
 #pragma unroll
         for (int j = 0; j < kLogitTokens; j++) acc[i][j] = 0.0f;
-    for (int c = cb + lane; c < ce; c += 32) {
+#pragma unroll 3
+    for (int c = cb + lane; c < ce; c += 32) { /* unrolled: the weight loads of 3 chunks in flight */
         float4 w[kLogitEpw];
 #pragma unroll
         for (int i = 0; i < kLogitEpw; i++)
@@ -247,7 +250,9 @@ __device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *b
 }
 
 /* Selection of token t by one warp. The logit of expert e is the sum, in
- * slice order, of lg[e + s * sstride] for s < nsplit (lg = row of t). sc_w
+ * slice order, of lg[e + s * sstride] for s < nsplit (lg = row of t in
+ * global memory); nsplit = 0: lg is the row of summed logits in shared
+ * memory. sc_w
  * [256] / gsc_w [32] are this warp's shared scratch (grouped router). */
 __device__ void select_token(const tpm_moe_dev &d, int t, const float *lg, size_t sstride, int nsplit,
                              float *sc_w, float *gsc_w) {
@@ -261,8 +266,12 @@ __device__ void select_token(const tpm_moe_dev &d, int t, const float *lg, size_
         ok[j] = e < E;
         float l = -INFINITY;
         if (ok[j]) {
-            l = __ldcg(lg + e);
-            for (int sp = 1; sp < nsplit; sp++) l += __ldcg(lg + e + sp * sstride); /* slice order */
+            if (nsplit == 0) { /* lg: the summed logits in shared memory */
+                l = lg[e];
+            } else {
+                l = __ldcg(lg + e);
+                for (int sp = 1; sp < nsplit; sp++) l += __ldcg(lg + e + sp * sstride); /* slice order */
+            }
             l = sanitize(l);
         }
         if (d.router == TPM_ROUTER_SOFTMAX_TOPK) { /* finite, so exp(l - max) is defined */
@@ -394,6 +403,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     __shared__ float gsc[kLogitWarps][32];
     __shared__ uint32_t bits[kPermSmemWords];
     __shared__ int s_off[kMaxE1 + 1];
+    __shared__ float s_lg[kLogitTokens][32 * kMaxPerLane];
     __shared__ int s_last;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* a decode kernel launched with programmatic dependent launch may start now
@@ -408,8 +418,29 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     __syncthreads();
     if (!s_last) return;
     __threadfence();
+    /* sum the tile's slices: every (token, expert) of the tile by one thread,
+     * all its slice loads in flight at once, added in slice order (the same
+     * bits as select_token's own loop, without its chain of dependent L2
+     * round trips) */
+    {
+        const int t0 = tile * kLogitTokens, nt = min(kLogitTokens, T - t0), E = d.E, ns = (int)gridDim.z;
+        const size_t sstride = (size_t)T * E;
+        for (int p = threadIdx.x; p < nt * E; p += blockDim.x) {
+            const int j = p / E, e = p - j * E;
+            const float *src = d.logits + (size_t)(t0 + j) * E + e;
+            float v[kMaxSplits];
+#pragma unroll
+            for (int sp = 0; sp < kMaxSplits; sp++) v[sp] = sp < ns ? __ldcg(src + sp * sstride) : 0.0f;
+            float l = v[0];
+#pragma unroll
+            for (int sp = 1; sp < kMaxSplits; sp++)
+                if (sp < ns) l += v[sp];
+            s_lg[j][e] = l;
+        }
+        __syncthreads();
+    }
     const int warp = threadIdx.x >> 5, t = tile * kLogitTokens + warp;
-    if (t < T) select_token(d, t, d.logits + (size_t)t * d.E, (size_t)T * d.E, (int)gridDim.z, sc[warp], gsc[warp]);
+    if (t < T) select_token(d, t, s_lg[warp], 0, 0, sc[warp], gsc[warp]);
     if (threadIdx.x == 0) d.tile_ctr[tile] = 0; /* for the next replay */
     __threadfence();
     __syncthreads();
