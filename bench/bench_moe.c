@@ -67,6 +67,7 @@ typedef struct opts {
     int fuse[2], nfuse;
     tpm_moe_path path;
     int decode_kernel, decode_max, route_gemm_min, route_legacy; /* -1: the layer's default */
+    int down_kernel;
     int shared_split_min, prefill_gemm, pdl;                       /* -1: the layer's default */
     int flush;                                                     /* 0 write, 1 read */
     uint64_t seed;
@@ -79,7 +80,7 @@ typedef struct phase_times {
 
 /* One (fuse, T) measurement. */
 typedef struct row {
-    int fused, T, path, n_active, decode_kernel, pdl, route_mode, shared_plan, prefill_gemm;
+    int fused, T, path, n_active, decode_kernel, pdl, down_kernel, route_mode, shared_plan, prefill_gemm;
     double bytes, flops, mem_floor_us, flop_floor_us;
     phase_times t;
     double max_rel_err;
@@ -377,6 +378,7 @@ static void *rank_main(void *argp) {
             tpm_cuda_moe_get_tuning(m, &tu);
             S->r.decode_kernel = tu.decode_kernel;
             S->r.pdl = tu.decode_kernel == 2 ? tu.pdl : 0;
+            S->r.down_kernel = tu.decode_kernel == 2 && T <= 8 ? tu.down_kernel : 0;
             S->r.route_mode = tu.route_legacy ? 0 : T >= tu.route_gemm_min ? 2 : 1;
             S->r.shared_plan = tpm_cuda_moe_shared_plan(m, T);
             S->r.prefill_gemm = tu.prefill_gemm;
@@ -423,6 +425,7 @@ static void usage(FILE *f) {
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--shared-plan auto|slot|split]\n"
             "                       [--prefill-gemm loop|grouped|streams] [--flush write|read] [--pdl 0|1]\n"
+            "                       [--down-kernel 0|1]\n"
             "                       [--reps N] [--check N]\n"
             "                       [--seed S] [--json FILE]\n"
             "  --preset P        model preset (default m3)\n"
@@ -433,6 +436,8 @@ static void usage(FILE *f) {
             "  --decode-kernel K decode kernels: 0 two scalar GEMV launches, 1 one persistent\n"
             "                    tensor-core launch, 2 the GEMV launches of set 2 (default: the layer's)\n"
             "  --pdl B           decode kernel 2: programmatic dependent launch on (1) or off (0)\n"
+            "  --down-kernel K   decode kernel 2, <= 8 tokens: down as work items (0) or streamed\n"
+            "                    equal row ranges per warp (1) (default: the layer's)\n"
             "  --decode-max N    path auto: decode up to N tokens (default: the layer's)\n"
             "  --route-gemm-min N  router as a tensor-core GEMM from N tokens, one fused launch below\n"
             "  --route-legacy B  1: the older two-launch routing (for comparison)\n"
@@ -463,6 +468,7 @@ static int parse(int argc, char **argv, opts *o) {
     o->nfuse = 2;
     o->path = TPM_MOE_PATH_AUTO;
     o->decode_kernel = o->decode_max = o->route_gemm_min = o->route_legacy = -1;
+    o->down_kernel = -1;
     o->shared_split_min = o->prefill_gemm = o->pdl = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -507,6 +513,9 @@ static int parse(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--decode-kernel")) {
             if (cli_parse_int(v, 0, 2, &n)) return cli_usage_error("bench moe", "--decode-kernel: bad value '%s'", v);
             o->decode_kernel = (int)n;
+        } else if (!strcmp(a, "--down-kernel")) {
+            if (cli_parse_int(v, 0, 1, &n)) return cli_usage_error("bench moe", "--down-kernel: bad value '%s'", v);
+            o->down_kernel = (int)n;
         } else if (!strcmp(a, "--decode-max")) {
             if (cli_parse_int(v, 0, TPM_MOE_DECODE_MAX_NT, &n))
                 return cli_usage_error("bench moe", "--decode-max: bad value '%s'", v);
@@ -561,6 +570,7 @@ static tpm_status apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->shared_split_min >= 0) t.shared_split_min = o->shared_split_min;
     if (o->prefill_gemm >= 0) t.prefill_gemm = o->prefill_gemm;
     if (o->pdl >= 0) t.pdl = o->pdl;
+    if (o->down_kernel >= 0) t.down_kernel = o->down_kernel;
     return tpm_cuda_moe_set_tuning(m, &t);
 }
 
@@ -643,7 +653,7 @@ int cmd_bench_moe(int argc, char **argv) {
         const row *r = &S.rows[i];
         const double floor = r->mem_floor_us > r->flop_floor_us ? r->mem_floor_us : r->flop_floor_us;
         char dk[8];
-        snprintf(dk, sizeof dk, "%d%s", r->decode_kernel, r->pdl ? "p" : "");
+        snprintf(dk, sizeof dk, "%d%s%s", r->decode_kernel, r->pdl ? "p" : "", r->down_kernel ? "s" : "");
         printf("%-6d %-5d %-7s %-5s %-7s %3s %-6s %4d %4d %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.2f %9.2e %5d\n", r->T,
                r->fused, path_name(r->path), plan_name(r->shared_plan), gemm_name(r->prefill_gemm), dk, route_name(r->route_mode), o.tp, r->n_active, r->t.route, r->t.route - S.null_us, r->t.experts, r->t.combine, r->t.allreduce,
                r->t.total, r->mem_floor_us, r->flop_floor_us, r->t.total / floor, r->max_rel_err, r->sel_mismatch);
@@ -679,6 +689,7 @@ int cmd_bench_moe(int argc, char **argv) {
             json_object_set_new(j, "path", json_string(path_name(r->path)));
             json_object_set_new(j, "decode_kernel", json_integer(r->decode_kernel));
             json_object_set_new(j, "pdl", json_integer(r->pdl));
+            json_object_set_new(j, "down_kernel", json_integer(r->down_kernel));
             json_object_set_new(j, "route_mode", json_string(route_name(r->route_mode)));
             json_object_set_new(j, "shared_plan", json_string(plan_name(r->shared_plan)));
             json_object_set_new(j, "prefill_gemm", json_string(gemm_name(r->prefill_gemm)));

@@ -584,6 +584,12 @@ static void bad_arguments(void **state) {
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.prefill_gemm = -1;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.prefill_gemm = TPM_MOE_GEMM_LOOP;
+    tu.decode_kernel = 2;
+    tu.down_kernel = 1;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+    tu.down_kernel = 2;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     assert_int_equal(tpm_cuda_moe_shared_plan(NULL, 1), TPM_MOE_SHARED_NONE);
     cudaFree(dx);
     tpm_cuda_moe_destroy(m);
@@ -609,8 +615,10 @@ static void pdl_equals_plain(void **state) {
             for (int fused = 0; fused <= (p->n_shared ? 1 : 0); fused++) {
                 for (int split = 0; split <= 1; split++) {
                     if (split && !fused) continue;
-                    uint16_t *out[4]; /* set 0, set 2 plain, set 2 pdl eager, set 2 pdl graph */
-                    for (int v = 0; v < 4; v++) {
+                    /* set 0, set 2 plain, set 2 pdl eager, set 2 pdl graph, then the last
+                     * two with the streaming down kernel (k_down3) */
+                    uint16_t *out[6];
+                    for (int v = 0; v < 6; v++) {
                         tpm_cuda_moe_desc d = {p, 0, 1, 0, fused, T, NULL};
                         tpm_cuda_moe *m = NULL;
                         assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_OK);
@@ -620,6 +628,7 @@ static void pdl_equals_plain(void **state) {
                         assert_int_equal(tpm_cuda_moe_get_tuning(m, &tu), TPM_OK);
                         tu.decode_kernel = v == 0 ? 0 : 2;
                         tu.pdl = v >= 2;
+                        tu.down_kernel = v >= 4;
                         tu.shared_split_min = split ? 1 : 1 << 20;
                         assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
                         cudaStream_t s = NULL;
@@ -629,9 +638,9 @@ static void pdl_equals_plain(void **state) {
                         assert_int_equal(cudaMalloc(&dy, (size_t)T * H * 2), cudaSuccess);
                         assert_int_equal(cudaMemcpy(dx, x, (size_t)T * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
                         out[v] = malloc((size_t)T * H * 2);
-                        const int reps = v == 3 ? 2 : 1;
+                        const int graph = v == 3 || v == 5, reps = graph ? 2 : 1;
                         cudaGraphExec_t ge = NULL;
-                        if (v == 3) {
+                        if (graph) {
                             cudaGraph_t g = NULL;
                             assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
                             assert_int_equal(tpm_cuda_moe_forward(m, dx, T, dy, s), TPM_OK);
@@ -657,10 +666,10 @@ static void pdl_equals_plain(void **state) {
                         cudaStreamDestroy(s);
                         tpm_cuda_moe_destroy(m);
                     }
-                    for (int v = 1; v < 4; v++) assert_memory_equal(out[v], out[0], (size_t)T * H * 2);
-                    printf("  %-17s T=%-3d fused %d split %d: set 2 (plain, pdl, pdl graph) == set 0\n", p->name,
-                           T, fused, split);
-                    for (int v = 0; v < 4; v++) free(out[v]);
+                    for (int v = 1; v < 6; v++) assert_memory_equal(out[v], out[0], (size_t)T * H * 2);
+                    printf("  %-17s T=%-3d fused %d split %d: set 2 (plain, pdl, pdl graph; down k_down2 and "
+                           "k_down3) == set 0\n", p->name, T, fused, split);
+                    for (int v = 0; v < 6; v++) free(out[v]);
                 }
             }
             free(x);

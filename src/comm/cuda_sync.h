@@ -27,11 +27,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-/* The default kernel set (src/core/config.c) is 4, the fastest measured
- * kernel per size range (bench/results/bench_r4_vars.log: variant 3's
- * kernels everywhere except the one-shot above 256 KB, where variant 1's is
- * faster). Round 3's default was 1. Variants 4-6: one-shot messages up to
- * this many bytes use variant 3's kernel. */
+/* The default kernel set (src/core/config.c) is 5, the fastest measured
+ * kernel per size range: variant 3's kernels everywhere except the
+ * one-shot above 256 KB, where variant 1's kernel launched with PDL is
+ * faster (bench/results/r5/bench_allreduce_vars.log; round 4 chose 4, the
+ * same without PDL there; round 3's default was 1). Variants 4-6: one-shot
+ * messages up to this many bytes use variant 3's kernel. */
 #define TPM_CUDA_V4_ONESHOT_PDL_MAX (256u * 1024u)
 
 namespace tpm_cuda {

@@ -32,8 +32,10 @@
 #define DEFAULT_TIMEOUT_MS 30000
 #define DEFAULT_BUFFER_BYTES (64ll << 20)
 /* CUDA all-reduce kernel set (TPMOE_CUDA_AR_VARIANT): the fastest measured
- * per size; the sets are listed in src/comm/cuda_sync.h. */
-#define DEFAULT_CUDA_KERNELS 4
+ * per size; the sets are listed in src/comm/cuda_sync.h. 5 since round 5
+ * (bench/results/r5/bench_allreduce_vars.log: the one-shot 512 KB - 4 MB
+ * 0.2-0.5 us faster than set 4, the same elsewhere). */
+#define DEFAULT_CUDA_KERNELS 5
 /* Lossy codecs apply from 8 MiB. Measured on H200 x2, bf16
  * (bench/results/allreduce_h200x2.json, tpmoe bench allreduce --tp 2), the
  * CUDA codecs first beat exact at 8 MB for INT8/INT6 (27.3 / 24.9 vs 33.1

@@ -84,6 +84,9 @@ typedef struct tpm_cuda_moe_tuning {
     int prefill_gemm;      /* prefill expert GEMMs: TPM_MOE_GEMM_LOOP, _GROUPED or _STREAMS */
     int pdl;               /* decode kernel 2: 1 = launch gate_up, down and the combine with
                             * programmatic dependent launch (not on the legacy NULL stream) */
+    int down_kernel;       /* decode kernel 2 up to 8 tokens: 0 = k_down2 (work items of 16
+                            * rows from a counter), 1 = k_down3 (equal row ranges per warp,
+                            * streamed two pieces ahead); the same bits */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */

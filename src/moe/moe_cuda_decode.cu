@@ -358,6 +358,92 @@ __global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip) {
     }
 }
 
+/* MARK: k_down3 (streaming down projection)
+ * The down rows of all touched experts, flattened (row q = expert slot
+ * q / H, output row q % H), are split into equal contiguous ranges, one per
+ * warp of the grid: no work counter, no block barrier, and every warp's
+ * share is the same to one row. A warp streams its rows as pieces of
+ * 32 * U chunks (16 bytes each), two pieces in flight: the next piece is
+ * loaded before the current one is multiplied, across row and expert
+ * boundaries, so a warp's weight stream never drains between items. Per
+ * lane the chunks of a row are visited in the order c = lane, lane + 32, ...
+ * with the same fmaf chain and butterfly as down_rows: the same bits as
+ * k_down2. The first piece is loaded before griddepcontrol.wait (the
+ * routing is complete once every k_gate_up2 block has triggered), act_f32
+ * only after it. */
+template <int NT, int U>
+__global__ void __launch_bounds__(kThreads, 3) k_down3(tpm_moe_dev d, int skip) {
+    const int lane = threadIdx.x & 31;
+    const long gw = (long)blockIdx.x * kWarps + (threadIdx.x >> 5), NW = (long)gridDim.x * kWarps;
+    const int Il = d.Il, H = d.H, n8 = Il / 8;
+    const int na = __ldcg(d.n_active) - skip; /* skip = 1: the shared slot (last active) runs dense */
+    const long R = (long)na * H;
+    const long q0 = R * gw / NW, q1 = R * (gw + 1) / NW;
+    const int P = (n8 + 32 * U - 1) / (32 * U);
+    const long total = (q1 - q0) * P;
+    uint4 wa[U], wb[U];
+    auto load = [&](long k, uint4 (&w)[U]) {
+        const long q = q0 + k / P;
+        const int p = (int)(k - (k / P) * P);
+        const int a = (int)(q / H), h = (int)(q - (long)a * H);
+        const int e = __ldcg(d.active + na - 1 - a);
+        const uint4 *row = reinterpret_cast<const uint4 *>(d.w2 + ((size_t)e * H + h) * Il);
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int c = p * 32 * U + u * 32 + lane;
+            if (c < n8) w[u] = ld_stream(row + c);
+        }
+    };
+    if (total > 0) load(0, wa);
+    pdl_wait();
+    if (blockIdx.x == 0 && threadIdx.x == 0) d.ctr[0] = 0; /* k_gate_up2 has finished */
+    pdl_trigger();
+    float acc[NT];
+#pragma unroll
+    for (int j = 0; j < NT; j++) acc[j] = 0.0f;
+    int cur = -1, off = 0, n = 0;
+    auto step = [&](long k, const uint4 (&w)[U]) {
+        const long q = q0 + k / P;
+        const int p = (int)(k - (k / P) * P);
+        const int a = (int)(q / H), h = (int)(q - (long)a * H);
+        if (a != cur) {
+            const int e = __ldcg(d.active + na - 1 - a);
+            off = __ldcg(d.offsets + e);
+            n = min(__ldcg(d.offsets + e + 1) - off, NT);
+            cur = a;
+        }
+#pragma unroll
+        for (int j = 0; j < NT; j++) {
+            if (j < n) {
+                const float4 *ar = reinterpret_cast<const float4 *>(d.act_f32 + (size_t)(off + j) * Il);
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    const int c = p * 32 * U + u * 32 + lane;
+                    if (c < n8) acc[j] = dot8f(w[u], __ldg(ar + 2 * c), __ldg(ar + 2 * c + 1), acc[j]);
+                }
+            }
+        }
+        if (p == P - 1) {
+#pragma unroll
+            for (int j = 0; j < NT; j++) {
+                if (j < n) {
+                    const float v = warp_sum(acc[j]);
+                    if (lane == 0) d.rows_f32[(size_t)(off + j) * H + h] = v;
+                }
+                acc[j] = 0.0f;
+            }
+        }
+    };
+    for (long k = 0; k < total; k += 2) {
+        if (k + 1 < total) load(k + 1, wb);
+        step(k, wa);
+        if (k + 1 < total) {
+            if (k + 2 < total) load(k + 2, wa);
+            step(k + 1, wb);
+        }
+    }
+}
+
 template <typename... P, typename... A>
 cudaError_t launch_ex(void (*k)(P...), int grid, bool pdl, cudaStream_t s, A... args) {
     cudaLaunchConfig_t cfg = {};
@@ -374,15 +460,24 @@ cudaError_t launch_ex(void (*k)(P...), int grid, bool pdl, cudaStream_t s, A... 
 }
 
 template <int NT>
-tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, bool pdl, cudaStream_t s) {
+tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, bool pdl, int down,
+                      cudaStream_t s) {
     constexpr int U1 = NT >= 16 ? 2 : 4;
     constexpr int U2 = NT >= 16 ? 2 : 4;
     constexpr int RD = NT >= 16 ? 1 : 2;
+    constexpr int U3 = 6; /* k_down3: 2 pieces of 6 chunks per lane in flight */
     int b1 = 0, b2 = 0;
     TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, k_gate_up2<NT, U1>, kThreads, 0));
-    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, k_down2<NT, U2, RD>, kThreads, 0));
     const int pre = d.fused && !skip ? (d.Il + kWarps - 1) / kWarps : 0;
     TPM_CUDA_TRY(launch_ex(k_gate_up2<NT, U1>, d.sm_count * (b1 > 0 ? b1 : 1), pdl, s, d, x, T, pre));
+    if constexpr (NT <= 8) {
+        if (down == 1) {
+            TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, k_down3<NT, U3>, kThreads, 0));
+            TPM_CUDA_TRY(launch_ex(k_down3<NT, U3>, d.sm_count * (b2 > 0 ? b2 : 1), pdl, s, d, skip));
+            return TPM_OK;
+        }
+    }
+    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, k_down2<NT, U2, RD>, kThreads, 0));
     TPM_CUDA_TRY(launch_ex(k_down2<NT, U2, RD>, d.sm_count * (b2 > 0 ? b2 : 1), pdl, s, d, skip));
     return TPM_OK;
 }
@@ -419,16 +514,16 @@ tpm_status tpm_moe_launch_decode(const tpm_moe_dev &d, const uint16_t *x, int T,
 }
 
 tpm_status tpm_moe_launch_decode2(const tpm_moe_dev &d, const uint16_t *x, int T, int skip_shared, int pdl,
-                                  cudaStream_t s) {
+                                  int down, cudaStream_t s) {
     TPM_ASSERT(d.H % 8 == 0 && d.Il % 8 == 0);
     const int skip = skip_shared ? 1 : 0;
     const bool p = pdl != 0;
-    if (T <= 1) return launch2_nt<1>(d, x, T, skip, p, s);
-    if (T <= 2) return launch2_nt<2>(d, x, T, skip, p, s);
-    if (T <= 4) return launch2_nt<4>(d, x, T, skip, p, s);
-    if (T <= 8) return launch2_nt<8>(d, x, T, skip, p, s);
-    if (T <= 16) return launch2_nt<16>(d, x, T, skip, p, s);
-    if (T <= 32) return launch2_nt<32>(d, x, T, skip, p, s);
+    if (T <= 1) return launch2_nt<1>(d, x, T, skip, p, down, s);
+    if (T <= 2) return launch2_nt<2>(d, x, T, skip, p, down, s);
+    if (T <= 4) return launch2_nt<4>(d, x, T, skip, p, down, s);
+    if (T <= 8) return launch2_nt<8>(d, x, T, skip, p, down, s);
+    if (T <= 16) return launch2_nt<16>(d, x, T, skip, p, down, s);
+    if (T <= 32) return launch2_nt<32>(d, x, T, skip, p, down, s);
     return tpm_err(TPM_ERR_INVALID_ARG, "decode path takes at most %d tokens (got %d)",
                    TPM_MOE_DECODE_MAX_NT, T);
 }

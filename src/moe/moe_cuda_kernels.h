@@ -100,9 +100,11 @@ tpm_status tpm_moe_launch_decode(const tpm_moe_dev &d, const uint16_t *x, int T,
 /* moe_cuda_decode.cu, kernel set 2: the same GEMVs; the fused shared slot's
  * gate_up items run before griddepcontrol.wait (overlapping the routing
  * kernel), k_down2 loads its first weights before its wait; pdl: launch both
- * with programmatic dependent launch (else plain launches, same results). */
+ * with programmatic dependent launch (else plain launches, same results).
+ * down = 1 (T <= 8): k_down3, the streaming down kernel (equal row ranges
+ * per warp, two pieces in flight), instead of k_down2; the same bits. */
 tpm_status tpm_moe_launch_decode2(const tpm_moe_dev &d, const uint16_t *x, int T, int skip_shared, int pdl,
-                                  cudaStream_t s);
+                                  int down, cudaStream_t s);
 /* moe_cuda_decode_mma.cu: the same in one persistent launch on tensor cores (mma.sync);
  * needs H % 32 == 0 and Il % 32 == 0. */
 int tpm_moe_decode_mma_ok(const tpm_moe_dev &d);

@@ -60,6 +60,9 @@
 #define TPM_MOE_PREFILL_GEMM TPM_MOE_GEMM_STREAMS
 /* Decode kernel set 2 with programmatic dependent launch (round 4, above). */
 #define TPM_MOE_PDL 1
+/* Down kernel of set 2 up to 8 tokens: 0 = k_down2 (round 4), 1 = k_down3
+ * (round 5, bench/results/r6). */
+#define TPM_MOE_DOWN_KERNEL 0
 
 struct tpm_cuda_moe {
     tpm_cuda_moe_desc desc;
@@ -239,6 +242,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.shared_split_min = TPM_MOE_SHARED_SPLIT_MIN;
     m->tune.prefill_gemm = TPM_MOE_PREFILL_GEMM;
     m->tune.pdl = TPM_MOE_PDL;
+    m->tune.down_kernel = TPM_MOE_DOWN_KERNEL;
     *out = m;
     return TPM_OK;
 fail:
@@ -379,6 +383,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->prefill_gemm >= TPM_MOE_GEMM_LOOP && t->prefill_gemm <= TPM_MOE_GEMM_STREAMS,
                   "prefill_gemm %d is not 0, 1 or 2", t->prefill_gemm);
     TPM_ARG_CHECK(t->pdl == 0 || t->pdl == 1, "pdl %d is not 0 or 1", t->pdl);
+    TPM_ARG_CHECK(t->down_kernel == 0 || t->down_kernel == 1, "down_kernel %d is not 0 or 1", t->down_kernel);
     m->tune = *t;
     return TPM_OK;
 }
@@ -454,7 +459,7 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
             TPM_TRY(tpm_moe_shared_split(d, m->blas, (const uint16_t *)x, T, s));
         }
         if (m->tune.decode_kernel == 2)
-            return tpm_moe_launch_decode2(d, (const uint16_t *)x, T, split, use_pdl(m, s), s);
+            return tpm_moe_launch_decode2(d, (const uint16_t *)x, T, split, use_pdl(m, s), m->tune.down_kernel, s);
         return tpm_moe_launch_decode(d, (const uint16_t *)x, T, split, s);
     }
     TPM_CUDA_TRY(cudaMemcpyAsync(m->h_offsets, d.offsets, (size_t)(d.E1 + 1) * 4, cudaMemcpyDeviceToHost, s));
