@@ -309,8 +309,8 @@ int cmd_bench_allreduce(int argc, char **argv) {
             nvar = 0;
             for (const char *p = v; *p; p++) {
                 if (*p == ',') continue;
-                if (*p < '0' || *p > '6' || nvar == MAXVAR || (p[1] && p[1] != ','))
-                    return cli_usage_error(kCmd, "--variants: up to %d of 0..6, comma separated",
+                if (*p < '0' || *p > '7' || nvar == MAXVAR || (p[1] && p[1] != ','))
+                    return cli_usage_error(kCmd, "--variants: up to %d of 0..7, comma separated",
                                            MAXVAR);
                 variants[nvar++] = *p - '0';
             }

@@ -6,7 +6,7 @@
  *                   [--fuse-shared 0|1|both] [--path auto|decode|prefill]
  *                   [--decode-kernel 0|1|2] [--pdl 0|1] [--decode-max N] [--route-gemm-min N]
  *                   [--route-legacy 0|1] [--shared-plan auto|slot|split]
- *                   [--prefill-gemm loop|grouped|streams] [--flush write|read] [--reps N]
+ *                   [--prefill-gemm loop|grouped|streams] [--flush write|read|none] [--reps N]
  *                   [--check N] [--seed S] [--json FILE]
  *
  * Weights are generated on the GPU (moe_cuda_gen.h), never on the host; the
@@ -67,7 +67,7 @@ typedef struct opts {
     int fuse[2], nfuse;
     tpm_moe_path path;
     int decode_kernel, decode_max, route_gemm_min, route_legacy; /* -1: the layer's default */
-    int down_kernel;
+    int down_kernel, route_stop;
     int shared_split_min, prefill_gemm, pdl;                       /* -1: the layer's default */
     int flush;                                                     /* 0 write, 1 read */
     uint64_t seed;
@@ -139,6 +139,7 @@ typedef struct rank_arg {
 } rank_arg;
 
 static double median_of(double *v, int n) { return cli_median(v, n); }
+static const char *flush_name(int f) { return f == 0 ? "write" : f == 1 ? "read" : "none"; }
 
 /* Replay fn (graph or eager) reps times with an L2 flush before each; median ms. */
 typedef struct timer {
@@ -389,7 +390,20 @@ static void *rank_main(void *argp) {
         for (int ph = 0; ph < PH_N; ph++) {
             if (ph == PH_ALLREDUCE && tp == 1) continue;
             pthread_barrier_wait(&S->bar);
-            if ((st = time_phase(&tm, m, ph, dx, dy, T, o->reps, &ms[ph])) != TPM_OK) goto done;
+            /* --route-stop: the routing phase alone stops early (its outputs are
+             * invalid, so only this timing uses it) */
+            tpm_cuda_moe_tuning tr;
+            const int stop = ph == PH_ROUTE && o->route_stop > 0;
+            if (stop && ((st = tpm_cuda_moe_get_tuning(m, &tr)) != TPM_OK ||
+                         (tr.route_stop = o->route_stop, st = tpm_cuda_moe_set_tuning(m, &tr)) != TPM_OK))
+                goto done;
+            st = time_phase(&tm, m, ph, dx, dy, T, o->reps, &ms[ph]);
+            if (stop) {
+                tr.route_stop = 0;
+                tpm_status st2 = tpm_cuda_moe_set_tuning(m, &tr);
+                if (st == TPM_OK) st = st2;
+            }
+            if (st != TPM_OK) goto done;
         }
         if (rank == 0) {
             S->r.t.route = ms[PH_ROUTE] * 1e3;
@@ -424,7 +438,7 @@ static void usage(FILE *f) {
             "usage: tpmoe bench moe [--preset P] [--tokens LIST] [--tp N] [--fuse-shared 0|1|both]\n"
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--shared-plan auto|slot|split]\n"
-            "                       [--prefill-gemm loop|grouped|streams] [--flush write|read] [--pdl 0|1]\n"
+            "                       [--prefill-gemm loop|grouped|streams] [--flush write|read|none] [--pdl 0|1]\n"
             "                       [--down-kernel 0|1]\n"
             "                       [--reps N] [--check N]\n"
             "                       [--seed S] [--json FILE]\n"
@@ -436,8 +450,10 @@ static void usage(FILE *f) {
             "  --decode-kernel K decode kernels: 0 two scalar GEMV launches, 1 one persistent\n"
             "                    tensor-core launch, 2 the GEMV launches of set 2 (default: the layer's)\n"
             "  --pdl B           decode kernel 2: programmatic dependent launch on (1) or off (0)\n"
-            "  --down-kernel K   decode kernel 2, <= 8 tokens: down as work items (0) or streamed\n"
-            "                    equal row ranges per warp (1) (default: the layer's)\n"
+            "  --down-kernel K   decode kernel 2, <= 8 tokens: down rows through registers (0) or\n"
+            "                    a cp.async.bulk shared-memory ring (1) (default: the layer's)\n"
+            "  --route-stop N    diagnostic: the routing launch stops after its logits (1), slice\n"
+            "                    sums (2) or selection (3); results invalid, phase times by difference\n"
             "  --decode-max N    path auto: decode up to N tokens (default: the layer's)\n"
             "  --route-gemm-min N  router as a tensor-core GEMM from N tokens, one fused launch below\n"
             "  --route-legacy B  1: the older two-launch routing (for comparison)\n"
@@ -445,7 +461,8 @@ static void usage(FILE *f) {
             "                    (slot), as dense cuBLAS GEMMs (split), or the layer's per-call plan (auto)\n"
             "  --prefill-gemm X  prefill expert GEMMs: one cuBLAS call per expert (loop), one grouped\n"
             "                    call per matrix (grouped), or the loop over several streams (streams)\n"
-            "  --flush X         L2 flush before every replay: write 256 MB (default) or read them\n"
+            "  --flush X         L2 flush before every replay: write 256 MB (default) or read them;\n"
+            "                    none: a 50 us wait instead (weights warm in L2 where they fit)\n"
             "  --reps N          timed replays per phase, median reported (default 20)\n"
             "  --check N         sample tokens validated against the fp64 reference (default 3, max 8)\n"
             "  --seed S          weight seed (default 1)\n"
@@ -469,6 +486,7 @@ static int parse(int argc, char **argv, opts *o) {
     o->path = TPM_MOE_PATH_AUTO;
     o->decode_kernel = o->decode_max = o->route_gemm_min = o->route_legacy = -1;
     o->down_kernel = -1;
+    o->route_stop = -1;
     o->shared_split_min = o->prefill_gemm = o->pdl = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -513,6 +531,9 @@ static int parse(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--decode-kernel")) {
             if (cli_parse_int(v, 0, 2, &n)) return cli_usage_error("bench moe", "--decode-kernel: bad value '%s'", v);
             o->decode_kernel = (int)n;
+        } else if (!strcmp(a, "--route-stop")) {
+            if (cli_parse_int(v, 0, 3, &n)) return cli_usage_error("bench moe", "--route-stop: bad value '%s'", v);
+            o->route_stop = (int)n;
         } else if (!strcmp(a, "--down-kernel")) {
             if (cli_parse_int(v, 0, 1, &n)) return cli_usage_error("bench moe", "--down-kernel: bad value '%s'", v);
             o->down_kernel = (int)n;
@@ -542,7 +563,8 @@ static int parse(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--flush")) {
             if (!strcmp(v, "write")) o->flush = 0;
             else if (!strcmp(v, "read")) o->flush = 1;
-            else return cli_usage_error("bench moe", "--flush: '%s' is not write or read", v);
+            else if (!strcmp(v, "none")) o->flush = 2;
+            else return cli_usage_error("bench moe", "--flush: '%s' is not write, read or none", v);
         } else if (!strcmp(a, "--json")) {
             o->json = v;
         } else {
@@ -645,7 +667,7 @@ int cmd_bench_moe(int argc, char **argv) {
     }
     /* table */
     printf("# harness: empty captured kernel after the %s flush %.1f us (included in every phase time;\n"
-           "# route_net = route_us - that: the routing launch's own time)\n", o.flush ? "read" : "write", S.null_us);
+           "# route_net = route_us - that: the routing launch's own time)\n", flush_name(o.flush), S.null_us);
     printf("\n%-6s %-5s %-7s %-5s %-7s %3s %-6s %4s %4s %9s %9s %9s %9s %9s %9s %9s %9s %6s %9s %5s\n", "tokens", "fused", "path", "plan", "gemm",
            "dk", "route", "tp", "exp", "route_us", "rnet_us", "expert_us", "comb_us", "ar_us", "total_us", "memfl_us", "flopfl_us",
            "x_flr", "rel_err", "sel!");
@@ -672,7 +694,7 @@ int cmd_bench_moe(int argc, char **argv) {
                             json_string("median of CUDA-graph replays (prefill: eager calls incl. host sync), "
                                         "L2 flushed by a queued memset right before the start event"));
         json_object_set_new(root, "seed", json_integer((json_int_t)o.seed));
-        json_object_set_new(root, "flush", json_string(o.flush ? "read" : "write"));
+        json_object_set_new(root, "flush", json_string(flush_name(o.flush)));
         json_object_set_new(root, "null_kernel_us", json_real(S.null_us));
         char cmd[1024] = "tpmoe bench";
         for (int i = 0; i < argc; i++) {

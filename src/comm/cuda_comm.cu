@@ -578,7 +578,7 @@ fail:
 }
 
 extern "C" int tpm_cuda_comm_set_variant(struct tpm_comm *c, int variant) {
-    if (!c || c->ops != &kCudaOps || !c->impl || variant < 0 || variant > 6) return -1;
+    if (!c || c->ops != &kCudaOps || !c->impl || variant < 0 || variant > 7) return -1;
     ((Impl *)c->impl)->base.variant = variant;
     c->cfg.cuda_kernels = variant;
     return 0;

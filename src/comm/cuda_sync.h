@@ -144,7 +144,9 @@ __device__ __forceinline__ void epoch_end(const tpm_cuda_ar_args &a, uint32_t ep
  * size the fastest of those measured (variant 3, except the one-shot above
  * TPM_CUDA_V4_ONESHOT_PDL_MAX: variant 1), 5 = 4 with variant 1's one-shot
  * also launched with PDL, 6 = 4 with variant 2's one-shot pushing with
- * st.volatile (as variant 1) and PDL above that size. Variants 1-6 share
+ * st.volatile (as variant 1) and PDL above that size, 7 = 5 with the world-2
+ * two-shot's reduce and gather two pipeline steps behind its scatter
+ * (cuda_twoshot.cu, LAG). Variants 1-7 share
  * the one-shot's per-CTA epochs and word-to-CTA map, so a process may
  * switch between them (tpm_cuda_comm_set_variant) at a point where every
  * rank's stream is idle (the benchmark's --variants does: every packet slot

@@ -369,7 +369,10 @@ __global__ void __launch_bounds__(kCol, 2) twoshot_kernel(const __grid_constant_
  *   5. one barrier, then thread 0 releases rs flag ca and thread 1 ag flag
  *      cb at the peer.
  * So a step has two exposed memory latencies instead of one per stage, and
- * two barriers instead of five. A's release moves from after A to the end
+ * two barriers instead of five. LAG = 2 (variant 7): B and C run two steps
+ * behind A instead of one (cb = ca - 2G, cc = cb - 2G), so the flags a step
+ * waits for were released a whole step before (every column has its own
+ * slot and flag, so any lag is safe); two more pipeline steps per CTA. A's release moves from after A to the end
  * of the step; the peer waits for it one step later, so nothing stalls on
  * it. Same arithmetic, same payloads, same flags: bitwise the result of
  * variant 1. Exact payloads: 16-bit dtypes only (one column = kWU words per
@@ -404,7 +407,7 @@ template <int DT> struct RawGroup {
     }
 };
 
-template <int DT, int C, bool PDL>
+template <int DT, int C, bool PDL, int LAG = 1>
 __global__ void __launch_bounds__(kCol, 2) twoshot2_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
     if (PDL) {
         pdl_wait();
@@ -427,9 +430,9 @@ __global__ void __launch_bounds__(kCol, 2) twoshot2_kernel(const __grid_constant
     const int ncol = (int)((x.sblk + kCol - 1) / kCol);
     const int mine = (int)blockIdx.x < ncol ? (ncol - 1 - (int)blockIdx.x) / G + 1 : 0;
     bool alive = true;
-    for (int k = 0; k < mine + 2 && alive; k++) {
-        const bool doA = k < mine, doB = k >= 1 && k - 1 < mine, doC = k >= 2 && k - 2 < mine;
-        const int ca = (int)blockIdx.x + k * G, cb = ca - G, cc = cb - G;
+    for (int k = 0; k < mine + 2 * LAG && alive; k++) {
+        const bool doA = k < mine, doB = k >= LAG && k - LAG < mine, doC = k >= 2 * LAG && k - 2 * LAG < mine;
+        const int ca = (int)blockIdx.x + k * G, cb = ca - LAG * G, cc = cb - LAG * G;
         size_t ag0 = 0, ag1 = 0, bg0 = 0, bg1 = 0, cg0 = 0, cg1 = 0;
         if (doA) S::range(x, q, ca, ag0, ag1);
         if (doB) S::range(x, me, cb, bg0, bg1);
@@ -533,7 +536,15 @@ __global__ void __launch_bounds__(kCol, 2) twoshot2_kernel(const __grid_constant
 }
 
 template <int C, int V> void launch_v(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
-    if constexpr (V >= 2) {
+    if constexpr (V == 7) { /* variant 3's kernel, B and C two steps behind A */
+        switch (a->dtype) {
+        case TPM_DTYPE_BF16: launch_ar(twoshot2_kernel<0, C, true, 2>, grid, kCol, s, true, *a); break;
+        case TPM_DTYPE_FP16: launch_ar(twoshot2_kernel<1, C, true, 2>, grid, kCol, s, true, *a); break;
+        default: launch_ar(twoshot2_kernel<2, C, true, 2>, grid, kCol, s, true, *a); break;
+        }
+        return;
+    }
+    if constexpr (V >= 2 && V <= 3) {
         const bool pdl = V == 3;
         switch (a->dtype) {
         case TPM_DTYPE_BF16:
@@ -559,7 +570,9 @@ template <int C, int V> void launch_v(const tpm_cuda_ar_args *a, int grid, cudaS
 template <int C> void launch_dt(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
     const int v = tpm_cuda_variant(a);
     if (v >= 2 && a->world == 2 && (C != TPM_CODEC_NONE || a->dtype != TPM_DTYPE_FP32)) {
-        if (v >= 3) /* 4-6: variant 3's two-shot (cuda_sync.h) */
+        if (v == 7)
+            launch_v<C, 7>(a, grid, s);
+        else if (v >= 3) /* 4-6: variant 3's two-shot (cuda_sync.h) */
             launch_v<C, 3>(a, grid, s);
         else
             launch_v<C, 2>(a, grid, s);

@@ -84,9 +84,13 @@ typedef struct tpm_cuda_moe_tuning {
     int prefill_gemm;      /* prefill expert GEMMs: TPM_MOE_GEMM_LOOP, _GROUPED or _STREAMS */
     int pdl;               /* decode kernel 2: 1 = launch gate_up, down and the combine with
                             * programmatic dependent launch (not on the legacy NULL stream) */
+    int route_stop;        /* diagnostic (benchmark only; results invalid when > 0): the fused
+                            * routing launch stops after its logits (1), after the slice sums
+                            * (2) or after the selection (3); times each phase by difference */
     int down_kernel;       /* decode kernel 2 up to 8 tokens: 0 = k_down2 (work items of 16
-                            * rows from a counter), 1 = k_down3 (equal row ranges per warp,
-                            * streamed two pieces ahead); the same bits */
+                            * rows from a counter, weights through registers), 1 = k_down4
+                            * (8-row items copied with cp.async.bulk into a shared-memory ring
+                            * by a producer warp); the same bits */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */
@@ -140,7 +144,8 @@ tpm_status tpm_cuda_bench_read_bw(int device, size_t bytes, int reps, double *gb
 /* bf16 GEMM rate (TFLOP/s) of cuBLAS on random m x n x k, median of reps. */
 tpm_status tpm_cuda_bench_gemm_rate(int device, int m, int n, int k, int reps, double *tflops);
 /* Evict the L2 (enqueued on stream): mode 0 writes `bytes` of scratch (leaves
- * the L2 full of dirty lines), mode 1 reads them (leaves clean lines). */
+ * the L2 full of dirty lines), mode 1 reads them (leaves clean lines); mode
+ * 2 evicts nothing (a 50 us wait, so the host's launch latency still hides). */
 tpm_status tpm_cuda_bench_flush(void *scratch, size_t bytes, int mode, void *stream);
 /* One empty kernel on stream (the harness's fixed cost of a captured launch). */
 tpm_status tpm_cuda_bench_null(void *stream);

@@ -41,6 +41,11 @@
  * k_gate_up2 (act_f32) and triggers the combine. Counters: k_gate_up2's
  * block 0 zeroes ctr[1] (fenced) before any block can trigger; k_down2
  * zeroes ctr[0] after its wait. Without pdl these are plain launches.
+ *
+ * k_down4 (tuning down_kernel = 1, up to 8 tokens) replaces k_down2 with a
+ * producer warp that copies each item's rows into a shared-memory ring with
+ * cp.async.bulk (mbarrier full / empty per stage; see its comment). Same
+ * items, counters and bits as k_down2.
  */
 #include "moe_cuda_kernels.h"
 
@@ -358,89 +363,137 @@ __global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip) {
     }
 }
 
-/* MARK: k_down3 (streaming down projection)
- * The down rows of all touched experts, flattened (row q = expert slot
- * q / H, output row q % H), are split into equal contiguous ranges, one per
- * warp of the grid: no work counter, no block barrier, and every warp's
- * share is the same to one row. A warp streams its rows as pieces of
- * 32 * U chunks (16 bytes each), two pieces in flight: the next piece is
- * loaded before the current one is multiplied, across row and expert
- * boundaries, so a warp's weight stream never drains between items. Per
- * lane the chunks of a row are visited in the order c = lane, lane + 32, ...
- * with the same fmaf chain and butterfly as down_rows: the same bits as
- * k_down2. The first piece is loaded before griddepcontrol.wait (the
- * routing is complete once every k_gate_up2 block has triggered), act_f32
- * only after it. */
-template <int NT, int U>
-__global__ void __launch_bounds__(kThreads, 3) k_down3(tpm_moe_dev d, int skip) {
-    const int lane = threadIdx.x & 31;
-    const long gw = (long)blockIdx.x * kWarps + (threadIdx.x >> 5), NW = (long)gridDim.x * kWarps;
+/* MARK: k_down4 (bulk-copy pipeline)
+ * One block per SM: a producer warp and kWarps consumer warps around a ring
+ * of nst stages in shared memory. A stage is one work item of k_down2's
+ * kind, 8 consecutive down rows of one touched expert (contiguous in W2:
+ * the producer copies them with cp.async.bulk, one bulk copy per row,
+ * completing on the stage's `full` mbarrier with the byte count). Items
+ * come from the same counter (ctr[1]) as k_down2's, so blocks stream
+ * neighbouring rows and the tail is one 8-row item. Consumer warp w
+ * computes row w of each stage from shared memory for the expert's tokens
+ * (act_f32 through L1), then arrives on the stage's `empty` mbarrier; the
+ * producer waits for it before refilling the stage. Up to nst - 1 stages
+ * (about 150 KB) are in flight per SM whatever the register budget.
+ * Per lane the chunks of a row are visited in the order c = lane, lane + 32,
+ * ... with the same fmaf chain and butterfly as down_rows: the same bits as
+ * k_down2. The producer starts copying before griddepcontrol.wait (the
+ * routing is complete once every k_gate_up2 block has triggered); the
+ * consumers read act_f32 only after it. */
+constexpr int kD4Rows = kWarps;               /* rows per stage, one per consumer warp */
+constexpr int kD4Threads = (kWarps + 1) * 32; /* + the producer warp */
+constexpr int kD4MaxStages = 8;
+constexpr size_t kD4RingBytes = 196608;
+
+struct D4Meta {
+    int e, h0, nrows, off, n;
+};
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void mbar_init(uint64_t *b, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(b)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t *b, uint32_t tx) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(b)), "r"(tx) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t *b) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(b)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t *b, uint32_t parity) {
+    uint32_t ok = 0;
+    while (!ok)
+        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     " selp.u32 %0, 1, 0, p;\n}"
+                     : "=r"(ok)
+                     : "r"(smem_u32(b)), "r"(parity)
+                     : "memory");
+}
+__device__ __forceinline__ void bulk_g2s(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     smem_u32(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_u32(bar))
+                 : "memory");
+}
+
+template <int NT>
+__global__ void __launch_bounds__(kD4Threads, 1) k_down4(tpm_moe_dev d, int skip, int nst) {
+    extern __shared__ __align__(128) uint8_t d4_ring[];
+    __shared__ __align__(8) uint64_t full[kD4MaxStages], empty[kD4MaxStages];
+    __shared__ D4Meta meta[kD4MaxStages];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int Il = d.Il, H = d.H, n8 = Il / 8;
-    const int na = __ldcg(d.n_active) - skip; /* skip = 1: the shared slot (last active) runs dense */
-    const long R = (long)na * H;
-    const long q0 = R * gw / NW, q1 = R * (gw + 1) / NW;
-    const int P = (n8 + 32 * U - 1) / (32 * U);
-    const long total = (q1 - q0) * P;
-    uint4 wa[U], wb[U];
-    auto load = [&](long k, uint4 (&w)[U]) {
-        const long q = q0 + k / P;
-        const int p = (int)(k - (k / P) * P);
-        const int a = (int)(q / H), h = (int)(q - (long)a * H);
-        const int e = __ldcg(d.active + na - 1 - a);
-        const uint4 *row = reinterpret_cast<const uint4 *>(d.w2 + ((size_t)e * H + h) * Il);
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int c = p * 32 * U + u * 32 + lane;
-            if (c < n8) w[u] = ld_stream(row + c);
+    const uint32_t rowb = (uint32_t)Il * 2u;
+    const int tiles = (H + kD4Rows - 1) / kD4Rows;
+    if (threadIdx.x == 0) {
+        for (int st = 0; st < nst; st++) {
+            mbar_init(&full[st], 1);
+            mbar_init(&empty[st], kWarps);
         }
-    };
-    if (total > 0) load(0, wa);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (warp == kWarps) { /* producer */
+        if (lane != 0) return;
+        const int na = __ldcg(d.n_active) - skip; /* skip = 1: the shared slot (last active) runs dense */
+        const int total = na * tiles;
+        for (int it = 0;; it++) {
+            const int st = it % nst;
+            if (it >= nst) mbar_wait(&empty[st], (uint32_t)((it / nst) - 1) & 1u);
+            const int item = atomicAdd(d.ctr + 1, 1);
+            D4Meta m = {0, 0, 0, 0, 0};
+            if (item >= total) { /* end of work: an empty stage */
+                meta[st] = m;
+                mbar_arrive(&full[st]);
+                return;
+            }
+            const int a = item / tiles, tile = item - a * tiles;
+            m.e = __ldcg(d.active + na - 1 - a);
+            m.h0 = tile * kD4Rows;
+            m.nrows = min(kD4Rows, H - m.h0);
+            m.off = __ldcg(d.offsets + m.e);
+            m.n = min(__ldcg(d.offsets + m.e + 1) - m.off, NT);
+            meta[st] = m;
+            mbar_expect_tx(&full[st], (uint32_t)m.nrows * rowb);
+            const uint8_t *src = reinterpret_cast<const uint8_t *>(d.w2 + ((size_t)m.e * H + m.h0) * Il);
+            uint8_t *dst = d4_ring + (size_t)st * kD4Rows * rowb;
+            for (int r = 0; r < m.nrows; r++) bulk_g2s(dst + (size_t)r * rowb, src + (size_t)r * rowb, rowb, &full[st]);
+        }
+    }
+    /* consumers */
     pdl_wait();
     if (blockIdx.x == 0 && threadIdx.x == 0) d.ctr[0] = 0; /* k_gate_up2 has finished */
     pdl_trigger();
-    float acc[NT];
+    for (int it = 0;; it++) {
+        const int st = it % nst;
+        mbar_wait(&full[st], (uint32_t)(it / nst) & 1u);
+        const D4Meta m = meta[st];
+        if (m.nrows == 0) break;
+        if (warp < m.nrows) {
+            const uint4 *row = reinterpret_cast<const uint4 *>(d4_ring + ((size_t)st * kD4Rows + warp) * rowb);
+            float acc[NT];
 #pragma unroll
-    for (int j = 0; j < NT; j++) acc[j] = 0.0f;
-    int cur = -1, off = 0, n = 0;
-    auto step = [&](long k, const uint4 (&w)[U]) {
-        const long q = q0 + k / P;
-        const int p = (int)(k - (k / P) * P);
-        const int a = (int)(q / H), h = (int)(q - (long)a * H);
-        if (a != cur) {
-            const int e = __ldcg(d.active + na - 1 - a);
-            off = __ldcg(d.offsets + e);
-            n = min(__ldcg(d.offsets + e + 1) - off, NT);
-            cur = a;
-        }
+            for (int j = 0; j < NT; j++) acc[j] = 0.0f;
+#pragma unroll 4
+            for (int c = lane; c < n8; c += 32) {
+                const uint4 w = row[c];
 #pragma unroll
-        for (int j = 0; j < NT; j++) {
-            if (j < n) {
-                const float4 *ar = reinterpret_cast<const float4 *>(d.act_f32 + (size_t)(off + j) * Il);
-#pragma unroll
-                for (int u = 0; u < U; u++) {
-                    const int c = p * 32 * U + u * 32 + lane;
-                    if (c < n8) acc[j] = dot8f(w[u], __ldg(ar + 2 * c), __ldg(ar + 2 * c + 1), acc[j]);
+                for (int j = 0; j < NT; j++) {
+                    if (j < m.n) {
+                        const float4 *ar = reinterpret_cast<const float4 *>(d.act_f32 + (size_t)(m.off + j) * Il);
+                        acc[j] = dot8f(w, __ldg(ar + 2 * c), __ldg(ar + 2 * c + 1), acc[j]);
+                    }
                 }
             }
-        }
-        if (p == P - 1) {
 #pragma unroll
             for (int j = 0; j < NT; j++) {
-                if (j < n) {
+                if (j < m.n) {
                     const float v = warp_sum(acc[j]);
-                    if (lane == 0) d.rows_f32[(size_t)(off + j) * H + h] = v;
+                    if (lane == 0) d.rows_f32[(size_t)(m.off + j) * H + m.h0 + warp] = v;
                 }
-                acc[j] = 0.0f;
             }
         }
-    };
-    for (long k = 0; k < total; k += 2) {
-        if (k + 1 < total) load(k + 1, wb);
-        step(k, wa);
-        if (k + 1 < total) {
-            if (k + 2 < total) load(k + 2, wa);
-            step(k + 1, wb);
-        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[st]);
     }
 }
 
@@ -465,15 +518,27 @@ tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, 
     constexpr int U1 = NT >= 16 ? 2 : 4;
     constexpr int U2 = NT >= 16 ? 2 : 4;
     constexpr int RD = NT >= 16 ? 1 : 2;
-    constexpr int U3 = 6; /* k_down3: 2 pieces of 6 chunks per lane in flight */
     int b1 = 0, b2 = 0;
     TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, k_gate_up2<NT, U1>, kThreads, 0));
     const int pre = d.fused && !skip ? (d.Il + kWarps - 1) / kWarps : 0;
     TPM_CUDA_TRY(launch_ex(k_gate_up2<NT, U1>, d.sm_count * (b1 > 0 ? b1 : 1), pdl, s, d, x, T, pre));
     if constexpr (NT <= 8) {
-        if (down == 1) {
-            TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, k_down3<NT, U3>, kThreads, 0));
-            TPM_CUDA_TRY(launch_ex(k_down3<NT, U3>, d.sm_count * (b2 > 0 ? b2 : 1), pdl, s, d, skip));
+        const size_t stage = (size_t)kD4Rows * d.Il * 2;
+        const int nst = (int)min((size_t)kD4MaxStages, kD4RingBytes / stage);
+        if (down == 1 && nst >= 2 && (d.Il * 2) % 16 == 0) {
+            const size_t smem = (size_t)nst * stage;
+            TPM_CUDA_TRY(cudaFuncSetAttribute(k_down4<NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            cudaLaunchConfig_t cfg = {};
+            cudaLaunchAttribute at[1];
+            at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            at[0].val.programmaticStreamSerializationAllowed = 1;
+            cfg.gridDim = dim3((unsigned)d.sm_count);
+            cfg.blockDim = dim3(kD4Threads);
+            cfg.dynamicSmemBytes = smem;
+            cfg.stream = s;
+            cfg.attrs = at;
+            cfg.numAttrs = pdl ? 1 : 0;
+            TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_down4<NT>, d, skip, nst));
             return TPM_OK;
         }
     }

@@ -86,9 +86,11 @@ struct tpm_moe_prefill_ctx {
 
 /* moe_cuda_route.cu: logits, top-k (+ shared slot), counts/offsets/permutation.
  * mode 0: legacy two launches (k_logits, k_select); 1: one launch (route_fused,
- * small T); 2: router GEMM on tensor cores (cuBLAS, blas bound to s) + k_select. */
+ * small T); 2: router GEMM on tensor cores (cuBLAS, blas bound to s) + k_select.
+ * stop (mode 1, diagnostic): 0, or the phase after which the launch stops
+ * (tpm_cuda_moe_tuning.route_stop). */
 tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T, int mode,
-                                cudaStream_t s);
+                                int stop, cudaStream_t s);
 /* 1 if route mode 1 (one launch) can take T tokens. */
 int tpm_moe_route_fused_ok(const tpm_moe_dev &d, int T);
 /* wr3 = the 3-way bf16 split of wr (after wr changed). */
@@ -101,8 +103,8 @@ tpm_status tpm_moe_launch_decode(const tpm_moe_dev &d, const uint16_t *x, int T,
  * gate_up items run before griddepcontrol.wait (overlapping the routing
  * kernel), k_down2 loads its first weights before its wait; pdl: launch both
  * with programmatic dependent launch (else plain launches, same results).
- * down = 1 (T <= 8): k_down3, the streaming down kernel (equal row ranges
- * per warp, two pieces in flight), instead of k_down2; the same bits. */
+ * down = 1 (T <= 8): k_down4, the down rows through a shared-memory ring
+ * filled by cp.async.bulk, instead of k_down2; the same bits. */
 tpm_status tpm_moe_launch_decode2(const tpm_moe_dev &d, const uint16_t *x, int T, int skip_shared, int pdl,
                                   int down, cudaStream_t s);
 /* moe_cuda_decode_mma.cu: the same in one persistent launch on tensor cores (mma.sync);

@@ -60,8 +60,8 @@
 #define TPM_MOE_PREFILL_GEMM TPM_MOE_GEMM_STREAMS
 /* Decode kernel set 2 with programmatic dependent launch (round 4, above). */
 #define TPM_MOE_PDL 1
-/* Down kernel of set 2 up to 8 tokens: 0 = k_down2 (round 4), 1 = k_down3
- * (round 5, bench/results/r6). */
+/* Down kernel of set 2 up to 8 tokens: 0 = k_down2 (round 4), 1 = k_down4
+ * (bulk-copy ring, round 5; docs/moe_cuda.md). */
 #define TPM_MOE_DOWN_KERNEL 0
 
 struct tpm_cuda_moe {
@@ -243,6 +243,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.prefill_gemm = TPM_MOE_PREFILL_GEMM;
     m->tune.pdl = TPM_MOE_PDL;
     m->tune.down_kernel = TPM_MOE_DOWN_KERNEL;
+    m->tune.route_stop = 0;
     *out = m;
     return TPM_OK;
 fail:
@@ -384,6 +385,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   "prefill_gemm %d is not 0, 1 or 2", t->prefill_gemm);
     TPM_ARG_CHECK(t->pdl == 0 || t->pdl == 1, "pdl %d is not 0 or 1", t->pdl);
     TPM_ARG_CHECK(t->down_kernel == 0 || t->down_kernel == 1, "down_kernel %d is not 0 or 1", t->down_kernel);
+    TPM_ARG_CHECK(t->route_stop >= 0 && t->route_stop <= 3, "route_stop %d is not 0..3", t->route_stop);
     m->tune = *t;
     return TPM_OK;
 }
@@ -439,7 +441,8 @@ tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *strea
     TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
     const int mode = m->tune.route_legacy ? 0 : T >= m->tune.route_gemm_min ? 2 : 1;
     if (mode == 2) TPM_TRY(bind_blas(m, (cudaStream_t)stream));
-    return tpm_moe_launch_route(m->d, m->blas, (const uint16_t *)x, T, mode, (cudaStream_t)stream);
+    return tpm_moe_launch_route(m->d, m->blas, (const uint16_t *)x, T, mode, m->tune.route_stop,
+                                (cudaStream_t)stream);
 }
 
 tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *stream) {

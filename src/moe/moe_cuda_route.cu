@@ -398,7 +398,7 @@ __global__ void __launch_bounds__(kSelThreads) k_select(tpm_moe_dev d, int T, in
 
 /* Mode 1: the whole routing in one launch (see the top of the file). */
 __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d, const uint16_t *__restrict__ x,
-                                                                  int T) {
+                                                                  int T, int stop) {
     __shared__ float sc[kLogitWarps][256];
     __shared__ float gsc[kLogitWarps][32];
     __shared__ uint32_t bits[kPermSmemWords];
@@ -411,6 +411,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
     logits_tile(x, d.wr, d.logits, T, d.H, d.E);
+    if (stop == 1) return; /* diagnostic stops (tuning.route_stop): results invalid */
     const int tile = blockIdx.y, per_tile = (int)(gridDim.x * gridDim.z);
     __threadfence();
     __syncthreads();
@@ -439,9 +440,14 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
         }
         __syncthreads();
     }
+    if (stop == 2) {
+        if (threadIdx.x == 0) d.tile_ctr[tile] = 0;
+        return;
+    }
     const int warp = threadIdx.x >> 5, t = tile * kLogitTokens + warp;
     if (t < T) select_token(d, t, s_lg[warp], 0, 0, sc[warp], gsc[warp]);
     if (threadIdx.x == 0) d.tile_ctr[tile] = 0; /* for the next replay */
+    if (stop == 3) return;
     __threadfence();
     __syncthreads();
     if (gridDim.y > 1) { /* one tile (T <= 8): this block is the last, no second ticket */
@@ -490,13 +496,13 @@ tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s) {
 }
 
 tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T, int mode,
-                                cudaStream_t s) {
+                                int stop, cudaStream_t s) {
     TPM_ASSERT(d.E <= 32 * kMaxPerLane && d.k <= 16 && d.k <= 32);
     const int tpb = kSelThreads / 32;
     if (mode == 1 && tpm_moe_route_fused_ok(d, T)) {
         const int nsplit = logit_splits(d, T);
         dim3 g((d.E + kLogitExperts - 1) / kLogitExperts, (T + kLogitTokens - 1) / kLogitTokens, nsplit);
-        k_route_fused<<<g, kLogitWarps * 32, 0, s>>>(d, x, T);
+        k_route_fused<<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
         TPM_CUDA_LAUNCHED();
         return TPM_OK;
     }
