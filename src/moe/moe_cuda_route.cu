@@ -22,7 +22,8 @@
  * mode 0 (legacy, kept for comparison): k_logits then k_select.
  *
  * k_logits / logits_tile: a warp owns 4 experts x 8 tokens of its slice;
- *    each lane accumulates a strided part with fmaf, the warp reduces with a
+ *    each lane accumulates a strided part with fmaf (the weight and x loads
+ *    of 3 chunks issued before their FMAs), the warp reduces with a
  *    fixed xor butterfly, the selection adds the S slices in slice order. A
  *    logit has the same bits in every run; identical router rows give
  *    identical logits (exact ties stay ties).
@@ -49,6 +50,7 @@ namespace {
 constexpr int kLogitWarps = 8;   /* warps per block */
 constexpr int kLogitEpw = 4;     /* experts per warp */
 constexpr int kLogitTokens = 8;  /* tokens per block */
+constexpr int kLogitChunks = 3;  /* 16-byte chunks per lane whose loads are issued together */
 constexpr int kLogitExperts = kLogitWarps * kLogitEpw;
 constexpr int kMaxSplits = 16;
 constexpr int kSelThreads = 1024; /* the last block builds the permutation with all of them */
@@ -74,25 +76,40 @@ __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, cons
     for (int i = 0; i < kLogitEpw; i++)
 #pragma unroll
         for (int j = 0; j < kLogitTokens; j++) acc[i][j] = 0.0f;
-#pragma unroll 3
-    for (int c = cb + lane; c < ce; c += 32) { /* unrolled: the weight loads of 3 chunks in flight */
-        float4 w[kLogitEpw];
+    /* groups of kLogitChunks chunks per lane: every weight and x load of a
+     * group is issued before its first FMA (x rows are read once per block,
+     * so an x load after an FMA would be one more dependent trip to L2/HBM per
+     * token); each accumulator still takes its chunks in increasing c */
+    for (int c0 = cb + lane; c0 < ce; c0 += 32 * kLogitChunks) {
+        float4 w[kLogitChunks][kLogitEpw];
+        uint2 xv[kLogitChunks][kLogitTokens];
 #pragma unroll
-        for (int i = 0; i < kLogitEpw; i++)
-            w[i] = e0 + i < E ? __ldg(reinterpret_cast<const float4 *>(wr + (size_t)(e0 + i) * H) + c)
-                              : make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int u = 0; u < kLogitChunks; u++) {
+            const int c = c0 + 32 * u;
 #pragma unroll
-        for (int j = 0; j < kLogitTokens; j++) {
-            if (j < nt) {
-                const uint2 xv = __ldg(reinterpret_cast<const uint2 *>(x + (size_t)(t0 + j) * H) + c);
-                const float x0 = __uint_as_float(xv.x << 16), x1 = __uint_as_float(xv.x & 0xffff0000u);
-                const float x2 = __uint_as_float(xv.y << 16), x3 = __uint_as_float(xv.y & 0xffff0000u);
+            for (int i = 0; i < kLogitEpw; i++)
+                w[u][i] = c < ce && e0 + i < E ? __ldg(reinterpret_cast<const float4 *>(wr + (size_t)(e0 + i) * H) + c)
+                                                : make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-                for (int i = 0; i < kLogitEpw; i++) {
-                    acc[i][j] = fmaf(w[i].x, x0, acc[i][j]);
-                    acc[i][j] = fmaf(w[i].y, x1, acc[i][j]);
-                    acc[i][j] = fmaf(w[i].z, x2, acc[i][j]);
-                    acc[i][j] = fmaf(w[i].w, x3, acc[i][j]);
+            for (int j = 0; j < kLogitTokens; j++)
+                xv[u][j] = c < ce && j < nt ? __ldg(reinterpret_cast<const uint2 *>(x + (size_t)(t0 + j) * H) + c)
+                                            : make_uint2(0u, 0u);
+        }
+#pragma unroll
+        for (int u = 0; u < kLogitChunks; u++) {
+            if (c0 + 32 * u >= ce) break;
+#pragma unroll
+            for (int j = 0; j < kLogitTokens; j++) {
+                if (j < nt) {
+                    const float x0 = __uint_as_float(xv[u][j].x << 16), x1 = __uint_as_float(xv[u][j].x & 0xffff0000u);
+                    const float x2 = __uint_as_float(xv[u][j].y << 16), x3 = __uint_as_float(xv[u][j].y & 0xffff0000u);
+#pragma unroll
+                    for (int i = 0; i < kLogitEpw; i++) {
+                        acc[i][j] = fmaf(w[u][i].x, x0, acc[i][j]);
+                        acc[i][j] = fmaf(w[u][i].y, x1, acc[i][j]);
+                        acc[i][j] = fmaf(w[u][i].z, x2, acc[i][j]);
+                        acc[i][j] = fmaf(w[u][i].w, x3, acc[i][j]);
+                    }
                 }
             }
         }
@@ -252,10 +269,11 @@ __device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *b
 /* Selection of token t by one warp. The logit of expert e is the sum, in
  * slice order, of lg[e + s * sstride] for s < nsplit (lg = row of t in
  * global memory); nsplit = 0: lg is the row of summed logits in shared
- * memory. sc_w
+ * memory. br: the selection bias (d.br, or its copy in shared memory; NULL:
+ * none). sc_w
  * [256] / gsc_w [32] are this warp's shared scratch (grouped router). */
 __device__ void select_token(const tpm_moe_dev &d, int t, const float *lg, size_t sstride, int nsplit,
-                             float *sc_w, float *gsc_w) {
+                             const float *br, float *sc_w, float *gsc_w) {
     const int lane = threadIdx.x & 31;
     const int E = d.E, k = d.k;
     float s[kMaxPerLane], c[kMaxPerLane];
@@ -279,7 +297,7 @@ __device__ void select_token(const tpm_moe_dev &d, int t, const float *lg, size_
             c[j] = s[j];
         } else {
             s[j] = 1.0f / (1.0f + expf(-l));
-            c[j] = s[j] + (d.br && ok[j] ? d.br[e] : 0.0f);
+            c[j] = s[j] + (br && ok[j] ? br[e] : 0.0f);
         }
     }
     if (d.router == TPM_ROUTER_GROUPED_SIGMOID && d.n_groups > 1) {
@@ -323,7 +341,10 @@ __device__ void select_token(const tpm_moe_dev &d, int t, const float *lg, size_
     /* top-k: k rounds of arg-max over the remaining eligible experts */
     int idx_mine = -1;
     float wsel = 0.0f;
-    float wk[16];
+    /* the weights' normalizer, summed in slot order as the winners come
+     * (the same order on every lane; registers only) */
+    const bool soft = d.router == TPM_ROUTER_SOFTMAX_TOPK;
+    float sum = 0.0f, mx = 0.0f;
     for (int r = 0; r < k; r++) {
         bool bok = false;
         float bv = -INFINITY;
@@ -349,22 +370,18 @@ __device__ void select_token(const tpm_moe_dev &d, int t, const float *lg, size_
         /* broadcast the winner's score from its owner lane */
         const int owner = win >= 0 ? (win & 31) : 0;
         wv = __shfl_sync(0xffffffffu, wv, owner);
-        if (r < 16) wk[r] = wv;
+        if (r == 0) mx = wv; /* softmax: slot 0 has the largest logit */
+        sum += soft ? expf(wv - mx) : wv;
         if (lane == r) {
             idx_mine = win;
             wsel = wv;
         }
     }
-    /* weights, in slot order (same order on every lane) */
-    float sum = 0.0f;
-    if (d.router == TPM_ROUTER_SOFTMAX_TOPK) {
-        const float mx = wk[0]; /* slot 0 has the largest logit */
-        for (int r = 0; r < k; r++) sum += expf(wk[r] - mx);
+    /* weights */
+    if (soft)
         wsel = expf(wsel - mx) / sum * d.rsf;
-    } else {
-        for (int r = 0; r < k; r++) sum += wk[r];
+    else
         wsel = (sum > 0.0f && isfinite(sum)) ? wsel / sum * d.rsf : d.rsf / (float)k;
-    }
     if (lane < k) {
         d.sel[(size_t)t * d.K + lane] = idx_mine < 0 ? 0 : idx_mine;
         d.wts[(size_t)t * d.K + lane] = wsel;
@@ -383,7 +400,8 @@ __global__ void __launch_bounds__(kSelThreads) k_select(tpm_moe_dev d, int T, in
     __shared__ float gsc[kSelThreads / 32][32];
     const int warp = threadIdx.x >> 5;
     const int t = blockIdx.x * (kSelThreads / 32) + warp;
-    if (t < T) select_token(d, t, d.logits + (size_t)t * rstride, (size_t)sstride, nsplit, sc[warp], gsc[warp]);
+    if (t < T)
+        select_token(d, t, d.logits + (size_t)t * rstride, (size_t)sstride, nsplit, d.br, sc[warp], gsc[warp]);
     /* last block builds the permutation */
     __shared__ int s_last;
     __threadfence();
@@ -404,12 +422,16 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     __shared__ uint32_t bits[kPermSmemWords];
     __shared__ int s_off[kMaxE1 + 1];
     __shared__ float s_lg[kLogitTokens][32 * kMaxPerLane];
+    __shared__ float s_br[32 * kMaxPerLane];
     __shared__ int s_last;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* a decode kernel launched with programmatic dependent launch may start now
      * (it waits for this grid before it reads any routing output) */
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+    /* the selection bias, loaded with the logits' loads (only the last block
+     * uses it: it lands in shared memory there, off the selection's path) */
+    const float my_br = d.br && (int)threadIdx.x < d.E ? __ldg(d.br + threadIdx.x) : 0.0f;
     logits_tile(x, d.wr, d.logits, T, d.H, d.E);
     if (stop == 1) return; /* diagnostic stops (tuning.route_stop): results invalid */
     const int tile = blockIdx.y, per_tile = (int)(gridDim.x * gridDim.z);
@@ -419,6 +441,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     __syncthreads();
     if (!s_last) return;
     __threadfence();
+    if ((int)threadIdx.x < d.E) s_br[threadIdx.x] = my_br; /* read after the barrier below */
     /* sum the tile's slices: every (token, expert) of the tile by one thread,
      * all its slice loads in flight at once, added in slice order (the same
      * bits as select_token's own loop, without its chain of dependent L2
@@ -445,7 +468,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
         return;
     }
     const int warp = threadIdx.x >> 5, t = tile * kLogitTokens + warp;
-    if (t < T) select_token(d, t, s_lg[warp], 0, 0, sc[warp], gsc[warp]);
+    if (t < T) select_token(d, t, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp]);
     if (threadIdx.x == 0) d.tile_ctr[tile] = 0; /* for the next replay */
     if (stop == 3) return;
     __threadfence();
