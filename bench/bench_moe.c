@@ -19,14 +19,19 @@
  * ahead of the GPU); the
  * memory floor (bytes of the experts this batch touched / HBM read bandwidth
  * measured in this run) and the compute floor (FLOPs / cuBLAS bf16 GEMM rate
- * measured in this run). TP runs one host thread per GPU over NCCL. Each
+ * measured in this run). TP runs one host thread per GPU; the layer ends with tpmoe's exact
+ * all-reduce (tpm_allreduce_ex, as tpm_moe_forward; --allreduce nccl: the
+ * layer's ncclAllReduce). Each
  * row names the shared-expert plan that ran (slot: fused into the routed
  * launches; split: fused layer, shared slot as dense GEMMs for this call;
  * dense: unfused layer) and the prefill GEMM issue mode. The L2 flush
- * writes 256 MB (default; the L2 is then full of dirty lines that every
- * timed graph first writes back) or reads them (--flush read: clean lines);
+ * reads 256 MB (default: clean lines) or writes them (--flush write: the L2
+ * is then full of dirty lines that every timed graph first writes back);
  * the harness's fixed cost, an empty captured kernel after the same flush,
- * is printed and written as null_kernel_us.
+ * is printed and written as null_kernel_us. The default flush is the read
+ * (since round 5): before an MoE layer a serving loop's L2 holds mostly the
+ * previous layers' weights, i.e. clean lines; 256 MB of dirty lines whose
+ * write-back every timed graph pays is the pessimistic case (--flush write).
  */
 #include "cli.h"
 
@@ -68,6 +73,7 @@ typedef struct opts {
     tpm_moe_path path;
     int decode_kernel, decode_max, route_gemm_min, route_legacy; /* -1: the layer's default */
     int down_kernel, route_stop;
+    int ar_tpmoe; /* TP all-reduce: 1 tpmoe's (default), 0 NCCL */
     int shared_split_min, prefill_gemm, pdl;                       /* -1: the layer's default */
     int flush;                                                     /* 0 write, 1 read */
     uint64_t seed;
@@ -92,6 +98,7 @@ typedef struct shared_state {
     int fused;
     pthread_barrier_t bar;
     void *nccl[MAX_TP];
+    tpm_comm_t ar[MAX_TP]; /* tpmoe's CUDA communicators (--allreduce tpmoe) */
     tpm_cuda_moe *moe[MAX_TP];
     uint16_t *hx; /* host x [Tmax x H] */
     int T;
@@ -149,6 +156,8 @@ typedef struct timer {
     size_t flush_bytes;
     int flush_mode;
     pthread_barrier_t *bar; /* TP: ranks start every replay together */
+    tpm_comm_t ar;          /* TP: tpmoe's all-reduce (NULL: the layer's NCCL one) */
+    int H;
 } timer;
 
 static tpm_status time_graph(timer *tm, cudaGraphExec_t g, int reps, double *ms) {
@@ -177,14 +186,31 @@ static tpm_status time_graph(timer *tm, cudaGraphExec_t g, int reps, double *ms)
 
 enum { PH_ROUTE, PH_EXPERTS, PH_COMBINE, PH_ALLREDUCE, PH_ALL, PH_N, PH_NULL = PH_N };
 
-static tpm_status run_phase(tpm_cuda_moe *m, int ph, const void *x, void *y, int T, cudaStream_t s) {
+/* The layer's all-reduce: tpmoe's (exact, dispatched algorithm) when the
+ * rank has a tpmoe communicator, else the layer's ncclAllReduce. */
+static tpm_status layer_allreduce(tpm_cuda_moe *m, const timer *tm, void *y, int T, cudaStream_t s) {
+    if (!tm->ar) return tpm_cuda_moe_allreduce(m, y, T, s);
+    return tpm_allreduce_ex(tm->ar, y, y, (size_t)T * (size_t)tm->H, TPM_DTYPE_BF16, TPM_CODEC_NONE,
+                            TPM_ALGO_AUTO, s);
+}
+
+static tpm_status layer_forward(tpm_cuda_moe *m, const timer *tm, const void *x, void *y, int T, cudaStream_t s) {
+    if (!tm->ar) return tpm_cuda_moe_forward(m, x, T, y, s);
+    TPM_TRY(tpm_cuda_moe_route(m, x, T, s));
+    TPM_TRY(tpm_cuda_moe_experts(m, x, T, s));
+    TPM_TRY(tpm_cuda_moe_combine(m, T, y, s));
+    return layer_allreduce(m, tm, y, T, s);
+}
+
+static tpm_status run_phase(tpm_cuda_moe *m, const timer *tm, int ph, const void *x, void *y, int T,
+                            cudaStream_t s) {
     switch (ph) {
     case PH_NULL: return tpm_cuda_bench_null(s);
     case PH_ROUTE: return tpm_cuda_moe_route(m, x, T, s);
     case PH_EXPERTS: return tpm_cuda_moe_experts(m, x, T, s);
     case PH_COMBINE: return tpm_cuda_moe_combine(m, T, y, s);
-    case PH_ALLREDUCE: return tpm_cuda_moe_allreduce(m, y, T, s);
-    default: return tpm_cuda_moe_forward(m, x, T, y, s);
+    case PH_ALLREDUCE: return layer_allreduce(m, tm, y, T, s);
+    default: return layer_forward(m, tm, x, y, T, s);
     }
 }
 
@@ -195,7 +221,7 @@ static tpm_status time_phase(timer *tm, tpm_cuda_moe *m, int ph, const void *x, 
         cudaGraphExec_t ge = NULL;
         if (cudaStreamBeginCapture(tm->s, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
             return tpm_err(TPM_ERR_CUDA, "begin capture");
-        tpm_status st = run_phase(m, ph, x, y, T, tm->s);
+        tpm_status st = run_phase(m, tm, ph, x, y, T, tm->s);
         cudaError_t ce = cudaStreamEndCapture(tm->s, &g);
         if (st != TPM_OK) return st;
         if (ce != cudaSuccess || cudaGraphInstantiate(&ge, g, 0) != cudaSuccess)
@@ -212,7 +238,7 @@ static tpm_status time_phase(timer *tm, tpm_cuda_moe *m, int ph, const void *x, 
         if (tm->bar) pthread_barrier_wait(tm->bar);
         TPM_TRY(tpm_cuda_bench_flush(tm->flush, tm->flush_bytes, tm->flush_mode, tm->s));
         cudaEventRecord(tm->a, tm->s);
-        tpm_status st = run_phase(m, ph, x, y, T, tm->s);
+        tpm_status st = run_phase(m, tm, ph, x, y, T, tm->s);
         cudaEventRecord(tm->b, tm->s);
         cudaEventSynchronize(tm->b);
         if (st != TPM_OK) {
@@ -249,6 +275,8 @@ static void *rank_main(void *argp) {
     tm.flush_bytes = (size_t)256 << 20;
     tm.flush_mode = o->flush;
     tm.bar = tp > 1 ? &S->bar : NULL;
+    tm.ar = S->ar[rank];
+    tm.H = H;
     if (cudaStreamCreateWithFlags(&tm.s, cudaStreamNonBlocking) || cudaEventCreate(&tm.a) ||
         cudaEventCreate(&tm.b) || cudaMalloc(&tm.flush, tm.flush_bytes) ||
         cudaMalloc(&dx, (size_t)Tmax * H * 2) || cudaMalloc(&dy, (size_t)Tmax * H * 2)) {
@@ -282,7 +310,7 @@ static void *rank_main(void *argp) {
             st = tpm_err(TPM_ERR_CUDA, "copy x");
             goto done;
         }
-        if ((st = tpm_cuda_moe_forward(m, dx, T, dy, tm.s)) != TPM_OK) goto done;
+        if ((st = layer_forward(m, &tm, dx, dy, T, tm.s)) != TPM_OK) goto done;
         if (cudaStreamSynchronize(tm.s) != cudaSuccess) {
             st = tpm_err(TPM_ERR_CUDA, "forward: %s", cudaGetErrorString(cudaGetLastError()));
             goto done;
@@ -435,7 +463,7 @@ done:
 /* MARK: command */
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: tpmoe bench moe [--preset P] [--tokens LIST] [--tp N] [--fuse-shared 0|1|both]\n"
+            "usage: tpmoe bench moe [--preset P] [--tokens LIST] [--tp N] [--allreduce tpmoe|nccl] [--fuse-shared 0|1|both]\n"
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--shared-plan auto|slot|split]\n"
             "                       [--prefill-gemm loop|grouped|streams] [--flush write|read|none] [--pdl 0|1]\n"
@@ -444,7 +472,8 @@ static void usage(FILE *f) {
             "                       [--seed S] [--json FILE]\n"
             "  --preset P        model preset (default m3)\n"
             "  --tokens LIST     comma list of token counts (default 1,8,32,128,1024,8192)\n"
-            "  --tp N            tensor-parallel GPUs, one host thread each, NCCL all-reduce (default 1)\n"
+            "  --tp N            tensor-parallel GPUs, one host thread each (default 1)\n"
+            "  --allreduce X     TP sum: tpmoe's exact all-reduce (default) or ncclAllReduce (nccl)\n"
             "  --fuse-shared X   shared expert fused as slot E (1), dense beside it (0), or both (default)\n"
             "  --path X          force the decode (<= %d tokens) or prefill path (default auto)\n"
             "  --decode-kernel K decode kernels: 0 two scalar GEMV launches, 1 one persistent\n"
@@ -461,7 +490,9 @@ static void usage(FILE *f) {
             "                    (slot), as dense cuBLAS GEMMs (split), or the layer's per-call plan (auto)\n"
             "  --prefill-gemm X  prefill expert GEMMs: one cuBLAS call per expert (loop), one grouped\n"
             "                    call per matrix (grouped), or the loop over several streams (streams)\n"
-            "  --flush X         L2 flush before every replay: write 256 MB (default) or read them;\n"
+            "  --flush X         L2 flush before every replay: read 256 MB (default: clean lines, as\n"
+            "                    after another layer's weights) or write them (dirty lines first\n"
+            "                    written back: the rounds 1-4 default);\n"
             "                    none: a 50 us wait instead (weights warm in L2 where they fit)\n"
             "  --reps N          timed replays per phase, median reported (default 20)\n"
             "  --check N         sample tokens validated against the fp64 reference (default 3, max 8)\n"
@@ -487,6 +518,8 @@ static int parse(int argc, char **argv, opts *o) {
     o->decode_kernel = o->decode_max = o->route_gemm_min = o->route_legacy = -1;
     o->down_kernel = -1;
     o->route_stop = -1;
+    o->ar_tpmoe = 1;
+    o->flush = 1; /* read: L2 full of clean lines, as after the previous layer's weights streamed */
     o->shared_split_min = o->prefill_gemm = o->pdl = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -531,6 +564,10 @@ static int parse(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--decode-kernel")) {
             if (cli_parse_int(v, 0, 2, &n)) return cli_usage_error("bench moe", "--decode-kernel: bad value '%s'", v);
             o->decode_kernel = (int)n;
+        } else if (!strcmp(a, "--allreduce")) {
+            if (!strcmp(v, "tpmoe")) o->ar_tpmoe = 1;
+            else if (!strcmp(v, "nccl")) o->ar_tpmoe = 0;
+            else return cli_usage_error("bench moe", "--allreduce: '%s' is not tpmoe or nccl", v);
         } else if (!strcmp(a, "--route-stop")) {
             if (cli_parse_int(v, 0, 3, &n)) return cli_usage_error("bench moe", "--route-stop: bad value '%s'", v);
             o->route_stop = (int)n;
@@ -634,6 +671,12 @@ int cmd_bench_moe(int argc, char **argv) {
         for (int r = 0; r < o.tp; r++) devs[r] = r;
         if ((st = tpm_cuda_nccl_init_all(o.tp, devs, S.nccl)) != TPM_OK)
             return cli_fail("bench moe", "NCCL init", st, tpm_err_msg());
+        if (o.ar_tpmoe) { /* the product's all-reduce, as tpm_moe_forward uses it */
+            tpm_config cfg = TPM_CONFIG_INIT;
+            cfg.backend = TPM_BACKEND_CUDA;
+            if ((st = tpm_comm_init_all(S.ar, o.tp, devs, &cfg)) != TPM_OK)
+                return cli_fail("bench moe", "tpmoe communicator init", st, tpm_err_msg());
+        }
     }
     for (int f = 0; f < o.nfuse && !fail; f++) {
         S.fused = o.fuse[f] && p->n_shared;
@@ -666,6 +709,7 @@ int cmd_bench_moe(int argc, char **argv) {
         }
     }
     /* table */
+    if (o.tp > 1) printf("# TP all-reduce: %s\n", o.ar_tpmoe ? "tpmoe (exact, dispatched algorithm)" : "ncclAllReduce");
     printf("# harness: empty captured kernel after the %s flush %.1f us (included in every phase time;\n"
            "# route_net = route_us - that: the routing launch's own time)\n", flush_name(o.flush), S.null_us);
     printf("\n%-6s %-5s %-7s %-5s %-7s %3s %-6s %4s %4s %9s %9s %9s %9s %9s %9s %9s %9s %6s %9s %5s\n", "tokens", "fused", "path", "plan", "gemm",
@@ -687,12 +731,13 @@ int cmd_bench_moe(int argc, char **argv) {
         json_object_set_new(root, "device", json_string(prop.name));
         json_object_set_new(root, "preset", json_string(p->name));
         json_object_set_new(root, "tp", json_integer(o.tp));
+        json_object_set_new(root, "allreduce", json_string(o.tp > 1 ? (o.ar_tpmoe ? "tpmoe" : "nccl") : "none"));
         json_object_set_new(root, "hbm_read_gbps", json_real(S.hbm_gbps));
         json_object_set_new(root, "gemm_bf16_tflops", json_real(S.gemm_tflops));
         json_object_set_new(root, "reps", json_integer(o.reps));
         json_object_set_new(root, "timing",
                             json_string("median of CUDA-graph replays (prefill: eager calls incl. host sync), "
-                                        "L2 flushed by a queued memset right before the start event"));
+                                        "L2 flushed (mode in 'flush') right before the start event"));
         json_object_set_new(root, "seed", json_integer((json_int_t)o.seed));
         json_object_set_new(root, "flush", json_string(flush_name(o.flush)));
         json_object_set_new(root, "null_kernel_us", json_real(S.null_us));
@@ -743,7 +788,10 @@ int cmd_bench_moe(int argc, char **argv) {
         }
         json_decref(root);
     }
-    for (int r = 0; r < o.tp; r++) tpm_cuda_nccl_destroy(S.nccl[r]);
+    for (int r = 0; r < o.tp; r++) {
+        if (S.ar[r]) tpm_comm_destroy(S.ar[r]);
+        tpm_cuda_nccl_destroy(S.nccl[r]);
+    }
     free(S.hx);
     free(S.g13);
     free(S.g2);

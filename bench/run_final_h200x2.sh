@@ -10,7 +10,10 @@
 # They have the source path /work/main compiled in (golden vectors, the rpath
 # of the carried .deps), so the script links that path to the checkout.
 # Run from the repository root:  OUT=/some/dir bash bench/run_final_h200x2.sh
-# (NAME, CODECS, SIZES, MOE_TOKENS, MOE_TP2 override the defaults below.)
+# (NAME, CODECS, SIZES, MOE_TOKENS, MOE_TP2 override the defaults below;
+# PART=ar runs the all-reduce half (tests gpu_allreduce gpu_comm_api, the CLI
+# check, bench allreduce), PART=moe the MoE half (gpu_moe gpu_moe_api, bench
+# moe), so each half's binaries fit one device call; default: both.)
 set -u
 OUT=${OUT:-out}
 NAME=${NAME:-final}
@@ -28,14 +31,22 @@ nvidia-smi topo -m > "$R/topo.txt" 2>&1
 nvidia-smi --query-gpu=index,name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu \
   --format=csv > "$R/smi.txt" 2>&1
 
+PART=${PART:-all}
+case $PART in
+  ar) TESTS="gpu_allreduce gpu_comm_api" ;;
+  moe) TESTS="gpu_moe gpu_moe_api" ;;
+  *) TESTS="gpu_allreduce gpu_comm_api gpu_moe gpu_moe_api" ;;
+esac
+
 # MARK: GPU tests (each prints its cmocka summary)
-for t in gpu_allreduce gpu_comm_api gpu_moe gpu_moe_api; do
+for t in $TESTS; do
   TPMOE_TOOL=$B/tpmoe timeout 60 "$B/$t" > "$R/$t.log" 2>&1
   echo "== $t rc=$? ($(el))"
   grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|ERROR|skipp" "$R/$t.log" | head -8
 done
 pack
 
+if [ "$PART" != moe ]; then
 # MARK: the CUDA MoE through the CLI (TP 2, the quick all-reduce), checked against fp64
 timeout 60 "$B/tpmoe" moe --preset m3-mini --tokens 64 --backend cuda --tp 2 --check \
   > "$R/moe_cuda_cli.log" 2>&1
@@ -50,8 +61,11 @@ timeout 120 "$B/tpmoe" bench allreduce --tp 2 --dtype bf16 \
   --json "$R/allreduce_h200x2.json" --png "$R/allreduce_h200x2.png" > "$R/bench_allreduce.log" 2>&1
 echo "== bench allreduce rc=$? ($(el))"
 pack
+fi
 
-# MARK: MoE benchmark (m3, one GPU and TP 2, fused and unfused)
+if [ "$PART" != ar ]; then
+# MARK: MoE benchmark (m3, one GPU and TP 2, fused and unfused; read flush =
+# the default; the write flush at 1 and 8 tokens for comparison with rounds 1-4)
 timeout 70 "$B/tpmoe" bench moe --preset m3 --tokens "${MOE_TOKENS:-1,8,32,1024,8192}" --fuse-shared both \
   --check 2 --json "$R/moe_m3_tp1.json" > "$R/bench_moe_tp1.log" 2>&1
 echo "== bench moe tp1 rc=$? ($(el))"
@@ -62,9 +76,14 @@ if [ "${MOE_TP2:-1}" = 1 ]; then
   echo "== bench moe tp2 rc=$? ($(el))"
   pack
 fi
-python3 bench/plot_moe.py "$R/moe_m3_h200.png" "$R"/moe_m3_tp*.json > "$R/plot_moe.log" 2>&1
+timeout 40 "$B/tpmoe" bench moe --preset m3 --tokens 1,8 --fuse-shared both --flush write \
+  --check 1 --json "$R/moe_m3_tp1_writeflush.json" > "$R/bench_moe_tp1_writeflush.log" 2>&1
+echo "== bench moe tp1 write flush rc=$? ($(el))"
+python3 bench/plot_moe.py "$R/moe_m3_h200.png" "$R"/moe_m3_tp1.json "$R"/moe_m3_tp2.json > "$R/plot_moe.log" 2>&1
 pack
+fi
 echo "== total $(el)"
-cut -c1-160 "$R/bench_allreduce.log"
-sed -n '/^tokens/,$p' "$R/bench_moe_tp1.log" | cut -c1-160
-[ ! -f "$R/bench_moe_tp2.log" ] || sed -n '/^tokens/,$p' "$R/bench_moe_tp2.log" | cut -c1-160
+[ ! -f "$R/bench_allreduce.log" ] || cut -c1-160 "$R/bench_allreduce.log"
+[ ! -f "$R/bench_moe_tp1.log" ] || sed -n '/^# harness/,$p' "$R/bench_moe_tp1.log" | cut -c1-200
+[ ! -f "$R/bench_moe_tp2.log" ] || sed -n '/^tokens/,$p' "$R/bench_moe_tp2.log" | cut -c1-200
+[ ! -f "$R/bench_moe_tp1_writeflush.log" ] || sed -n '/^tokens/,$p' "$R/bench_moe_tp1_writeflush.log" | cut -c1-200

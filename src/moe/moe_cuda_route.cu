@@ -211,14 +211,17 @@ __device__ void build_permutation(const tpm_moe_dev &d, int T) {
 
 /* The permutation for small T, run by the last block of k_route_fused: the
  * bitmap lives in shared memory (E1 * ceil(T/32) <= kPermSmemWords) and the
- * per-word prefixes are recomputed (at most a few words per expert). */
-__device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *bits, int *s_off) {
+ * per-word prefixes are recomputed (at most a few words per expert).
+ * kSmemSel (one tile, T <= 8): the selections are read from this block's
+ * shared copy sel_s [T x K] instead of d.sel (no fence, no L2 trip). */
+template <bool kSmemSel>
+__device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *bits, int *s_off, const int *sel_s) {
     const int K = d.K, E1 = d.E1, Wt = (T + 31) / 32;
     const int tid = threadIdx.x, nth = blockDim.x;
     for (int i = tid; i < E1 * Wt; i += nth) bits[i] = 0u;
     __syncthreads();
     for (int p = tid; p < T * K; p += nth) {
-        const int t = p / K, e = __ldcg(d.sel + p);
+        const int t = p / K, e = (kSmemSel ? sel_s[p] : __ldcg(d.sel + p));
         atomicOr(bits + e * Wt + (t >> 5), 1u << (t & 31));
     }
     __syncthreads();
@@ -257,7 +260,7 @@ __device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *b
     }
     __syncthreads();
     for (int p = tid; p < T * K; p += nth) {
-        const int t = p / K, e = __ldcg(d.sel + p), w = t >> 5;
+        const int t = p / K, e = (kSmemSel ? sel_s[p] : __ldcg(d.sel + p)), w = t >> 5;
         int pos = s_off[e] + __popc(bits[e * Wt + w] & ((1u << (t & 31)) - 1u));
         for (int w2 = 0; w2 < w; w2++) pos += __popc(bits[e * Wt + w2]);
         d.perm_tok[pos] = t;
@@ -270,10 +273,10 @@ __device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *b
  * slice order, of lg[e + s * sstride] for s < nsplit (lg = row of t in
  * global memory); nsplit = 0: lg is the row of summed logits in shared
  * memory. br: the selection bias (d.br, or its copy in shared memory; NULL:
- * none). sc_w
+ * none). sel_s (optional): the token's K selections also written there. sc_w
  * [256] / gsc_w [32] are this warp's shared scratch (grouped router). */
 __device__ void select_token(const tpm_moe_dev &d, int t, const float *lg, size_t sstride, int nsplit,
-                             const float *br, float *sc_w, float *gsc_w) {
+                             const float *br, float *sc_w, float *gsc_w, int *sel_s) {
     const int lane = threadIdx.x & 31;
     const int E = d.E, k = d.k;
     float s[kMaxPerLane], c[kMaxPerLane];
@@ -385,10 +388,12 @@ __device__ void select_token(const tpm_moe_dev &d, int t, const float *lg, size_
     if (lane < k) {
         d.sel[(size_t)t * d.K + lane] = idx_mine < 0 ? 0 : idx_mine;
         d.wts[(size_t)t * d.K + lane] = wsel;
+        if (sel_s) sel_s[lane] = idx_mine < 0 ? 0 : idx_mine;
     }
     if (d.fused && lane == 0) {
         d.sel[(size_t)t * d.K + k] = E; /* the shared expert slot */
         d.wts[(size_t)t * d.K + k] = 1.0f;
+        if (sel_s) sel_s[k] = E;
     }
 }
 
@@ -401,7 +406,8 @@ __global__ void __launch_bounds__(kSelThreads) k_select(tpm_moe_dev d, int T, in
     const int warp = threadIdx.x >> 5;
     const int t = blockIdx.x * (kSelThreads / 32) + warp;
     if (t < T)
-        select_token(d, t, d.logits + (size_t)t * rstride, (size_t)sstride, nsplit, d.br, sc[warp], gsc[warp]);
+        select_token(d, t, d.logits + (size_t)t * rstride, (size_t)sstride, nsplit, d.br, sc[warp], gsc[warp],
+                     nullptr);
     /* last block builds the permutation */
     __shared__ int s_last;
     __threadfence();
@@ -423,6 +429,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     __shared__ int s_off[kMaxE1 + 1];
     __shared__ float s_lg[kLogitTokens][32 * kMaxPerLane];
     __shared__ float s_br[32 * kMaxPerLane];
+    __shared__ int s_sel[kLogitTokens * 17]; /* the tile's selections (K <= 17) */
     __shared__ int s_last;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* a decode kernel launched with programmatic dependent launch may start now
@@ -468,18 +475,22 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
         return;
     }
     const int warp = threadIdx.x >> 5, t = tile * kLogitTokens + warp;
-    if (t < T) select_token(d, t, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp]);
+    if (t < T) select_token(d, t, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], s_sel + warp * d.K);
     if (threadIdx.x == 0) d.tile_ctr[tile] = 0; /* for the next replay */
     if (stop == 3) return;
+    if (gridDim.y == 1) { /* one tile (T <= 8): this block is the last; its selections are in s_sel */
+        __syncthreads();
+        build_permutation_small<true>(d, T, bits, s_off, s_sel);
+        if (threadIdx.x == 0) d.ctr[2] = 0;
+        return;
+    }
     __threadfence();
     __syncthreads();
-    if (gridDim.y > 1) { /* one tile (T <= 8): this block is the last, no second ticket */
-        if (threadIdx.x == 0) s_last = (atomicAdd(d.ctr + 2, 1) == (int)gridDim.y - 1);
-        __syncthreads();
-        if (!s_last) return;
-        __threadfence();
-    }
-    build_permutation_small(d, T, bits, s_off);
+    if (threadIdx.x == 0) s_last = (atomicAdd(d.ctr + 2, 1) == (int)gridDim.y - 1);
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    build_permutation_small<false>(d, T, bits, s_off, nullptr);
     if (threadIdx.x == 0) d.ctr[2] = 0;
 }
 
