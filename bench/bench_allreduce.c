@@ -61,6 +61,8 @@ static void usage(FILE *f) {
             "  --sizes S     message bytes per rank: powers of two A..B or a list (default 4K:128M)\n"
             "  --iters N     timed graph replays per point (default 30)\n"
             "  --variants L  kernel variants (TPMOE_CUDA_AR_VARIANT, e.g. 2,1,3) timed at every point\n"
+            "                (8: the exact two-shot over registered in/out buffers, which this\n"
+            "                benchmark registers; the others copy into the peer buffers)\n"
             "                in this process; each is checked bitwise against the first\n"
             "  --json FILE   write every number as JSON\n"
             "  --png FILE    plot latency and speed-up vs size (runs bench/plot_allreduce.py)\n");
@@ -309,8 +311,8 @@ int cmd_bench_allreduce(int argc, char **argv) {
             nvar = 0;
             for (const char *p = v; *p; p++) {
                 if (*p == ',') continue;
-                if (*p < '0' || *p > '7' || nvar == MAXVAR || (p[1] && p[1] != ','))
-                    return cli_usage_error(kCmd, "--variants: up to %d of 0..7, comma separated",
+                if (*p < '0' || *p > '8' || nvar == MAXVAR || (p[1] && p[1] != ','))
+                    return cli_usage_error(kCmd, "--variants: up to %d of 0..8, comma separated",
                                            MAXVAR);
                 variants[nvar++] = *p - '0';
             }
@@ -365,6 +367,15 @@ int cmd_bench_allreduce(int argc, char **argv) {
         cudaMemset(rk[i].scratch, 0x3c, probe);
     }
     for (int i = 0; i < W; i++) rk[i].peer_scratch = rk[(i + 1) % W].scratch;
+    { /* kernel set 8 (--variants ...8): every rank's in/out registered with every comm */
+        const void *ins[MAXW];
+        void *outs[MAXW];
+        for (int i = 0; i < W; i++) {
+            ins[i] = rk[i].din;
+            outs[i] = rk[i].dout;
+        }
+        for (int i = 0; i < W; i++) tpm_cuda_comm_register_io(cs[i], ins, outs, maxb);
+    }
 
     /* peer bandwidth (all ranks write their peer at once) and launch floor */
     task ts[MAXW];

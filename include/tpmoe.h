@@ -179,7 +179,7 @@ typedef struct tpm_resolved_config {
     int64_t custom_max_bytes;  /* -1: from the dispatch table */
     char rendezvous[256];      /* "" when none */
     char model[64];            /* "" when none */
-    int32_t cuda_kernels;      /* CUDA all-reduce kernel set, 0..7 (TPMOE_CUDA_AR_VARIANT;
+    int32_t cuda_kernels;      /* CUDA all-reduce kernel set, 0..8 (TPMOE_CUDA_AR_VARIANT;
                                 * a diagnostic switch, docs/allreduce_cuda.md) */
     uint64_t hash;       /* over the fields every rank must agree on */
 } tpm_resolved_config;

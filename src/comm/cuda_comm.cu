@@ -70,6 +70,10 @@ struct Impl {
     Group *group;          /* init_all; NULL for one process per GPU */
     void *boot;            /* one process per GPU: the CPU bootstrap */
     void *ipc[TPM_CUDA_MAX_WORLD]; /* peers' buffers opened through CUDA IPC */
+    /* registered buffers (kernel set 8, tpm_cuda_comm_register_io) */
+    const void *reg_in[TPM_CUDA_MAX_WORLD];
+    void *reg_out[TPM_CUDA_MAX_WORLD];
+    size_t reg_bytes;
 };
 
 struct Group {
@@ -296,6 +300,19 @@ tpm_status cuda_allreduce_here(struct tpm_comm *c, Impl *im, const void *in, voi
     a.dtype = (int)dt;
     a.codec = (int)codec;
     int oneshot = algo == TPM_ALGO_ONESHOT;
+    if (a.variant == 8 && a.world == 2 && !oneshot && codec == TPM_CODEC_NONE && im->reg_bytes &&
+        in == im->reg_in[a.rank] && out == im->reg_out[a.rank] && count * esize <= im->reg_bytes) {
+        for (int p = 0; p < a.world; p++) {
+            a.peer_in[p] = im->reg_in[p];
+            a.peer_out[p] = im->reg_out[p];
+        }
+        a.in = in;
+        a.out = out;
+        a.count = count;
+        a.grid = im->sms * 2;
+        if (tpm_cuda_twoshot_reg_launch(&a, s)) return cuda_fail(cudaGetLastError(), "registered two-shot launch");
+        return TPM_OK;
+    }
     a.grid = im->sms * 2; /* co-resident: 2 CTAs of 256 threads per SM */
     size_t maxc = oneshot ? tpm_cuda_oneshot_max_count(&a) : tpm_cuda_twoshot_max_count(&a);
     maxc -= maxc % 32;
@@ -578,9 +595,27 @@ fail:
 }
 
 extern "C" int tpm_cuda_comm_set_variant(struct tpm_comm *c, int variant) {
-    if (!c || c->ops != &kCudaOps || !c->impl || variant < 0 || variant > 7) return -1;
+    if (!c || c->ops != &kCudaOps || !c->impl || variant < 0 || variant > 8) return -1;
     ((Impl *)c->impl)->base.variant = variant;
     c->cfg.cuda_kernels = variant;
+    return 0;
+}
+
+extern "C" int tpm_cuda_comm_register_io(struct tpm_comm *c, const void *const *ins, void *const *outs,
+                                         size_t bytes) {
+    if (!c || c->ops != &kCudaOps || !c->impl) return -1;
+    Impl *im = (Impl *)c->impl;
+    if (!im->p2p_ok) return -1;
+    memset(im->reg_in, 0, sizeof im->reg_in);
+    memset(im->reg_out, 0, sizeof im->reg_out);
+    im->reg_bytes = 0;
+    if (!ins || !outs) return 0;
+    for (int p = 0; p < c->world; p++) {
+        if (!ins[p] || !outs[p]) return -1;
+        im->reg_in[p] = ins[p];
+        im->reg_out[p] = outs[p];
+    }
+    im->reg_bytes = bytes;
     return 0;
 }
 

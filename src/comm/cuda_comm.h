@@ -66,7 +66,11 @@ typedef struct tpm_cuda_ar_args {
     uint32_t *ctl;  /* this rank's control words (device memory) */
     uint32_t *err;  /* host-mapped error words (device pointer) */
     uint64_t timeout_ns;
-    int variant;    /* kernel set 0..7 (cuda_sync.h), the resolved cuda_kernels */
+    int variant;    /* kernel set 0..8 (cuda_sync.h), the resolved cuda_kernels */
+    /* registered buffers (set 8): every rank's input and output of this
+     * call as mapped here (tpm_cuda_comm_register_io) */
+    const void *peer_in[TPM_CUDA_MAX_WORLD];
+    void *peer_out[TPM_CUDA_MAX_WORLD];
 } tpm_cuda_ar_args;
 
 /* Launchers (cuda_oneshot.cu / cuda_twoshot.cu). stream is a cudaStream_t.
@@ -76,16 +80,30 @@ int tpm_cuda_twoshot_launch(const tpm_cuda_ar_args *a, void *stream);
 /* Largest element count one launch can take (buffer slot limits). */
 size_t tpm_cuda_oneshot_max_count(const tpm_cuda_ar_args *a);
 size_t tpm_cuda_twoshot_max_count(const tpm_cuda_ar_args *a);
+/* Set 8, world 2, exact: the two-shot over registered buffers (a->peer_in /
+ * peer_out): each rank reads its peer's input half directly and writes the
+ * sums into both outputs; one launch for any count. */
+int tpm_cuda_twoshot_reg_launch(const tpm_cuda_ar_args *a, void *stream);
 
 /* TPM_OK, or the error a kernel of this communicator recorded (a bounded
  * wait ran out: TPM_ERR_TIMEOUT). Host-only read of mapped memory. */
 struct tpm_comm;
 tpm_status tpm_cuda_comm_poll(struct tpm_comm *c);
 
-/* Switch a CUDA communicator's kernel set (0..7, cuda_sync.h) for the
+/* Switch a CUDA communicator's kernel set (0..8, cuda_sync.h) for the
  * benchmark's --variants; only where every rank's stream is idle. Returns 0,
  * or -1 for a communicator that is not CUDA or a variant out of range. */
 int tpm_cuda_comm_set_variant(struct tpm_comm *c, int variant);
+/* Register this call's buffers of every rank, for kernel set 8: ins[r] /
+ * outs[r] are rank r's input and output (bytes each), all addressable from
+ * this rank's GPU (one process driving all GPUs with peer access, i.e.
+ * tpm_comm_init_all). A later call whose in/out are this rank's registered
+ * pair and fit in bytes runs the registered two-shot (world 2, exact);
+ * anything else runs set 5. NULL ins clears. Returns 0, or -1 for a
+ * communicator that is not CUDA or not proven peer-to-peer. Measurement
+ * support for the benchmark; one process per GPU would need the buffers'
+ * IPC handles (not implemented). */
+int tpm_cuda_comm_register_io(struct tpm_comm *c, const void *const *ins, void *const *outs, size_t bytes);
 
 /* Peer-bandwidth probe for the benchmark floor: copy bytes from src to dst
  * (either may be a peer's memory) with a 16-byte-vector kernel. */

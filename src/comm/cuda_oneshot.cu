@@ -278,9 +278,9 @@ extern "C" int tpm_cuda_oneshot_launch(const tpm_cuda_ar_args *a, void *stream) 
     size_t nwords = (a->count + epw - 1) / epw;
     size_t want = (nwords + kBlock - 1) / kBlock;
     int v = tpm_cuda_variant(a);
-    if (v >= 4) { /* the fastest measured per size (cuda_sync.h); 5 / 6 / 7 above the cut */
+    if (v >= 4) { /* the fastest measured per size (cuda_sync.h); 5 / 6 / 7 / 8 above the cut */
         const bool small = a->count * (a->dtype == TPM_DTYPE_FP32 ? 4 : 2) <= TPM_CUDA_V4_ONESHOT_PDL_MAX;
-        v = small ? 3 : v == 4 ? 1 : v == 7 ? 5 : v;
+        v = small ? 3 : v == 4 ? 1 : v >= 7 ? 5 : v;
     }
     size_t cap = (size_t)a->grid;
     if (v >= 1 && cap > (size_t)kMaxCtas) cap = (size_t)kMaxCtas; /* one epoch word per CTA */

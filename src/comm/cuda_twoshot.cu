@@ -535,6 +535,78 @@ __global__ void __launch_bounds__(kCol, 2) twoshot2_kernel(const __grid_constant
     epoch_end(a, x.epoch);
 }
 
+/* MARK: set 8: world 2, exact, registered buffers
+ * Both ranks' inputs and outputs are addressable (tpm_cuda_comm_register_io),
+ * so nothing is staged: rank r owns words [r*half, (r+1)*half) (half =
+ * ceil(words/2)); for each owned word it loads its own input and the peer's
+ * input (a remote read), sums in fp32 in rank order, rounds once (the bits
+ * of every other exact path) and stores the result into its own output and
+ * the peer's output (a remote write). Per-CTA handshakes (CTA b of one rank
+ * with CTA b of the other; flags of kind rs/ag at column b, this launch's
+ * epoch, which only grows across all two-shot launches of the comm):
+ *   start: release "my input is ready" (the kernel runs, so everything before
+ *          it on my stream is done), acquire the peer's;
+ *   done:  after the CTA's stores, release "done with your input and
+ *          output", acquire the peer's before leaving, so neither kernel
+ *          ends while the other still reads its input or writes its output.
+ * Waits are bounded like every other (TPM_ERR_TIMEOUT into the error words). */
+template <int DT>
+__global__ void __launch_bounds__(kCol, 2) twoshot_reg_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
+    pdl_wait();
+    pdl_trigger();
+    using Wd = Word<DT>;
+    const uint32_t epoch = epoch_begin(a);
+    const int par = (int)(epoch & 1u), me = a.rank, q = 1 - a.rank, t = threadIdx.x, b = blockIdx.x;
+    auto flag = [&](int rank, int kind, int src) {
+        return a.flags[rank] + (((size_t)kind * 2 + par) * TPM_CUDA_MAX_WORLD + src) * TPM_CUDA_TS_MAX_COLS + b;
+    };
+    bool ok = true;
+    if (t == 0) {
+        st_release_sys(flag(q, kRs, me), epoch);
+        ok = wait_flag(a, flag(me, kRs, q), epoch, 2, q);
+    }
+    if (__syncthreads_and(ok)) {
+        const size_t nw = (a.count + Wd::kElems - 1) / Wd::kElems, half = (nw + 1) / 2;
+        const size_t w0 = me == 0 ? 0 : half, w1 = me == 0 ? half : nw;
+        const void *pin = a.peer_in[q];
+        void *pout = a.peer_out[q];
+        const bool al_in = ((uintptr_t)a.in & 15u) == 0, al_out = ((uintptr_t)a.out & 15u) == 0;
+        const bool al_pin = ((uintptr_t)pin & 15u) == 0, al_pout = ((uintptr_t)pout & 15u) == 0;
+        const size_t stride = (size_t)gridDim.x * kCol;
+        for (size_t base = w0 + (size_t)b * kCol + t; base < w1; base += stride * kWU) {
+            uint4 u[kWU], v[kWU];
+#pragma unroll
+            for (int j = 0; j < kWU; j++) {
+                const size_t w = base + (size_t)j * stride;
+                if (w < w1) {
+                    u[j] = Wd::load(a.in, w, a.count, al_in);
+                    v[j] = Wd::load(pin, w, a.count, al_pin);
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < kWU; j++) {
+                const size_t w = base + (size_t)j * stride;
+                if (w >= w1) continue;
+                float f0[Wd::kElems], f1[Wd::kElems];
+                Wd::to_f32(me == 0 ? u[j] : v[j], f0);
+                Wd::to_f32(me == 0 ? v[j] : u[j], f1);
+#pragma unroll
+                for (int e = 0; e < Wd::kElems; e++) f0[e] = f0[e] + f1[e];
+                const uint4 res = Wd::from_f32(f0);
+                Wd::store(pout, w, a.count, al_pout, res);
+                Wd::store(a.out, w, a.count, al_out, res);
+            }
+        }
+        __syncthreads();
+        if (t == 0) {
+            st_release_sys(flag(q, kAg, me), epoch);
+            ok = wait_flag(a, flag(me, kAg, q), epoch, 3, q);
+        }
+        __syncthreads();
+    }
+    epoch_end(a, epoch);
+}
+
 template <int C, int V> void launch_v(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
     if constexpr (V == 7) { /* variant 3's kernel, B and C two steps behind A */
         switch (a->dtype) {
@@ -572,7 +644,7 @@ template <int C> void launch_dt(const tpm_cuda_ar_args *a, int grid, cudaStream_
     if (v >= 2 && a->world == 2 && (C != TPM_CODEC_NONE || a->dtype != TPM_DTYPE_FP32)) {
         if (v == 7)
             launch_v<C, 7>(a, grid, s);
-        else if (v >= 3) /* 4-6: variant 3's two-shot (cuda_sync.h) */
+        else if (v >= 3) /* 4-6, 8: variant 3's two-shot (cuda_sync.h) */
             launch_v<C, 3>(a, grid, s);
         else
             launch_v<C, 2>(a, grid, s);
@@ -625,6 +697,23 @@ extern "C" int tpm_cuda_twoshot_launch(const tpm_cuda_ar_args *a, void *stream) 
     case TPM_CODEC_INT4_H: launch_dt<TPM_CODEC_INT4_H>(a, grid, s); break;
     case TPM_CODEC_INT6_H: launch_dt<TPM_CODEC_INT6_H>(a, grid, s); break;
     default: return -1;
+    }
+    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}
+
+extern "C" int tpm_cuda_twoshot_reg_launch(const tpm_cuda_ar_args *a, void *stream) {
+    using namespace tpm_cuda;
+    if (a->world != 2 || a->codec != TPM_CODEC_NONE) return -1;
+    const size_t nw = (a->count + (a->dtype == TPM_DTYPE_FP32 ? 4 : 8) - 1) / (a->dtype == TPM_DTYPE_FP32 ? 4 : 8);
+    const size_t want = ((nw + 1) / 2 + kCol - 1) / kCol;
+    int grid = (int)(want < (size_t)a->grid ? want : (size_t)a->grid);
+    if (grid < 1) grid = 1;
+    if (grid > TPM_CUDA_TS_MAX_COLS) grid = TPM_CUDA_TS_MAX_COLS;
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (a->dtype) {
+    case TPM_DTYPE_BF16: launch_ar(twoshot_reg_kernel<0>, grid, kCol, s, true, *a); break;
+    case TPM_DTYPE_FP16: launch_ar(twoshot_reg_kernel<1>, grid, kCol, s, true, *a); break;
+    default: launch_ar(twoshot_reg_kernel<2>, grid, kCol, s, true, *a); break;
     }
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }
