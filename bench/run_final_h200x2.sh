@@ -14,19 +14,8 @@
 # PART=ar runs the all-reduce half (tests gpu_allreduce gpu_comm_api, the CLI
 # check, bench allreduce), PART=moe the MoE half (gpu_moe gpu_moe_api, bench
 # moe), so each half's binaries fit one device call; default: both.)
-set -u
-OUT=${OUT:-out}
 NAME=${NAME:-final}
-R=$OUT/$NAME
-mkdir -p "$R"
-ROOT=$PWD
-[ -e /work/main ] || { mkdir -p /work && ln -s "$ROOT" /work/main; }
-export LD_LIBRARY_PATH=$ROOT/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-export NCCL_NVLS_ENABLE=0
-B=$ROOT/prebuilt
-t0=$(date +%s)
-pack() { tar czf "$OUT/$NAME.tgz" -C "$OUT" "$NAME"; }
-el() { echo "$(( $(date +%s) - t0 )) s"; }
+. bench/device_env.sh
 nvidia-smi topo -m > "$R/topo.txt" 2>&1
 nvidia-smi --query-gpu=index,name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu \
   --format=csv > "$R/smi.txt" 2>&1

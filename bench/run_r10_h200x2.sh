@@ -4,19 +4,8 @@
 # registered in/out buffers, no staging; every output compared bitwise with
 # set 5's). Binaries (tpmoe, gpu_allreduce) carried in prebuilt/bin.txz.
 # Run from the repository root:  OUT=/some/dir bash bench/run_r10_h200x2.sh
-set -u
-OUT=${OUT:-out}
 NAME=${NAME:-r10}
-R=$OUT/$NAME
-mkdir -p "$R"
-ROOT=$PWD
-[ -e /work/main ] || { mkdir -p /work && ln -s "$ROOT" /work/main; }
-export LD_LIBRARY_PATH=$ROOT/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-export NCCL_NVLS_ENABLE=0
-B=$ROOT/prebuilt
-t0=$(date +%s)
-pack() { tar czf "$OUT/$NAME.tgz" -C "$OUT" "$NAME"; }
-el() { echo "$(( $(date +%s) - t0 )) s"; }
+. bench/device_env.sh
 TPMOE_CUDA_AR_VARIANT=8 timeout 90 "$B/gpu_allreduce" > "$R/gpu_allreduce_v8.log" 2>&1
 echo "== gpu_allreduce (set 8) rc=$? ($(el))"
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|ERROR" "$R/gpu_allreduce_v8.log" | head -8

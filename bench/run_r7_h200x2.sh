@@ -5,19 +5,8 @@
 # a warm L2 (--flush none), and Nsight Compute's per-kernel times with k_down4.
 # Binaries as in run_final_h200x2.sh (prebuilt/bin.tgz).
 # Run from the repository root:  OUT=/some/dir bash bench/run_r7_h200x2.sh
-set -u
-OUT=${OUT:-out}
 NAME=${NAME:-r7}
-R=$OUT/$NAME
-mkdir -p "$R"
-ROOT=$PWD
-[ -e /work/main ] || { mkdir -p /work && ln -s "$ROOT" /work/main; }
-export LD_LIBRARY_PATH=$ROOT/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-export NCCL_NVLS_ENABLE=0
-B=$ROOT/prebuilt
-t0=$(date +%s)
-pack() { tar czf "$OUT/$NAME.tgz" -C "$OUT" "$NAME"; }
-el() { echo "$(( $(date +%s) - t0 )) s"; }
+. bench/device_env.sh
 
 for t in ${TESTS:-gpu_moe}; do
   TPMOE_TOOL=$B/tpmoe timeout 90 "$B/$t" > "$R/$t.log" 2>&1

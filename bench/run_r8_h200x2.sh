@@ -6,19 +6,8 @@
 # replays are invalid, only their time is used).
 # Binaries as in run_final_h200x2.sh (prebuilt/bin.tgz).
 # Run from the repository root:  OUT=/some/dir bash bench/run_r8_h200x2.sh
-set -u
-OUT=${OUT:-out}
 NAME=${NAME:-r8}
-R=$OUT/$NAME
-mkdir -p "$R"
-ROOT=$PWD
-[ -e /work/main ] || { mkdir -p /work && ln -s "$ROOT" /work/main; }
-export LD_LIBRARY_PATH=$ROOT/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-export NCCL_NVLS_ENABLE=0
-B=$ROOT/prebuilt
-t0=$(date +%s)
-pack() { tar czf "$OUT/$NAME.tgz" -C "$OUT" "$NAME"; }
-el() { echo "$(( $(date +%s) - t0 )) s"; }
+. bench/device_env.sh
 
 TPMOE_CUDA_AR_VARIANT=7 timeout 90 "$B/gpu_allreduce" > "$R/gpu_allreduce_v7.log" 2>&1
 echo "== gpu_allreduce (set 7) rc=$? ($(el))"

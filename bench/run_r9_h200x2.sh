@@ -4,19 +4,8 @@
 # routing launch with its phases cut off (--route-stop), and the routing at
 # 1-256 tokens. Binaries (tpmoe, gpu_moe) carried in prebuilt/bin.txz.
 # Run from the repository root:  OUT=/some/dir bash bench/run_r9_h200x2.sh
-set -u
-OUT=${OUT:-out}
 NAME=${NAME:-r9}
-R=$OUT/$NAME
-mkdir -p "$R"
-ROOT=$PWD
-[ -e /work/main ] || { mkdir -p /work && ln -s "$ROOT" /work/main; }
-export LD_LIBRARY_PATH=$ROOT/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-export NCCL_NVLS_ENABLE=0
-B=$ROOT/prebuilt
-t0=$(date +%s)
-pack() { tar czf "$OUT/$NAME.tgz" -C "$OUT" "$NAME"; }
-el() { echo "$(( $(date +%s) - t0 )) s"; }
+. bench/device_env.sh
 TPMOE_TOOL=$B/tpmoe timeout 90 "$B/gpu_moe" > "$R/gpu_moe.log" 2>&1
 echo "== gpu_moe rc=$? ($(el))"
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|ERROR" "$R/gpu_moe.log" | head -8

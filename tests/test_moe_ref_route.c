@@ -16,8 +16,7 @@
 #include "numeric.h"
 #include "util/test_util.h"
 
-static void check_preset(const char *name, uint64_t seed) {
-    const tpm_preset *p = tpm_preset_find(name);
+static void check_preset_p(const tpm_preset *p, uint64_t seed) {
     assert_non_null(p);
     tpm_moe_weights w;
     assert_int_equal(tpm_moe_weights_random(p, seed, &w), TPM_OK);
@@ -71,6 +70,8 @@ static void check_preset(const char *name, uint64_t seed) {
     tpm_moe_weights_free(&w);
 }
 
+static void check_preset(const char *name, uint64_t seed) { check_preset_p(tpm_preset_find(name), seed); }
+
 static void sigmoid_bias(void **state) {
     (void)state;
     check_preset("m3-mini", 11);
@@ -78,6 +79,15 @@ static void sigmoid_bias(void **state) {
 static void grouped(void **state) {
     (void)state;
     check_preset("deepseek-v3-mini", 12);
+}
+/* Groups of one expert: the group score is the expert's own biased score
+ * (the top min(2, group size) summed), in the reference as in the router. */
+static void grouped_single_expert_groups(void **state) {
+    (void)state;
+    tpm_preset q = *tpm_preset_find("deepseek-v3-mini");
+    q.n_groups = q.n_experts;
+    q.topk_groups = q.n_experts / 2;
+    check_preset_p(&q, 14);
 }
 static void softmax_topk(void **state) {
     (void)state;
@@ -88,6 +98,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sigmoid_bias),
         cmocka_unit_test(grouped),
+        cmocka_unit_test(grouped_single_expert_groups),
         cmocka_unit_test(softmax_topk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -310,11 +310,13 @@ static void gpu_free(gpu_bufs *g) {
 #endif
 
 static double median_field(const tpm_moe_stats *s, int n, size_t off) {
-    double v[1024];
-    if (n > 1024) n = 1024;
+    double *v = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    if (!v) return NAN;
     for (int i = 0; i < n; i++)
         v[i] = *(const double *)((const char *)&s[i] + off);
-    return cli_median(v, n);
+    double m = cli_median(v, n);
+    free(v);
+    return m;
 }
 
 static void print_routing(const tpm_preset *p, const int32_t *counts, size_t T,
@@ -627,7 +629,20 @@ int cmd_moe(int argc, char **argv) {
         "bits): %s\n",
         tot_max * 1e3, tot_max > 0 ? (double)T / tot_max : 0.0, agree ? "yes" : "NO");
     ret = agree ? 0 : 1;
-    if (o.check && check_f64(moes[0], &w, x, ys[0], ids, T, dt, codec)) ret = 1;
+    if (o.check) {
+        /* the bound follows the codec the layer's all-reduce really applied:
+         * an explicit codec with an explicit algorithm always applies; else
+         * the dispatch decides (config codec, quant window) */
+        tpm_codec applied = TPM_CODEC_NONE;
+        if (world > 1) {
+            tpm_algo pa = TPM_ALGO_AUTO;
+            if (codec != TPM_CODEC_DEFAULT && algo != TPM_ALGO_AUTO)
+                applied = codec;
+            else if (tpm_allreduce_plan(comms[0], T * (size_t)p->hidden, dt, codec, &pa, &applied) != TPM_OK)
+                applied = codec == TPM_CODEC_DEFAULT ? TPM_CODEC_INT4 : codec; /* unknown: the loosest bound */
+        }
+        if (check_f64(moes[0], &w, x, ys[0], ids, T, dt, applied)) ret = 1;
+    }
     if (o.output) {
         st = write_output(&o, p, &info, x, ys[0], ids, wts, T, dt);
         if (st != TPM_OK)

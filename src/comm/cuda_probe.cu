@@ -14,9 +14,8 @@
 namespace tpm_cuda {
 namespace {
 
-__global__ void copy_kernel(uint4 *dst, const uint4 *src, size_t n) {
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+/* Words i, i + stride, ... below n of src into dst, 4 loads in flight. */
+__device__ __forceinline__ void copy_words(uint4 *dst, const uint4 *src, size_t n, size_t i, size_t stride) {
     for (; i + 3 * stride < n; i += 4 * stride) {
         uint4 x0 = ld_stream16(src + i), x1 = ld_stream16(src + i + stride);
         uint4 x2 = ld_stream16(src + i + 2 * stride), x3 = ld_stream16(src + i + 3 * stride);
@@ -28,22 +27,15 @@ __global__ void copy_kernel(uint4 *dst, const uint4 *src, size_t n) {
     for (; i < n; i += stride) dst[i] = src[i];
 }
 
+__global__ void copy_kernel(uint4 *dst, const uint4 *src, size_t n) {
+    copy_words(dst, src, n, (size_t)blockIdx.x * blockDim.x + threadIdx.x, (size_t)gridDim.x * blockDim.x);
+}
+
 /* Even CTAs copy a -> b, odd CTAs c -> d (the link probe's write + read). */
 __global__ void copy2_kernel(uint4 *b, const uint4 *a, uint4 *d, const uint4 *c, size_t n) {
     const bool odd = blockIdx.x & 1u;
-    uint4 *dst = odd ? d : b;
-    const uint4 *src = odd ? c : a;
-    size_t stride = (size_t)(gridDim.x / 2) * blockDim.x;
-    size_t i = (size_t)(blockIdx.x / 2) * blockDim.x + threadIdx.x;
-    for (; i + 3 * stride < n; i += 4 * stride) {
-        uint4 x0 = ld_stream16(src + i), x1 = ld_stream16(src + i + stride);
-        uint4 x2 = ld_stream16(src + i + 2 * stride), x3 = ld_stream16(src + i + 3 * stride);
-        dst[i] = x0;
-        dst[i + stride] = x1;
-        dst[i + 2 * stride] = x2;
-        dst[i + 3 * stride] = x3;
-    }
-    for (; i < n; i += stride) dst[i] = src[i];
+    copy_words(odd ? d : b, odd ? c : a, n, (size_t)(blockIdx.x / 2) * blockDim.x + threadIdx.x,
+               (size_t)(gridDim.x / 2) * blockDim.x);
 }
 
 } /* namespace */

@@ -270,6 +270,10 @@ tpm_status tpm_moe_weights_random_layer(const tpm_preset *p, uint64_t seed, int 
                                         tpm_moe_weights *w) {
     TPM_ARG_CHECK(p && w, "tpm_moe_weights_random: null argument");
     TPM_ARG_CHECK((unsigned)fmt <= TPM_WFMT_FP8_E4M3, "tpm_moe_weights_random: bad format %d", (int)fmt);
+    /* MX fp8 scales cover whole blocks of 32 along a row (as the writer checks) */
+    if (fmt == TPM_WFMT_FP8_E4M3 && (p->hidden % 32 || p->inter % 32 || (p->n_shared && p->shared_inter % 32)))
+        return tpm_err(TPM_ERR_UNSUPPORTED, "preset '%s': fp8 weights need dimensions that are multiples of 32",
+                       p->name);
     source s = {NULL, seed, fmt};
     return fill_layer(&s, p, layer, w);
 }

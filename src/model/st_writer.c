@@ -39,7 +39,6 @@ struct tpm_st_writer {
     char *path;
     size_t cur;         /* entry being written */
     size_t cur_done;    /* its bytes written so far */
-    int failed;
 };
 
 tpm_status tpm_st_writer_create(tpm_st_writer **out) {
@@ -218,10 +217,8 @@ static tpm_status build_header(const tpm_st_writer *w, char **out, size_t *len) 
 }
 
 static tpm_status write_bytes(tpm_st_writer *w, const void *p, size_t n) {
-    if (n && fwrite(p, 1, n, w->fp) != n) {
-        w->failed = 1;
+    if (n && fwrite(p, 1, n, w->fp) != n) /* the caller aborts the file */
         return tpm_err(TPM_ERR_IO, "safetensors %s: write failed: %s", w->path, strerror(errno));
-    }
     return TPM_OK;
 }
 
@@ -256,7 +253,6 @@ tpm_status tpm_st_writer_begin(tpm_st_writer *w, const char *path) {
     }
     w->cur = 0;
     w->cur_done = 0;
-    w->failed = 0;
     uint8_t lenbuf[8];
     for (int i = 0; i < 8; i++) lenbuf[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
     tpm_status st = write_bytes(w, lenbuf, 8);

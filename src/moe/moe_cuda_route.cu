@@ -324,7 +324,7 @@ __device__ void select_token(const tpm_moe_dev &d, int t, const float *lg, size_
                 const float v = sc_w[lane * gs + i];
                 if (i != i1 && (v > b2 || b2 == -INFINITY)) b2 = v;
             }
-            gsc_w[lane] = b1 + b2;
+            gsc_w[lane] = gs >= 2 ? b1 + b2 : b1; /* the top min(2, group size), as the CPU router */
         }
         __syncwarp();
         bool gok = lane < d.n_groups, keep = false;

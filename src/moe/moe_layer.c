@@ -202,9 +202,11 @@ static tpm_status alloc_stack(tpm_moe_stack *s, int n, int inter, int hidden, in
 }
 
 /* Copy shard `part` of `parts` of expert src (full intermediate I) into slot
- * i of s. keep_down_bias: this rank adds the expert's down bias. */
+ * i of s. The down bias is copied where s has room for it: only the stack of
+ * the rank that adds it (alloc_stack's dn_bias), so the sum over ranks has it
+ * once. */
 static void copy_shard(tpm_moe_stack *s, int i, const tpm_expert_weights *src, int hidden,
-                       int full_inter, int part, int parts, int interleaved, int keep_down_bias) {
+                       int full_inter, int part, int parts, int interleaved) {
     const size_t H = (size_t)hidden, I = (size_t)full_inter, Il = I / (size_t)parts;
     const size_t r0 = (size_t)part * Il;
     tpm_expert_view v = tpm_moe_stack_view(s, hidden, i);
@@ -218,7 +220,7 @@ static void copy_shard(tpm_moe_stack *s, int i, const tpm_expert_weights *src, i
     }
     for (size_t o = 0; o < H; o++)
         memcpy(dn + o * Il, src->down + o * I + r0, Il * sizeof(float));
-    if (dnb && src->down_bias && keep_down_bias) memcpy(dnb, src->down_bias, H * sizeof(float));
+    if (dnb && src->down_bias) memcpy(dnb, src->down_bias, H * sizeof(float));
 }
 
 static int any_bias(const tpm_expert_weights *e, int n, int down) {
@@ -268,17 +270,16 @@ static tpm_status build_shard(struct tpm_moe *m, const tpm_moe_weights *w) {
     int dnb = m->tp_rank == 0 && (any_bias(mine, per, 1) || (nfs && any_bias(w->shared, nfs, 1)));
     TPM_TRY(alloc_stack(&m->experts, per + nfs, m->inter / m->tp_size, H, gub, dnb));
     for (int i = 0; i < per; i++)
-        copy_shard(&m->experts, i, &mine[i], H, m->inter, m->tp_rank, m->tp_size, il, 1);
+        copy_shard(&m->experts, i, &mine[i], H, m->inter, m->tp_rank, m->tp_size, il);
     for (int s = 0; s < nfs; s++)
-        copy_shard(&m->experts, per + s, &w->shared[s], H, m->shared_inter, m->tp_rank, m->tp_size,
-                   il, 1);
+        copy_shard(&m->experts, per + s, &w->shared[s], H, m->shared_inter, m->tp_rank, m->tp_size, il);
     if (!m->fuse && m->n_shared > 0) {
         int ns = m->n_shared;
         TPM_TRY(alloc_stack(&m->shared, ns, m->shared_inter / m->world, H,
                             any_bias(w->shared, ns, 0),
                             m->rank == 0 && any_bias(w->shared, ns, 1)));
         for (int s = 0; s < ns; s++)
-            copy_shard(&m->shared, s, &w->shared[s], H, m->shared_inter, m->rank, m->world, il, 1);
+            copy_shard(&m->shared, s, &w->shared[s], H, m->shared_inter, m->rank, m->world, il);
     }
     return TPM_OK;
 }

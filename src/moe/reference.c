@@ -162,7 +162,7 @@ tpm_status tpm_router_route_f64(const tpm_preset *p, const float *router, const 
                 } else if (v > b2)
                     b2 = v;
             }
-            gsc[g] = b1 + b2;
+            gsc[g] = gs >= 2 ? b1 + b2 : b1; /* the top min(2, group size), as the router */
         }
         for (int r = 0; r < p->topk_groups; r++) {
             int best = -1;
