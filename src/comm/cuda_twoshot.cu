@@ -372,9 +372,9 @@ __global__ void __launch_bounds__(kCol, 2) twoshot_kernel(const __grid_constant_
  * two barriers instead of five. LAG = 2 (variant 7): B and C run two steps
  * behind A instead of one (cb = ca - 2G, cc = cb - 2G), so the flags a step
  * waits for were released a whole step before (every column has its own
- * slot and flag, so any lag is safe); two more pipeline steps per CTA. A's release moves from after A to the end
- * of the step; the peer waits for it one step later, so nothing stalls on
- * it. Same arithmetic, same payloads, same flags: bitwise the result of
+ * slot and flag, so any lag is safe); two more pipeline steps per CTA.
+ * A's release moves from after A to the end of the step; the peer waits for
+ * it one step later, so nothing stalls on it. Same arithmetic, same payloads, same flags: bitwise the result of
  * variant 1. Exact payloads: 16-bit dtypes only (one column = kWU words per
  * thread); fp32 exact and worlds other than 2 launch variant 1's kernel. */
 
