@@ -501,6 +501,17 @@ static void usage(FILE *f) {
             TPM_MOE_DECODE_MAX_NT);
 }
 
+/* An integer option in [lo, hi] into *out; 1 (after the usage message) if bad. */
+static int int_opt(const char *opt, const char *v, long long lo, long long hi, int *out) {
+    long long n;
+    if (cli_parse_int(v, lo, hi, &n)) {
+        cli_usage_error("bench moe", "%s: bad value '%s'", opt, v);
+        return 1;
+    }
+    *out = (int)n;
+    return 0;
+}
+
 static int parse(int argc, char **argv, opts *o) {
     memset(o, 0, sizeof *o);
     o->p = tpm_preset_find("m3");
@@ -540,14 +551,11 @@ static int parse(int argc, char **argv, opts *o) {
                 if (o->tokens[t] < 1 || o->tokens[t] > 65536)
                     return cli_usage_error("bench moe", "--tokens: %lld outside 1..65536", (long long)o->tokens[t]);
         } else if (!strcmp(a, "--tp")) {
-            if (cli_parse_int(v, 1, MAX_TP, &n)) return cli_usage_error("bench moe", "--tp: bad value '%s'", v);
-            o->tp = (int)n;
+            if (int_opt(a, v, 1, MAX_TP, &o->tp)) return 2;
         } else if (!strcmp(a, "--reps")) {
-            if (cli_parse_int(v, 1, 1000, &n)) return cli_usage_error("bench moe", "--reps: bad value '%s'", v);
-            o->reps = (int)n;
+            if (int_opt(a, v, 1, 1000, &o->reps)) return 2;
         } else if (!strcmp(a, "--check")) {
-            if (cli_parse_int(v, 0, 8, &n)) return cli_usage_error("bench moe", "--check: bad value '%s'", v);
-            o->check = (int)n;
+            if (int_opt(a, v, 0, 8, &o->check)) return 2;
         } else if (!strcmp(a, "--seed")) {
             if (cli_parse_int(v, 0, (long long)1 << 62, &n)) return cli_usage_error("bench moe", "--seed: bad value '%s'", v);
             o->seed = (uint64_t)n;
@@ -562,28 +570,21 @@ static int parse(int argc, char **argv, opts *o) {
             else if (!strcmp(v, "prefill")) o->path = TPM_MOE_PATH_PREFILL;
             else return cli_usage_error("bench moe", "--path: '%s' is not auto, decode or prefill", v);
         } else if (!strcmp(a, "--decode-kernel")) {
-            if (cli_parse_int(v, 0, 2, &n)) return cli_usage_error("bench moe", "--decode-kernel: bad value '%s'", v);
-            o->decode_kernel = (int)n;
+            if (int_opt(a, v, 0, 2, &o->decode_kernel)) return 2;
         } else if (!strcmp(a, "--allreduce")) {
             if (!strcmp(v, "tpmoe")) o->ar_tpmoe = 1;
             else if (!strcmp(v, "nccl")) o->ar_tpmoe = 0;
             else return cli_usage_error("bench moe", "--allreduce: '%s' is not tpmoe or nccl", v);
         } else if (!strcmp(a, "--route-stop")) {
-            if (cli_parse_int(v, 0, 3, &n)) return cli_usage_error("bench moe", "--route-stop: bad value '%s'", v);
-            o->route_stop = (int)n;
+            if (int_opt(a, v, 0, 3, &o->route_stop)) return 2;
         } else if (!strcmp(a, "--down-kernel")) {
-            if (cli_parse_int(v, 0, 1, &n)) return cli_usage_error("bench moe", "--down-kernel: bad value '%s'", v);
-            o->down_kernel = (int)n;
+            if (int_opt(a, v, 0, 1, &o->down_kernel)) return 2;
         } else if (!strcmp(a, "--decode-max")) {
-            if (cli_parse_int(v, 0, TPM_MOE_DECODE_MAX_NT, &n))
-                return cli_usage_error("bench moe", "--decode-max: bad value '%s'", v);
-            o->decode_max = (int)n;
+            if (int_opt(a, v, 0, TPM_MOE_DECODE_MAX_NT, &o->decode_max)) return 2;
         } else if (!strcmp(a, "--route-gemm-min")) {
-            if (cli_parse_int(v, 1, 1 << 20, &n)) return cli_usage_error("bench moe", "--route-gemm-min: bad value '%s'", v);
-            o->route_gemm_min = (int)n;
+            if (int_opt(a, v, 1, 1 << 20, &o->route_gemm_min)) return 2;
         } else if (!strcmp(a, "--route-legacy")) {
-            if (cli_parse_int(v, 0, 1, &n)) return cli_usage_error("bench moe", "--route-legacy: bad value '%s'", v);
-            o->route_legacy = (int)n;
+            if (int_opt(a, v, 0, 1, &o->route_legacy)) return 2;
         } else if (!strcmp(a, "--shared-plan")) {
             if (!strcmp(v, "auto")) o->shared_split_min = -1;
             else if (!strcmp(v, "slot")) o->shared_split_min = 1 << 20;
@@ -595,8 +596,7 @@ static int parse(int argc, char **argv, opts *o) {
             else if (!strcmp(v, "streams")) o->prefill_gemm = TPM_MOE_GEMM_STREAMS;
             else return cli_usage_error("bench moe", "--prefill-gemm: '%s' is not loop, grouped or streams", v);
         } else if (!strcmp(a, "--pdl")) {
-            if (cli_parse_int(v, 0, 1, &n)) return cli_usage_error("bench moe", "--pdl: bad value '%s'", v);
-            o->pdl = (int)n;
+            if (int_opt(a, v, 0, 1, &o->pdl)) return 2;
         } else if (!strcmp(a, "--flush")) {
             if (!strcmp(v, "write")) o->flush = 0;
             else if (!strcmp(v, "read")) o->flush = 1;
