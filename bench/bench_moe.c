@@ -74,7 +74,7 @@ typedef struct opts {
     int decode_kernel, decode_max, route_gemm_min, route_legacy; /* -1: the layer's default */
     int down_kernel, route_stop;
     int ar_tpmoe; /* TP all-reduce: 1 tpmoe's (default), 0 NCCL */
-    int shared_split_min, prefill_gemm, pdl;                       /* -1: the layer's default */
+    int shared_split_min, prefill_gemm, pdl, shared_overlap;       /* -1: the layer's default */
     int flush;                                                     /* 0 write, 1 read */
     uint64_t seed;
     const char *json;
@@ -87,6 +87,7 @@ typedef struct phase_times {
 /* One (fuse, T) measurement. */
 typedef struct row {
     int fused, T, path, n_active, decode_kernel, pdl, down_kernel, route_mode, shared_plan, prefill_gemm;
+    int shared_overlap; /* the shared MLP ran beside the routing (plan printed with a '+') */
     double bytes, flops, mem_floor_us, flop_floor_us;
     phase_times t;
     double max_rel_err;
@@ -411,6 +412,8 @@ static void *rank_main(void *argp) {
             S->r.route_mode = tu.route_legacy ? 0 : T >= tu.route_gemm_min ? 2 : 1;
             S->r.shared_plan = tpm_cuda_moe_shared_plan(m, T);
             S->r.prefill_gemm = tu.prefill_gemm;
+            S->r.shared_overlap = tu.shared_overlap && S->r.path == TPM_MOE_PATH_DECODE && tu.decode_kernel != 1 &&
+                                  (S->r.shared_plan == TPM_MOE_SHARED_SPLIT || S->r.shared_plan == TPM_MOE_SHARED_DENSE);
             free(yref);
         }
         /* timing: every rank runs the same sequence (NCCL calls match) */
@@ -466,8 +469,8 @@ static void usage(FILE *f) {
             "usage: tpmoe bench moe [--preset P] [--tokens LIST] [--tp N] [--allreduce tpmoe|nccl] [--fuse-shared 0|1|both]\n"
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--shared-plan auto|slot|split]\n"
-            "                       [--prefill-gemm loop|grouped|streams] [--flush write|read|none] [--pdl 0|1]\n"
-            "                       [--down-kernel 0|1]\n"
+            "                       [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
+            "                       [--down-kernel 0|1] [--shared-overlap 0|1]\n"
             "                       [--reps N] [--check N]\n"
             "                       [--seed S] [--json FILE]\n"
             "  --preset P        model preset (default m3)\n"
@@ -489,7 +492,10 @@ static void usage(FILE *f) {
             "  --shared-plan X   fused layer on the decode path: shared slot inside the GEMV launches\n"
             "                    (slot), as dense cuBLAS GEMMs (split), or the layer's per-call plan (auto)\n"
             "  --prefill-gemm X  prefill expert GEMMs: one cuBLAS call per expert (loop), one grouped\n"
-            "                    call per matrix (grouped), or the loop over several streams (streams)\n"
+            "                    call per matrix (grouped), the loop over several streams (streams), or\n"
+            "                    tpmoe's own wgmma/TMA grouped kernel (wgmma; the default where it runs)\n"
+            "  --shared-overlap B decode path, split / unfused shared plan: the shared MLP beside the\n"
+            "                    routing on a side stream (1) or after it (0) (default: the layer's)\n"
             "  --flush X         L2 flush before every replay: read 256 MB (default: clean lines, as\n"
             "                    after another layer's weights) or write them (dirty lines first\n"
             "                    written back: the rounds 1-4 default);\n"
@@ -531,7 +537,7 @@ static int parse(int argc, char **argv, opts *o) {
     o->route_stop = -1;
     o->ar_tpmoe = 1;
     o->flush = 1; /* read: L2 full of clean lines, as after the previous layer's weights streamed */
-    o->shared_split_min = o->prefill_gemm = o->pdl = -1;
+    o->shared_split_min = o->prefill_gemm = o->pdl = o->shared_overlap = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long long n;
@@ -594,7 +600,10 @@ static int parse(int argc, char **argv, opts *o) {
             if (!strcmp(v, "loop")) o->prefill_gemm = TPM_MOE_GEMM_LOOP;
             else if (!strcmp(v, "grouped")) o->prefill_gemm = TPM_MOE_GEMM_GROUPED;
             else if (!strcmp(v, "streams")) o->prefill_gemm = TPM_MOE_GEMM_STREAMS;
-            else return cli_usage_error("bench moe", "--prefill-gemm: '%s' is not loop, grouped or streams", v);
+            else if (!strcmp(v, "wgmma")) o->prefill_gemm = TPM_MOE_GEMM_WGMMA;
+            else return cli_usage_error("bench moe", "--prefill-gemm: '%s' is not loop, grouped, streams or wgmma", v);
+        } else if (!strcmp(a, "--shared-overlap")) {
+            if (int_opt(a, v, 0, 1, &o->shared_overlap)) return 2;
         } else if (!strcmp(a, "--pdl")) {
             if (int_opt(a, v, 0, 1, &o->pdl)) return 2;
         } else if (!strcmp(a, "--flush")) {
@@ -617,7 +626,9 @@ static const char *route_name(int m) { return m == 0 ? "legacy" : m == 1 ? "fuse
 static const char *plan_name(int p) {
     return p == TPM_MOE_SHARED_SLOT ? "slot" : p == TPM_MOE_SHARED_SPLIT ? "split" : p == TPM_MOE_SHARED_DENSE ? "dense" : "none";
 }
-static const char *gemm_name(int g) { return g == TPM_MOE_GEMM_GROUPED ? "grouped" : g == TPM_MOE_GEMM_STREAMS ? "streams" : "loop"; }
+static const char *gemm_name(int g) {
+    return g == TPM_MOE_GEMM_GROUPED ? "grouped" : g == TPM_MOE_GEMM_STREAMS ? "streams" : g == TPM_MOE_GEMM_WGMMA ? "wgmma" : "loop";
+}
 
 static tpm_status apply_tuning(tpm_cuda_moe *m, const opts *o) {
     tpm_cuda_moe_tuning t;
@@ -630,6 +641,7 @@ static tpm_status apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->prefill_gemm >= 0) t.prefill_gemm = o->prefill_gemm;
     if (o->pdl >= 0) t.pdl = o->pdl;
     if (o->down_kernel >= 0) t.down_kernel = o->down_kernel;
+    if (o->shared_overlap >= 0) t.shared_overlap = o->shared_overlap;
     return tpm_cuda_moe_set_tuning(m, &t);
 }
 
@@ -712,16 +724,17 @@ int cmd_bench_moe(int argc, char **argv) {
     if (o.tp > 1) printf("# TP all-reduce: %s\n", o.ar_tpmoe ? "tpmoe (exact, dispatched algorithm)" : "ncclAllReduce");
     printf("# harness: empty captured kernel after the %s flush %.1f us (included in every phase time;\n"
            "# route_net = route_us - that: the routing launch's own time)\n", flush_name(o.flush), S.null_us);
-    printf("\n%-6s %-5s %-7s %-5s %-7s %3s %-6s %4s %4s %9s %9s %9s %9s %9s %9s %9s %9s %6s %9s %5s\n", "tokens", "fused", "path", "plan", "gemm",
+    printf("\n%-6s %-5s %-7s %-6s %-7s %3s %-6s %4s %4s %9s %9s %9s %9s %9s %9s %9s %9s %6s %9s %5s\n", "tokens", "fused", "path", "plan", "gemm",
            "dk", "route", "tp", "exp", "route_us", "rnet_us", "expert_us", "comb_us", "ar_us", "total_us", "memfl_us", "flopfl_us",
            "x_flr", "rel_err", "sel!");
     for (int i = 0; i < S.nrows; i++) {
         const row *r = &S.rows[i];
         const double floor = r->mem_floor_us > r->flop_floor_us ? r->mem_floor_us : r->flop_floor_us;
-        char dk[8];
+        char dk[8], plan[8];
         snprintf(dk, sizeof dk, "%d%s%s", r->decode_kernel, r->pdl ? "p" : "", r->down_kernel ? "s" : "");
-        printf("%-6d %-5d %-7s %-5s %-7s %3s %-6s %4d %4d %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.2f %9.2e %5d\n", r->T,
-               r->fused, path_name(r->path), plan_name(r->shared_plan), gemm_name(r->prefill_gemm), dk, route_name(r->route_mode), o.tp, r->n_active, r->t.route, r->t.route - S.null_us, r->t.experts, r->t.combine, r->t.allreduce,
+        snprintf(plan, sizeof plan, "%s%s", plan_name(r->shared_plan), r->shared_overlap ? "+" : "");
+        printf("%-6d %-5d %-7s %-6s %-7s %3s %-6s %4d %4d %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.2f %9.2e %5d\n", r->T,
+               r->fused, path_name(r->path), plan, gemm_name(r->prefill_gemm), dk, route_name(r->route_mode), o.tp, r->n_active, r->t.route, r->t.route - S.null_us, r->t.experts, r->t.combine, r->t.allreduce,
                r->t.total, r->mem_floor_us, r->flop_floor_us, r->t.total / floor, r->max_rel_err, r->sel_mismatch);
         if (!(r->max_rel_err <= 1e-2) || r->sel_mismatch > 0) fail = 1;
     }
@@ -759,6 +772,7 @@ int cmd_bench_moe(int argc, char **argv) {
             json_object_set_new(j, "down_kernel", json_integer(r->down_kernel));
             json_object_set_new(j, "route_mode", json_string(route_name(r->route_mode)));
             json_object_set_new(j, "shared_plan", json_string(plan_name(r->shared_plan)));
+            json_object_set_new(j, "shared_overlap", json_integer(r->shared_overlap));
             json_object_set_new(j, "prefill_gemm", json_string(gemm_name(r->prefill_gemm)));
             json_object_set_new(j, "experts_touched", json_integer(r->n_active));
             json_object_set_new(j, "bytes", json_real(r->bytes));

@@ -81,7 +81,7 @@ typedef struct tpm_cuda_moe_tuning {
                             * shared slot runs as a dense cuBLAS MLP over the same weight memory
                             * (TPM_MOE_SHARED_SPLIT), below it inside the GEMV launches
                             * (TPM_MOE_SHARED_SLOT); > TPM_MOE_DECODE_MAX_NT: never split */
-    int prefill_gemm;      /* prefill expert GEMMs: TPM_MOE_GEMM_LOOP, _GROUPED or _STREAMS */
+    int prefill_gemm;      /* prefill expert GEMMs: TPM_MOE_GEMM_LOOP, _GROUPED, _STREAMS or _WGMMA */
     int pdl;               /* decode kernel 2: 1 = launch gate_up, down and the combine with
                             * programmatic dependent launch (not on the legacy NULL stream) */
     int route_stop;        /* diagnostic (benchmark only; results invalid when > 0): the fused
@@ -91,6 +91,10 @@ typedef struct tpm_cuda_moe_tuning {
                             * rows from a counter, weights through registers), 1 = k_down4
                             * (8-row items copied with cp.async.bulk into a shared-memory ring
                             * by a producer warp); the same bits */
+    int shared_overlap;    /* decode path, split or unfused (dense) shared plan: 1 = the routing
+                            * call also issues the shared expert's dense MLP on a side stream,
+                            * joined right after the routing launch, so the two overlap (the
+                            * routing phase then includes the shared MLP); 0 = after it */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */
@@ -106,7 +110,9 @@ typedef enum tpm_moe_shared_plan {
 typedef enum tpm_moe_prefill_gemm {
     TPM_MOE_GEMM_LOOP = 0,    /* one cublasGemmEx per touched expert, on the caller's stream */
     TPM_MOE_GEMM_GROUPED = 1, /* one cublasGemmGroupedBatchedEx for gate_up, one for down */
-    TPM_MOE_GEMM_STREAMS = 2  /* the loop spread round-robin over TPM_MOE_GEMM_NSTREAMS streams */
+    TPM_MOE_GEMM_STREAMS = 2, /* the loop spread round-robin over TPM_MOE_GEMM_NSTREAMS streams */
+    TPM_MOE_GEMM_WGMMA = 3    /* tpmoe's own grouped wgmma/TMA kernel, activation fused, no host
+                               * round trip (capturable); a 9.0 device and fitting shapes only */
 } tpm_moe_prefill_gemm;
 #define TPM_MOE_GEMM_NSTREAMS 4
 tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t);

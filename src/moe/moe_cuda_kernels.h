@@ -74,6 +74,13 @@ struct tpm_moe_prefill_ctx {
     void **h_ptrs, **d_ptrs;           /* pinned host / device [6][E1] GEMM pointer arrays */
 };
 
+/* The own Hopper grouped GEMM of the prefill path (moe_cuda_gemm_sm90a.cu). */
+struct tpm_moe_wg_ctx {
+    alignas(64) unsigned char maps[4][128]; /* CUtensorMap: xp, w13, act_bf, w2 */
+    int32_t *rtp;                           /* [E1 + 1] device tile prefix */
+    int ready;
+};
+
 /* Record a CUDA error as a tpm status (clears the sticky-free error). */
 #define TPM_CUDA_TRY(expr)                                                                 \
     do {                                                                                   \
@@ -126,6 +133,15 @@ tpm_status tpm_moe_launch_act(const tpm_moe_dev &d, const uint16_t *h, uint16_t 
  * blas is a cublasHandle_t already bound to the stream. */
 tpm_status tpm_moe_prefill_experts(const tpm_moe_dev &d, void *blas, const tpm_moe_prefill_ctx &c,
                                    const uint16_t *x, int T, const int32_t *h_offsets, cudaStream_t s);
+/* moe_cuda_gemm_sm90a.cu: the same experts in two launches of tpmoe's own wgmma/TMA
+ * grouped GEMM (activation fused into gate_up), no host round trip (capturable).
+ * ok: a 9.0 device, H % 256 == 0, Il % 128 == 0, E1 <= 1024, the driver's TMA
+ * encoder available. setup: the four tensor maps over the layer's buffers
+ * (max_rows = the rows capacity of xp / act_bf). */
+int tpm_moe_wgmma_ok(const tpm_moe_dev &d, int device);
+tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ctx *c);
+tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, const uint16_t *x, int T,
+                                 cudaStream_t s);
 /* The unfused shared expert as a dense MLP over all T tokens -> sh_out (bf16). */
 tpm_status tpm_moe_shared_dense(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T,
                                 cudaStream_t s);

@@ -58,6 +58,11 @@
  * cublasGemmGroupedBatchedEx (cuBLAS 13.0) is twice as slow as the loop at
  * 8192 tokens; the loop over 4 streams is the fastest at every size. */
 #define TPM_MOE_PREFILL_GEMM TPM_MOE_GEMM_STREAMS
+/* Where the own wgmma/TMA grouped GEMM can run (a 9.0 device, fitting shapes)
+ * it is the default prefill path instead: see docs/moe_cuda.md, round 6. */
+#define TPM_MOE_PREFILL_WGMMA 1
+/* Shared MLP of the split / dense plans overlapped with the routing (round 6). */
+#define TPM_MOE_SHARED_OVERLAP 1
 /* Decode kernel set 2 with programmatic dependent launch (round 4, above). */
 #define TPM_MOE_PDL 1
 /* Down kernel of set 2 up to 8 tokens: 0 = k_down2 (round 4), 1 = k_down4
@@ -75,6 +80,8 @@ struct tpm_cuda_moe {
     tpm_cuda_moe_tuning tune;
     int max_tokens, decode_rows;
     tpm_moe_prefill_ctx pf; /* aux streams, handles, events, pointer arrays of the prefill GEMMs */
+    tpm_moe_wg_ctx wg;      /* the own grouped GEMM (ready = 0 where it cannot run) */
+    int shared_issued;      /* the routing call issued the shared MLP for this T (0: not) */
 };
 
 #define NCCL_TRY(expr)                                                                          \
@@ -195,6 +202,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
             DALLOC(d.sh_act, Td * Il * 2);
         }
         DALLOC(m->pf.d_ptrs, sizeof(void *) * 6 * E1);
+        DALLOC(m->wg.rtp, (E1 + 1) * 4);
         if (cudaMemset(d.ctr, 0, 64) != cudaSuccess || cudaMemset(d.done, 0, E1 * 4) != cudaSuccess ||
             cudaMemset(d.tile_ctr, 0, (size_t)d.tile_cap * 4) != cudaSuccess || cudaMemset(d.w13, 0, E1 * 2 * Il * H * 2) != cudaSuccess ||
             cudaMemset(d.w2, 0, E1 * H * Il * 2) != cudaSuccess) {
@@ -234,13 +242,15 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
             goto fail;
         }
     }
+    if (tpm_moe_wgmma_ok(d, desc->device)) TPM_TRY_GOTO(tpm_moe_wgmma_setup(d, (int)((size_t)desc->max_tokens * d.K), &m->wg));
     m->path = TPM_MOE_PATH_AUTO;
     m->tune.decode_kernel = TPM_MOE_DECODE_KERNEL == 1 && !tpm_moe_decode_mma_ok(d) ? 0 : TPM_MOE_DECODE_KERNEL;
     m->tune.decode_max_tokens = TPM_MOE_DECODE_MAX_TOKENS;
     m->tune.route_legacy = 0;
     m->tune.route_gemm_min = TPM_MOE_ROUTE_GEMM_MIN;
     m->tune.shared_split_min = TPM_MOE_SHARED_SPLIT_MIN;
-    m->tune.prefill_gemm = TPM_MOE_PREFILL_GEMM;
+    m->tune.prefill_gemm = TPM_MOE_PREFILL_WGMMA && m->wg.ready ? TPM_MOE_GEMM_WGMMA : TPM_MOE_PREFILL_GEMM;
+    m->tune.shared_overlap = TPM_MOE_SHARED_OVERLAP;
     m->tune.pdl = TPM_MOE_PDL;
     m->tune.down_kernel = TPM_MOE_DOWN_KERNEL;
     m->tune.route_stop = 0;
@@ -258,7 +268,8 @@ void tpm_cuda_moe_destroy(tpm_cuda_moe *m) {
     void *bufs[] = {d.w13,     d.w2,     d.b13,    d.b2,      d.wr,      d.br,       d.logits, d.sel,
                     d.wts,     d.counts, d.offsets, d.perm_tok, d.perm_exp, d.inv,     d.active, d.n_active,
                     d.bits,    d.bitpre, d.ctr,    d.act_f32, d.rows_f32, d.xp,      d.h13,    d.act_bf,
-                    d.rows_bf, d.sh_h13, d.sh_act, d.sh_out,  m->blas_ws, d.wr3,     d.done,     d.tile_ctr};
+                    d.rows_bf, d.sh_h13, d.sh_act, d.sh_out,  m->blas_ws, d.wr3,     d.done,     d.tile_ctr,
+                    m->wg.rtp};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) cudaFree(bufs[i]);
     if (m->blas) cublasDestroy(m->blas);
@@ -381,8 +392,13 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   "decode_max_tokens %d outside 0..%d", t->decode_max_tokens, TPM_MOE_DECODE_MAX_NT);
     TPM_ARG_CHECK(t->route_gemm_min >= 1, "route_gemm_min %d < 1", t->route_gemm_min);
     TPM_ARG_CHECK(t->shared_split_min >= 1, "shared_split_min %d < 1", t->shared_split_min);
-    TPM_ARG_CHECK(t->prefill_gemm >= TPM_MOE_GEMM_LOOP && t->prefill_gemm <= TPM_MOE_GEMM_STREAMS,
-                  "prefill_gemm %d is not 0, 1 or 2", t->prefill_gemm);
+    TPM_ARG_CHECK(t->prefill_gemm >= TPM_MOE_GEMM_LOOP && t->prefill_gemm <= TPM_MOE_GEMM_WGMMA,
+                  "prefill_gemm %d is not 0, 1, 2 or 3", t->prefill_gemm);
+    if (t->prefill_gemm == TPM_MOE_GEMM_WGMMA && !m->wg.ready)
+        return tpm_err(TPM_ERR_UNSUPPORTED, "prefill_gemm 3 (own wgmma GEMM) needs a 9.0 device, hidden %% 256 == 0 "
+                                            "and inter/tp %% 128 == 0 (hidden %d, inter/tp %d)", m->d.H, m->d.Il);
+    TPM_ARG_CHECK(t->shared_overlap == 0 || t->shared_overlap == 1, "shared_overlap %d is not 0 or 1",
+                  t->shared_overlap);
     TPM_ARG_CHECK(t->pdl == 0 || t->pdl == 1, "pdl %d is not 0 or 1", t->pdl);
     TPM_ARG_CHECK(t->down_kernel == 0 || t->down_kernel == 1, "down_kernel %d is not 0 or 1", t->down_kernel);
     TPM_ARG_CHECK(t->route_stop >= 0 && t->route_stop <= 3, "route_stop %d is not 0..3", t->route_stop);
@@ -403,7 +419,7 @@ tpm_moe_path tpm_cuda_moe_path_for(const tpm_cuda_moe *m, int T) {
 }
 
 int tpm_cuda_moe_capturable(const tpm_cuda_moe *m, int T) {
-    return tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE;
+    return tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE || m->tune.prefill_gemm == TPM_MOE_GEMM_WGMMA;
 }
 
 int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T) {
@@ -436,13 +452,40 @@ static tpm_status check_call(const tpm_cuda_moe *m, const void *ptr, int T) {
     return TPM_OK;
 }
 
+/* The decode-path shared MLP (split plan or unfused layer) on the handle h, stream s. */
+static tpm_status shared_mlp(tpm_cuda_moe *m, void *h, const void *x, int T, cudaStream_t s) {
+    if (!m->d.fused) return tpm_moe_shared_dense(m->d, h, (const uint16_t *)x, T, s);
+    return tpm_moe_shared_split(m->d, h, (const uint16_t *)x, T, s);
+}
+
+/* Whether this call's shared MLP overlaps the routing (tune.shared_overlap). */
+static int overlap_shared(const tpm_cuda_moe *m, int T, cudaStream_t s) {
+    const int plan = tpm_cuda_moe_shared_plan(m, T);
+    return m->tune.shared_overlap && s != NULL && s != cudaStreamLegacy &&
+           tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE && m->tune.decode_kernel != 1 &&
+           (plan == TPM_MOE_SHARED_SPLIT || plan == TPM_MOE_SHARED_DENSE);
+}
+
 tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *stream) {
     TPM_TRY(check_call(m, x, T));
     TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
+    cudaStream_t s = (cudaStream_t)stream;
     const int mode = m->tune.route_legacy ? 0 : T >= m->tune.route_gemm_min ? 2 : 1;
-    if (mode == 2) TPM_TRY(bind_blas(m, (cudaStream_t)stream));
-    return tpm_moe_launch_route(m->d, m->blas, (const uint16_t *)x, T, mode, m->tune.route_stop,
-                                (cudaStream_t)stream);
+    m->shared_issued = 0;
+    const int ovl = overlap_shared(m, T, s);
+    if (ovl) { /* fork: the shared MLP on aux stream 0 beside the routing launch */
+        TPM_CUDA_TRY(cudaEventRecord(m->pf.ev_fork, s));
+        TPM_CUDA_TRY(cudaStreamWaitEvent(m->pf.aux[0], m->pf.ev_fork, 0));
+        TPM_TRY(shared_mlp(m, m->pf.blas_aux[0], x, T, m->pf.aux[0]));
+    }
+    if (mode == 2) TPM_TRY(bind_blas(m, s));
+    TPM_TRY(tpm_moe_launch_route(m->d, m->blas, (const uint16_t *)x, T, mode, m->tune.route_stop, s));
+    if (ovl) { /* join before the experts (which do not read the shared rows, but a phase must join) */
+        TPM_CUDA_TRY(cudaEventRecord(m->pf.ev_join[0], m->pf.aux[0]));
+        TPM_CUDA_TRY(cudaStreamWaitEvent(s, m->pf.ev_join[0], 0));
+        m->shared_issued = T;
+    }
+    return TPM_OK;
 }
 
 tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *stream) {
@@ -450,14 +493,16 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
     TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
     cudaStream_t s = (cudaStream_t)stream;
     const tpm_moe_dev &d = m->d;
-    if (!d.fused && m->p->n_shared == 1) {
+    const int issued = m->shared_issued == T; /* by the routing call, beside it */
+    m->shared_issued = 0;
+    if (!d.fused && m->p->n_shared == 1 && !issued) {
         TPM_TRY(bind_blas(m, s));
         TPM_TRY(tpm_moe_shared_dense(d, m->blas, (const uint16_t *)x, T, s));
     }
     if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE) {
         if (m->tune.decode_kernel == 1) return tpm_moe_launch_decode_mma(d, (const uint16_t *)x, T, s);
         const int split = tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SPLIT;
-        if (split) { /* the shared slot's fp32 rows from dense GEMMs, then the routed GEMVs */
+        if (split && !issued) { /* the shared slot's fp32 rows from dense GEMMs, then the routed GEMVs */
             TPM_TRY(bind_blas(m, s));
             TPM_TRY(tpm_moe_shared_split(d, m->blas, (const uint16_t *)x, T, s));
         }
@@ -465,6 +510,7 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
             return tpm_moe_launch_decode2(d, (const uint16_t *)x, T, split, use_pdl(m, s), m->tune.down_kernel, s);
         return tpm_moe_launch_decode(d, (const uint16_t *)x, T, split, s);
     }
+    if (m->tune.prefill_gemm == TPM_MOE_GEMM_WGMMA) return tpm_moe_prefill_wgmma(d, m->wg, (const uint16_t *)x, T, s);
     TPM_CUDA_TRY(cudaMemcpyAsync(m->h_offsets, d.offsets, (size_t)(d.E1 + 1) * 4, cudaMemcpyDeviceToHost, s));
     TPM_CUDA_TRY(cudaStreamSynchronize(s));
     TPM_TRY(bind_blas(m, s));

@@ -1,0 +1,403 @@
+/*
+ * moe_cuda_gemm_sm90a.cu - tpmoe's own grouped GEMM for the prefill experts on
+ * Hopper tensor cores (wgmma + TMA), one launch for every touched expert,
+ * the fused shared slot included, with the swiglu-oai activation fused into
+ * the gate_up epilogue. Compiled for sm_90a only (wgmma and setmaxnreg are
+ * arch-specific); the layer uses it when the device is 9.0 and the shapes fit
+ * (tpm_moe_wgmma_ok), else the cuBLAS paths of moe_cuda_prefill.cu.
+ *
+ * Problem: the permuted rows of expert e are rows [o_e, o_e + n_e) of the A
+ * operand (xp for gate_up, act_bf for down; bf16, K contiguous). For every
+ * expert, C_e = A_e . W_e^T with W_e [N x K] (K contiguous) from w13 or w2.
+ *   gate_up (ACT): a tile's 256 weight rows are gate rows j0..j0+127 and the
+ *     matching up rows Il+j0..; every thread holds gate and up of the same
+ *     (row, column) in its accumulators, applies bias + activation in fp32 and
+ *     writes act_bf[row][j0 + c] (no h13 round trip, no activation launch);
+ *   down: 256 consecutive rows of w2; rows_bf[row][n0 + c] = bf16(acc).
+ *
+ * Tiles: 128 permuted rows x 256 weight rows, K in steps of 64 (one 128-byte
+ * swizzle row of bf16). Tokens are the wgmma M side (m64 per consumer
+ * warpgroup), weights the N side (n256), both operands K-major in shared
+ * memory, fp32 accumulation in registers (128 per thread). A tile's rows past
+ * its expert's n_e belong to the next expert (or are TMA zero fill past the
+ * buffer) and are computed but never stored; a consumer warpgroup whose 64
+ * rows are all past n_e skips its wgmmas. Tile order: experts from the highest
+ * index (the shared slot, the largest) down; within an expert, weight block
+ * by weight block and, inside it, its row tiles, so the CTAs that share a
+ * weight block run side by side and read it from HBM once (L2 serves the
+ * others). The tile table is a prefix sum of row tiles over the experts,
+ * built on the device (k_wg_tiles) from the routing's offsets: no host
+ * round trip, so the path is graph-capturable. CTAs past the device total exit.
+ *
+ * Synchronisation (one CTA = 3 warpgroups, no clusters): warpgroup 0's first
+ * thread is the TMA producer, warpgroups 1-2 consume. A 4-stage ring of 48 KB
+ * stages (A 16 KB + B 32 KB) with two mbarriers per stage: full[s] (1 arrival
+ * with expect_tx of the stage's bytes, completed by the TMA transactions) and
+ * empty[s] (8 arrivals, one per consumer warp once its wgmmas reading the
+ * stage have completed: wgmma.wait_group 1 after the next stage's commit).
+ * Phases alternate, so the parity of use u of a stage is u & 1. The waits are
+ * bounded: past ~2^26 polls (seconds) the kernel traps, which the layer
+ * reports as a CUDA error, instead of hanging. Results are deterministic:
+ * each output element is one accumulator summed in a fixed k order.
+ */
+#include "moe_cuda_kernels.h"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <string.h>
+
+namespace {
+
+constexpr int BM = 128, BN = 256, BK = 64, ST = 4;
+constexpr int A_BYTES = BM * BK * 2, BH_BYTES = 128 * BK * 2, STAGE_BYTES = A_BYTES + 2 * BH_BYTES;
+constexpr int kThreads = 384;
+constexpr int SMEM_BYTES = ST * STAGE_BYTES + 1024; /* + alignment slack (1024-byte swizzle atoms) */
+
+struct wg_args {
+    const int32_t *offsets; /* [E1 + 1] permuted row offsets (routing) */
+    const int32_t *rtp;     /* [E1 + 1] row tiles before expert E1-1-q (highest expert first) */
+    int E1, nb, K;          /* experts, weight blocks per expert, reduction length */
+    int wrows;              /* weight rows per expert in the B map (2 Il or H) */
+    int nb_rows, bhalf;     /* rows between weight blocks; offset of the second 128-row half */
+    uint16_t *out;
+    int ldo;
+    /* gate_up epilogue */
+    const float *b13;
+    int Il, act;
+    float alpha, limit, beta;
+};
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TPM_WG_DEVICE 1
+#endif
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+#ifdef TPM_WG_DEVICE
+__device__ __forceinline__ void mbar_init(uint64_t *b, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(b)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t *b, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(b)), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t *b) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(b)) : "memory");
+}
+/* Poll until the phase of parity `parity` has completed. The loop is inside the
+ * asm (a compiler-visible per-thread loop would make the wgmmas after it look
+ * divergent, which serializes them); past 2^26 polls it traps. */
+__device__ __forceinline__ void mbar_wait(uint64_t *b, uint32_t parity) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 ".reg .u32 n;\n"
+                 "mov.u32 n, 0;\n"
+                 "LAB_WAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@p bra.uni LAB_DONE;\n"
+                 "add.u32 n, n, 1;\n"
+                 "setp.lt.u32 p, n, %2;\n"
+                 "@p bra.uni LAB_WAIT;\n"
+                 "trap;\n"
+                 "LAB_DONE:\n"
+                 "}\n" ::"r"(smem_u32(b)),
+                 "r"(parity), "n"(1 << 26)
+                 : "memory");
+}
+__device__ __forceinline__ void tma_2d(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t *bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];" ::"r"(smem_u32(dst)),
+                 "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_u32(bar))
+                 : "memory");
+}
+
+/* K-major operand in shared memory, 128-byte swizzle: 8-row atoms 1024 bytes apart. */
+__device__ __forceinline__ uint64_t desc(const void *p) {
+    return (uint64_t)((smem_u32(p) & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wg_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void fence_acc(float (&d)[128]) {
+#pragma unroll
+    for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+/* D[64 x 256] (+)= A[64 x 16] . B[256 x 16]^T, A and B K-major in shared memory (128-byte
+ * swizzle, descriptors da / db); scale_d = 0 overwrites D. Operands generated, not typed. */
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, uint64_t db, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+        "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+        :
+          "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(da), "l"(db), "r"(scale_d));
+}
+
+#endif /* TPM_WG_DEVICE */
+
+__device__ __forceinline__ uint32_t pack_bf16(float a, float b) {
+    return (uint32_t)tpm_f32_to_bf16(a) | ((uint32_t)tpm_f32_to_bf16(b) << 16);
+}
+
+template <bool ACT>
+__global__ void __launch_bounds__(kThreads, 1)
+    k_wg_gemm(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, const wg_args a) {
+#ifdef TPM_WG_DEVICE
+    extern __shared__ unsigned char smem_raw[];
+    __shared__ __align__(8) uint64_t full[ST], empty[ST];
+    unsigned char *smem = reinterpret_cast<unsigned char *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+
+    /* the tile: highest expert first, then weight block, then row tile */
+    const int id = blockIdx.x;
+    const int E1 = a.E1, nb = a.nb;
+    if (id >= __ldg(a.rtp + E1) * nb) return; /* block-uniform, before any barrier */
+    int lo = 0, hi = E1;
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) >> 1;
+        if (__ldg(a.rtp + mid) * nb <= id) lo = mid;
+        else hi = mid;
+    }
+    const int q0 = __ldg(a.rtp + lo), rte = __ldg(a.rtp + lo + 1) - q0;
+    const int e = E1 - 1 - lo, local = id - q0 * nb, wb = local / rte, rt = local - wb * rte;
+    const int off = __ldg(a.offsets + e), n_e = __ldg(a.offsets + e + 1) - off;
+    const int row0 = off + rt * BM, nvalid = min(BM, n_e - rt * BM);
+    const int brow0 = e * a.wrows + wb * a.nb_rows, brow1 = brow0 + a.bhalf;
+    const int KB = a.K / BK;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < ST; s++) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], 8);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0); /* warp-uniform for the compiler */
+    if (wg == 0) { /* producer */
+        if (threadIdx.x == 0) {
+            for (int kb = 0; kb < KB; kb++) {
+                const int s = kb % ST;
+                if (kb >= ST) mbar_wait(&empty[s], ((kb / ST) - 1) & 1);
+                unsigned char *st = smem + (size_t)s * STAGE_BYTES;
+                mbar_expect_tx(&full[s], STAGE_BYTES);
+                tma_2d(st, &ta, kb * BK, row0, &full[s]);
+                tma_2d(st + A_BYTES, &tb, kb * BK, brow0, &full[s]);
+                tma_2d(st + A_BYTES + BH_BYTES, &tb, kb * BK, brow1, &full[s]);
+            }
+        }
+        return;
+    }
+    /* consumers: warpgroup c = wg - 1 owns rows 64c .. 64c+63 of the tile */
+    const int c = wg - 1, lane = threadIdx.x & 31, w4 = (threadIdx.x >> 5) & 3;
+    const bool active = nvalid > 64 * c;
+    if (!active) { /* nothing of this warpgroup's rows to store: release the stages only */
+        for (int kb = 0; kb < KB; kb++) {
+            mbar_wait(&full[kb % ST], (kb / ST) & 1);
+            if (lane == 0) mbar_arrive(&empty[kb % ST]);
+        }
+        return;
+    }
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; i++) d[i] = 0.0f;
+    for (int kb = 0; kb < KB; kb++) {
+        const int s = kb % ST;
+        mbar_wait(&full[s], (kb / ST) & 1);
+        unsigned char *st = smem + (size_t)s * STAGE_BYTES;
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++)
+            wgmma_m64n256k16(d, desc(st + c * 64 * 128 + kk * 32), desc(st + A_BYTES + kk * 32), (kb | kk) != 0);
+        wg_commit();
+        wg_wait<1>(); /* the previous stage's wgmmas are done: release it */
+        if (kb > 0 && lane == 0) mbar_arrive(&empty[(kb - 1) % ST]);
+    }
+    wg_wait<0>();
+    fence_acc(d);
+
+    /* epilogue: accumulator i of this thread is (row 16 w4 + lane/4 + 8 ((i/2) & 1), col 8 (i/4) + 2 (lane&3) + (i&1)) */
+    const int rl = 64 * c + 16 * w4 + (lane >> 2), cq = 2 * (lane & 3);
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int r = rl + 8 * h;
+        if (r >= nvalid) continue;
+        uint16_t *orow = a.out + (size_t)(row0 + r) * a.ldo;
+        if (ACT) {
+            const float *bg = a.b13 ? a.b13 + (size_t)e * 2 * a.Il + wb * 128 : nullptr;
+#pragma unroll
+            for (int j = 0; j < 16; j++) {
+                const int col = 8 * j + cq;
+                float g0 = d[4 * j + 2 * h], g1 = d[4 * j + 2 * h + 1];
+                float u0 = d[64 + 4 * j + 2 * h], u1 = d[64 + 4 * j + 2 * h + 1];
+                if (bg) {
+                    g0 += bg[col];
+                    g1 += bg[col + 1];
+                    u0 += bg[a.Il + col];
+                    u1 += bg[a.Il + col + 1];
+                }
+                const float a0 = tpm_moe_act(a.act, g0, u0, a.alpha, a.limit, a.beta);
+                const float a1 = tpm_moe_act(a.act, g1, u1, a.alpha, a.limit, a.beta);
+                *reinterpret_cast<uint32_t *>(orow + wb * 128 + col) = pack_bf16(a0, a1);
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < 32; j++) {
+                const int col = 8 * j + cq;
+                *reinterpret_cast<uint32_t *>(orow + wb * 256 + col) =
+                    pack_bf16(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+            }
+        }
+    }
+#else
+    (void)ta;
+    (void)tb;
+    (void)a;
+    __trap(); /* built without sm_90a: tpm_moe_wgmma_ok() keeps the layer from launching this */
+#endif
+}
+
+/* rtp[q] = row tiles of experts E1-1 .. E1-q (highest first); rtp[E1] = total. One block. */
+__global__ void k_wg_tiles(const int32_t *__restrict__ offsets, int32_t *__restrict__ rtp, int E1) {
+    __shared__ int32_t cnt[1024];
+    for (int q = threadIdx.x; q < E1; q += blockDim.x) {
+        const int e = E1 - 1 - q;
+        cnt[q] = (offsets[e + 1] - offsets[e] + BM - 1) / BM;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int acc = 0;
+        for (int q = 0; q < E1; q++) {
+            rtp[q] = acc;
+            acc += cnt[q];
+        }
+        rtp[E1] = acc;
+    }
+}
+
+PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
+    static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+    if (!fn) {
+        void *p = nullptr;
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) ==
+                cudaSuccess &&
+            q == cudaDriverEntryPointSuccess)
+            fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+    }
+    return fn;
+}
+
+/* A bf16 row-major [rows x cols] matrix as TMA tiles of 128 rows x 64 columns, 128-byte swizzle. */
+tpm_status make_map(CUtensorMap *m, const void *base, uint64_t rows, uint64_t cols) {
+    PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
+    if (!fn) return tpm_err(TPM_ERR_CUDA, "cuTensorMapEncodeTiled is not available from the driver");
+    const cuuint64_t dims[2] = {cols, rows};
+    const cuuint64_t strides[1] = {cols * 2};
+    const cuuint32_t box[2] = {BK, 128};
+    const cuuint32_t es[2] = {1, 1};
+    const CUresult r = fn(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void *>(base), dims, strides, box, es,
+                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) return tpm_err(TPM_ERR_CUDA, "cuTensorMapEncodeTiled (%llu x %llu): error %d",
+                                          (unsigned long long)rows, (unsigned long long)cols, (int)r);
+    return TPM_OK;
+}
+
+} // namespace
+
+int tpm_moe_wgmma_ok(const tpm_moe_dev &d, int device) {
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
+        return 0;
+    return major == 9 && minor == 0 && d.H % 256 == 0 && d.Il % 128 == 0 && d.H % BK == 0 && d.Il % BK == 0 &&
+           d.E1 <= 1024 && encode_fn() != nullptr;
+}
+
+tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ctx *c) {
+    static_assert(sizeof(CUtensorMap) == sizeof(c->maps[0]), "tensor map size");
+    CUtensorMap m[4];
+    TPM_TRY(make_map(&m[0], d.xp, (uint64_t)max_rows, (uint64_t)d.H));        /* A of gate_up */
+    TPM_TRY(make_map(&m[1], d.w13, (uint64_t)d.E1 * 2 * d.Il, (uint64_t)d.H)); /* B of gate_up */
+    TPM_TRY(make_map(&m[2], d.act_bf, (uint64_t)max_rows, (uint64_t)d.Il));  /* A of down */
+    TPM_TRY(make_map(&m[3], d.w2, (uint64_t)d.E1 * d.H, (uint64_t)d.Il));     /* B of down */
+    memcpy(c->maps, m, sizeof m);
+    TPM_CUDA_TRY(cudaFuncSetAttribute(k_wg_gemm<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+    TPM_CUDA_TRY(cudaFuncSetAttribute(k_wg_gemm<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+    c->ready = 1;
+    return TPM_OK;
+}
+
+tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, const uint16_t *x, int T,
+                                 cudaStream_t s) {
+    TPM_ASSERT(c.ready && c.rtp);
+    TPM_TRY(tpm_moe_launch_gather(d, x, T, s));
+    k_wg_tiles<<<1, 256, 0, s>>>(d.offsets, c.rtp, d.E1);
+    TPM_CUDA_LAUNCHED();
+    /* an upper bound of the row tiles (each touched expert adds at most one partial tile) */
+    const long long rows = (long long)T * d.K, ub_rt = rows / BM + (rows < d.E1 ? rows : d.E1);
+    const CUtensorMap *m = reinterpret_cast<const CUtensorMap *>(c.maps);
+    wg_args g = {};
+    g.offsets = d.offsets;
+    g.rtp = c.rtp;
+    g.E1 = d.E1;
+    g.b13 = d.b13;
+    g.Il = d.Il;
+    g.act = d.act;
+    g.alpha = d.alpha;
+    g.limit = d.limit;
+    g.beta = d.beta;
+    /* gate_up + activation: weight blocks of 128 gate rows (+ the 128 matching up rows) */
+    g.nb = d.Il / 128;
+    g.K = d.H;
+    g.wrows = 2 * d.Il;
+    g.nb_rows = 128;
+    g.bhalf = d.Il;
+    g.out = d.act_bf;
+    g.ldo = d.Il;
+    k_wg_gemm<true><<<(unsigned)(ub_rt * g.nb), kThreads, SMEM_BYTES, s>>>(m[0], m[1], g);
+    TPM_CUDA_LAUNCHED();
+    /* down: weight blocks of 256 rows of w2 */
+    g.nb = d.H / 256;
+    g.K = d.Il;
+    g.wrows = d.H;
+    g.nb_rows = 256;
+    g.bhalf = 128;
+    g.out = d.rows_bf;
+    g.ldo = d.H;
+    k_wg_gemm<false><<<(unsigned)(ub_rt * g.nb), kThreads, SMEM_BYTES, s>>>(m[2], m[3], g);
+    TPM_CUDA_LAUNCHED();
+    return TPM_OK;
+}
