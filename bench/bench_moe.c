@@ -74,7 +74,7 @@ typedef struct opts {
     int decode_kernel, decode_max, route_gemm_min, route_legacy; /* -1: the layer's default */
     int down_kernel, route_stop;
     int ar_tpmoe; /* TP all-reduce: 1 tpmoe's (default), 0 NCCL */
-    int shared_split_min, prefill_gemm, pdl, shared_overlap;       /* -1: the layer's default */
+    int shared_split_min, prefill_gemm, pdl, shared_overlap, prefill_cluster;       /* -1: the layer's default */
     int flush;                                                     /* 0 write, 1 read */
     uint64_t seed;
     const char *json;
@@ -470,7 +470,7 @@ static void usage(FILE *f) {
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--shared-plan auto|slot|split]\n"
             "                       [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
-            "                       [--down-kernel 0|1] [--shared-overlap 0|1]\n"
+            "                       [--down-kernel 0|1] [--shared-overlap 0|1] [--prefill-cluster 0|1]\n"
             "                       [--reps N] [--check N]\n"
             "                       [--seed S] [--json FILE]\n"
             "  --preset P        model preset (default m3)\n"
@@ -494,6 +494,8 @@ static void usage(FILE *f) {
             "  --prefill-gemm X  prefill expert GEMMs: one cuBLAS call per expert (loop), one grouped\n"
             "                    call per matrix (grouped), the loop over several streams (streams), or\n"
             "                    tpmoe's own wgmma/TMA grouped kernel (wgmma; the default where it runs)\n"
+            "  --prefill-cluster C wgmma prefill: 2-CTA clusters sharing each weight tile by multicast\n"
+            "                    (1) or one CTA per tile (0) (default: the layer's)\n"
             "  --shared-overlap B decode path, split / unfused shared plan: the shared MLP beside the\n"
             "                    routing on a side stream (1) or after it (0) (default: the layer's)\n"
             "  --flush X         L2 flush before every replay: read 256 MB (default: clean lines, as\n"
@@ -538,6 +540,7 @@ static int parse(int argc, char **argv, opts *o) {
     o->ar_tpmoe = 1;
     o->flush = 1; /* read: L2 full of clean lines, as after the previous layer's weights streamed */
     o->shared_split_min = o->prefill_gemm = o->pdl = o->shared_overlap = -1;
+    o->prefill_cluster = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long long n;
@@ -602,6 +605,8 @@ static int parse(int argc, char **argv, opts *o) {
             else if (!strcmp(v, "streams")) o->prefill_gemm = TPM_MOE_GEMM_STREAMS;
             else if (!strcmp(v, "wgmma")) o->prefill_gemm = TPM_MOE_GEMM_WGMMA;
             else return cli_usage_error("bench moe", "--prefill-gemm: '%s' is not loop, grouped, streams or wgmma", v);
+        } else if (!strcmp(a, "--prefill-cluster")) {
+            if (int_opt(a, v, 0, 1, &o->prefill_cluster)) return 2;
         } else if (!strcmp(a, "--shared-overlap")) {
             if (int_opt(a, v, 0, 1, &o->shared_overlap)) return 2;
         } else if (!strcmp(a, "--pdl")) {
@@ -642,6 +647,7 @@ static tpm_status apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->pdl >= 0) t.pdl = o->pdl;
     if (o->down_kernel >= 0) t.down_kernel = o->down_kernel;
     if (o->shared_overlap >= 0) t.shared_overlap = o->shared_overlap;
+    if (o->prefill_cluster >= 0) t.prefill_cluster = o->prefill_cluster;
     return tpm_cuda_moe_set_tuning(m, &t);
 }
 

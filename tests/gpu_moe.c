@@ -116,7 +116,7 @@ static void expert_ref(const tpm_moe_weights *w, const tpm_expert_weights *x, co
 /* MARK: GPU runner */
 /* Tuning overrides of the next run_gpu calls (-1: the layer's default). */
 static int tune_decode_kernel = -1, tune_route_gemm_min = -1, tune_route_legacy = -1;
-static int tune_shared_split_min = -1, tune_prefill_gemm = -1, tune_pdl = -1;
+static int tune_shared_split_min = -1, tune_prefill_gemm = -1, tune_pdl = -1, tune_prefill_cluster = -1;
 static int last_plan = -1; /* tpm_cuda_moe_shared_plan of the last run_gpu call */
 
 typedef struct gpu_run {
@@ -142,6 +142,7 @@ static void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fuse
     if (tune_shared_split_min >= 0) tu.shared_split_min = tune_shared_split_min;
     if (tune_prefill_gemm >= 0) tu.prefill_gemm = tune_prefill_gemm;
     if (tune_pdl >= 0) tu.pdl = tune_pdl;
+    if (tune_prefill_cluster >= 0) tu.prefill_cluster = tune_prefill_cluster;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     last_plan = tpm_cuda_moe_shared_plan(m, T);
     void *dx = NULL, *dy = NULL;
@@ -426,19 +427,24 @@ static void prefill_gemm_modes(void **state) {
         const tpm_preset *p = tpm_preset_find(names[pi]);
         tpm_moe_weights w;
         make_weights(p, 800 + pi, &w);
-        const int Ts[] = {1, 9, 33, 300, 2049};
+        const int Ts[] = {1, 9, 33, 300, 2049, 5000};
         for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
             const int T = Ts[ti];
             uint16_t *x = make_x(T, p->hidden, 1000 + T);
-            gpu_run r[4];
-            const int ng = sm90_device() ? 4 : 3;
+            /* 0-2: cuBLAS; 3: wgmma (default: no clusters); 4: wgmma, no clusters; 5: wgmma, clusters */
+            gpu_run r[6];
+            const int ng = sm90_device() ? 6 : 3;
             for (int g = 0; g < ng; g++) {
-                tune_prefill_gemm = g;
+                tune_prefill_gemm = g < 3 ? g : 3;
+                tune_prefill_cluster = g < 4 ? -1 : g - 4;
                 run_gpu(&w, x, T, 1, TPM_MOE_PATH_PREFILL, &r[g]);
                 const double e = check_run(&w, x, &r[g], 1, 4, 1e-2);
                 printf("  %-17s T=%-5d prefill gemm %d rel err %.2e\n", p->name, T, g, e);
             }
             tune_prefill_gemm = -1;
+            tune_prefill_cluster = -1;
+            /* the own kernel gives the same bits with and without clusters */
+            for (int g = 4; g < ng; g++) assert_memory_equal(r[g].y, r[3].y, (size_t)T * p->hidden * 2);
             for (int g = 1; g < ng; g++) assert_true(rel_diff(r[g].y, r[0].y, (size_t)T * p->hidden) < 1e-2);
             for (int g = 0; g < ng; g++) free_run(&r[g]);
             free(x);
@@ -603,6 +609,9 @@ static void bad_arguments(void **state) {
     tu.shared_overlap = 2;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.shared_overlap = 1;
+    tu.prefill_cluster = 2;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.prefill_cluster = 0;
     assert_int_equal(tpm_cuda_moe_shared_plan(NULL, 1), TPM_MOE_SHARED_NONE);
     cudaFree(dx);
     tpm_cuda_moe_destroy(m);

@@ -95,6 +95,8 @@ typedef struct tpm_cuda_moe_tuning {
                             * call also issues the shared expert's dense MLP on a side stream,
                             * joined right after the routing launch, so the two overlap (the
                             * routing phase then includes the shared MLP); 0 = after it */
+    int prefill_cluster;   /* prefill_gemm 3: 0 = one CTA per tile (default, measured), 1 = 2-CTA
+                            * clusters sharing each weight tile by multicast TMA (no faster) */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */

@@ -2,56 +2,64 @@
  * moe_cuda_gemm_sm90a.cu - tpmoe's own grouped GEMM for the prefill experts on
  * Hopper tensor cores (wgmma + TMA), one launch for every touched expert,
  * the fused shared slot included, with the swiglu-oai activation fused into
- * the gate_up epilogue. Compiled for sm_90a only (wgmma is
+ * the gate_up epilogue. Compiled for sm_90a only (wgmma and setmaxnreg are
  * arch-specific); the layer uses it when the device is 9.0 and the shapes fit
  * (tpm_moe_wgmma_ok), else the cuBLAS paths of moe_cuda_prefill.cu.
  *
  * Problem: the permuted rows of expert e are rows [o_e, o_e + n_e) of the A
  * operand (xp for gate_up, act_bf for down; bf16, K contiguous). For every
  * expert, C_e = A_e . W_e^T with W_e [N x K] (K contiguous) from w13 or w2.
- *   gate_up (ACT): a tile's 128 weight rows are gate rows j0..j0+63 and the
+ *   gate_up (ACT): a tile's 256 weight rows are gate rows j0..j0+127 and the
  *     matching up rows Il+j0..; every thread holds gate and up of the same
  *     (row, column) in its accumulators, applies bias + activation in fp32 and
  *     writes act_bf[row][j0 + c] (no h13 round trip, no activation launch);
- *   down: 128 consecutive rows of w2; rows_bf[row][n0 + c] = bf16(acc).
+ *   down: 256 consecutive rows of w2; rows_bf[row][n0 + c] = bf16(acc).
  *
- * Tiles: 256 permuted rows x 128 weight rows, K in steps of 64 (one 128-byte
- * swizzle row of bf16). Tokens are the wgmma M side (two m64 blocks per
- * consumer warpgroup), weights the N side (n128), both operands K-major in
- * shared memory, fp32 accumulation in registers (128 per thread). A tile's
- * rows past its expert's n_e belong to the next expert (or are TMA zero fill
- * past the buffer) and are computed but never stored; an m64 block whose rows
- * are all past n_e is skipped.
- *
- * Clusters of 2 CTAs: both take the same 256 rows and neighbouring weight
- * blocks (2p, 2p+1). Each CTA's producer loads its 128-row half of the A tile
- * with a multicast TMA into both CTAs, and its own B tile: per stage a CTA
- * reads 32 KB from L2 instead of 48 (round 12: the unclustered 128 x 256
- * version ran L2-bound, lts throughput 91% of peak, at a 1.46 GHz SM clock).
+ * Tiles: 128 permuted rows x 256 weight rows, K in steps of 64 (one 128-byte
+ * swizzle row of bf16). Tokens are the wgmma M side (m64 per consumer
+ * warpgroup), weights the N side (n256), both operands K-major in shared
+ * memory, fp32 accumulation in registers (128 per thread). A tile's rows past
+ * its expert's n_e belong to the next expert (or are TMA zero fill past the
+ * buffer) and are computed but never stored; a consumer warpgroup whose 64
+ * rows are all past n_e skips its wgmmas.
  *
  * Tile order: experts from the highest index (the shared slot, the largest)
- * down; within an expert, weight block pair by pair and, inside it, its row
- * tiles, so the CTAs that share a weight block run side by side and read it
- * from HBM once (L2 serves the others). The tile table is a prefix sum of row
- * tiles over the experts, built on the device (k_wg_tiles) from the routing's
- * offsets: no host round trip, so the path is graph-capturable. Clusters past
- * the device total exit (both CTAs alike, before any barrier).
+ * down; within an expert, weight block by weight block and, inside it, its
+ * row tiles, so the CTAs that share a weight block run side by side and read
+ * it from HBM once (L2 serves the others). The tile table is a prefix sum of
+ * row tiles over the experts, built on the device (k_wg_tiles) from the
+ * routing's offsets: no host round trip, so the path is graph-capturable.
+ * CTAs past the device total exit.
+ *
+ * Clusters (CL, large batches): without them the kernel is L2-bound (round
+ * 12: lts throughput 91% of peak at 8192 tokens, SM clock 1.46 GHz), since
+ * every CTA pulls 48 KB per stage through L2. With CL, two CTAs of a cluster
+ * take row tiles 2p and 2p+1 of the same expert and weight block; each
+ * producer loads its own A tile and ONE half of the weight tile, multicast
+ * into both CTAs (32 KB per CTA per stage from L2). A pair's second tile may
+ * be past n_e (odd row-tile counts): that CTA loads no A and only helps with
+ * B. Measured (rounds 14-16, docs/moe_cuda.md): no faster than one CTA per
+ * tile at 8192 tokens (the pair waits for the slower CTA's consumers before
+ * every refill) and slower at 1024-4096 (half-empty pairs), so it is off by
+ * default (tuning.prefill_cluster = 1 selects it). A remote arrive with
+ * cluster-scope release made it 35% slower still.
  *
  * Synchronisation (one CTA = 3 warpgroups): warpgroup 0's first thread is the
  * TMA producer, warpgroups 1-2 consume. A 4-stage ring of 48 KB stages (A
- * 2 x 16 KB + B 16 KB) with two mbarriers per stage: full[s] (1 arrival with
- * expect_tx of the stage's 48 KB, completed by the TMA transactions, the
- * other CTA's multicast half included) and empty[s] (16 arrivals: one per
- * consumer warp of BOTH CTAs once its wgmmas reading the stage completed,
- * wgmma.wait_group 1 after the next stage's commit; the remote one through
- * mapa + mbarrier.arrive.release.cluster), since a producer's multicast
- * overwrites the stage in both CTAs. Phases alternate, so the parity of use u
- * of a stage is u & 1. A cluster barrier after the barrier init (before any
- * multicast or remote arrive) and one before exit (no remote arrive lands in
- * an exited CTA). The waits are bounded: past 2^26 polls the kernel traps,
- * which the layer reports as a CUDA error, instead of hanging. Results are
- * deterministic: each output element is one accumulator summed in a fixed k
- * order, the same whichever path the tile took.
+ * 16 KB + B 32 KB) with two mbarriers per stage: full[s] (1 arrival with
+ * expect_tx of the stage's bytes, completed by the TMA transactions, CL: the
+ * other CTA's multicast half included) and empty[s] (one arrival per
+ * consumer warp once its wgmmas reading the stage have completed, i.e.
+ * wgmma.wait_group 1 after the next stage's commit; CL: the consumer warps of
+ * BOTH CTAs, 16, the remote one through mapa + mbarrier.arrive.release.cluster,
+ * since a producer's multicast overwrites the stage in both). Phases
+ * alternate, so the parity of use u of a stage is u & 1. CL: a cluster
+ * barrier after the barrier init (before any multicast or remote arrive) and
+ * one before exit (no remote arrive lands in an exited CTA). The waits are
+ * bounded: past 2^26 polls the kernel traps, which the layer reports as a
+ * CUDA error, instead of hanging. Results are deterministic and the same with
+ * or without clusters: each output element is one accumulator summed in a
+ * fixed k order.
  */
 #include "moe_cuda_kernels.h"
 
@@ -62,19 +70,17 @@
 
 namespace {
 
-constexpr int BM = 256, BN = 128, BK = 64, ST = 4;      /* rows, weight rows, k per stage, stages */
-constexpr int AH_BYTES = 128 * BK * 2;                    /* one CTA's half of the A tile (128 rows) */
-constexpr int B_BYTES = BN * BK * 2;
-constexpr int STAGE_BYTES = 2 * AH_BYTES + B_BYTES;      /* 48 KB */
+constexpr int BM = 128, BK = 64, ST = 4; /* rows per tile, k per stage, stages; 256 weight rows */
+constexpr int A_BYTES = BM * BK * 2, BH_BYTES = 128 * BK * 2, STAGE_BYTES = A_BYTES + 2 * BH_BYTES;
 constexpr int kThreads = 384;
 constexpr int SMEM_BYTES = ST * STAGE_BYTES + 1024; /* + alignment slack (1024-byte swizzle atoms) */
 
 struct wg_args {
     const int32_t *offsets; /* [E1 + 1] permuted row offsets (routing) */
     const int32_t *rtp;     /* [E1 + 1] row tiles before expert E1-1-q (highest expert first) */
-    int E1, nb, K;          /* experts, weight blocks per expert (even), reduction length */
+    int E1, nb, K;          /* experts, weight blocks per expert, reduction length */
     int wrows;              /* weight rows per expert in the B map (2 Il or H) */
-    int nb_rows, bhalf;     /* rows between weight blocks; offset of the second 64-row half */
+    int nb_rows, bhalf;     /* rows between weight blocks; offset of the second 128-row half */
     uint16_t *out;
     int ldo;
     /* gate_up epilogue */
@@ -140,7 +146,7 @@ __device__ __forceinline__ void tma_2d_mc(void *dst, const CUtensorMap *map, int
 /* Arrive on the mbarrier at b's offset in CTA `rank` of the cluster. */
 __device__ __forceinline__ void mbar_arrive_cluster(uint64_t *b, uint32_t rank) {
     asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(smem_u32(b)),
+                 "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(smem_u32(b)),
                  "r"(rank)
                  : "memory");
 }
@@ -164,17 +170,21 @@ __device__ __forceinline__ void wg_wait() {
     asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
 
-/* D[64 x 128] (+)= A[64 x 16] . B[128 x 16]^T, A and B K-major in shared memory (128-byte
+/* D[64 x 256] (+)= A[64 x 16] . B[256 x 16]^T, A and B K-major in shared memory (128-byte
  * swizzle, descriptors da / db); scale_d = 0 overwrites D. Operands generated, not typed. */
-__device__ __forceinline__ void wgmma_m64n128k16(float *d, uint64_t da, uint64_t db, int scale_d) {
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, uint64_t db, int scale_d) {
     asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
         "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-        "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+        "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
         :
           "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -183,9 +193,18 @@ __device__ __forceinline__ void wgmma_m64n128k16(float *d, uint64_t da, uint64_t
           "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
           "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
           "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
         : "l"(da), "l"(db), "r"(scale_d));
 }
+
 #endif /* TPM_WG_DEVICE */
 
 __device__ __forceinline__ uint32_t pack_bf16(float a, float b) {
@@ -193,86 +212,74 @@ __device__ __forceinline__ uint32_t pack_bf16(float a, float b) {
 }
 
 #ifdef TPM_WG_DEVICE
-/* Both consumer-side steps of one stage: MB (1 or 2) m64 blocks of this warpgroup's 128 rows. */
-template <int MB>
-__device__ __forceinline__ void mma_stage(float (&d)[2][64], const unsigned char *st, int c, int first) {
-    wg_fence();
-#pragma unroll
-    for (int kk = 0; kk < BK / 16; kk++)
-#pragma unroll
-        for (int b = 0; b < MB; b++)
-            wgmma_m64n128k16(d[b], desc(st + (128 * c + 64 * b) * 128 + kk * 32),
-                             desc(st + 2 * AH_BYTES + kk * 32), !(first && kk == 0));
-    wg_commit();
-}
-
-/* Release stage s in both CTAs of the cluster (their producers multicast A into both). */
+/* Release stage s: in this CTA, and with clusters in the other one too (its producer's
+ * multicast overwrites the stage in both). */
+template <bool CL>
 __device__ __forceinline__ void release(uint64_t *empty, int s, uint32_t rank, int lane) {
     if (lane == 0) {
         mbar_arrive(&empty[s]);
-        mbar_arrive_cluster(&empty[s], rank ^ 1u);
+        if (CL) mbar_arrive_cluster(&empty[s], rank ^ 1u);
     }
 }
 
-template <bool ACT, int MB>
+template <bool ACT, bool CL>
 __device__ __forceinline__ void consume(const wg_args &a, unsigned char *smem, uint64_t *full, uint64_t *empty,
                                         uint32_t rank, int c, int row0, int nvalid, int e, int wb) {
     const int lane = threadIdx.x & 31, w4 = (threadIdx.x >> 5) & 3, KB = a.K / BK;
-    float d[2][64];
+    float d[128];
     for (int kb = 0; kb < KB; kb++) {
         const int s = kb % ST;
         mbar_wait(&full[s], (kb / ST) & 1);
-        mma_stage<MB>(d, smem + (size_t)s * STAGE_BYTES, c, kb == 0);
+        unsigned char *st = smem + (size_t)s * STAGE_BYTES;
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++)
+            wgmma_m64n256k16(d, desc(st + c * 64 * 128 + kk * 32), desc(st + A_BYTES + kk * 32), (kb | kk) != 0);
+        wg_commit();
         wg_wait<1>(); /* the previous stage's wgmmas are done: release it */
-        if (kb > 0) release(empty, (kb - 1) % ST, rank, lane);
+        if (kb > 0) release<CL>(empty, (kb - 1) % ST, rank, lane);
     }
     wg_wait<0>();
 #pragma unroll
-    for (int b = 0; b < MB; b++)
-#pragma unroll
-        for (int i = 0; i < 64; i++) asm volatile("" : "+f"(d[b][i])::"memory");
-    /* accumulator i of block b: row 128 c + 64 b + 16 w4 + lane/4 + 8 ((i/2) & 1),
+    for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
+
+    /* accumulator i of this thread: row 64 c + 16 w4 + lane/4 + 8 ((i/2) & 1),
      * column 8 (i/4) + 2 (lane & 3) + (i & 1) */
-    const int cq = 2 * (lane & 3);
+    const int rl = 64 * c + 16 * w4 + (lane >> 2), cq = 2 * (lane & 3);
 #pragma unroll
-    for (int b = 0; b < MB; b++) {
+    for (int h = 0; h < 2; h++) {
+        const int r = rl + 8 * h;
+        if (r >= nvalid) continue;
+        uint16_t *orow = a.out + (size_t)(row0 + r) * a.ldo;
+        if (ACT) { /* columns 0..127 gate, 128..255 the matching up */
+            const float *bg = a.b13 ? a.b13 + (size_t)e * 2 * a.Il + wb * 128 : nullptr;
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int r = 128 * c + 64 * b + 16 * w4 + (lane >> 2) + 8 * h;
-            if (r >= nvalid) continue;
-            uint16_t *orow = a.out + (size_t)(row0 + r) * a.ldo;
-            if (ACT) { /* columns 0..63 gate, 64..127 the matching up */
-                const float *bg = a.b13 ? a.b13 + (size_t)e * 2 * a.Il + wb * 64 : nullptr;
-#pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    const int col = 8 * j + cq;
-                    float g0 = d[b][4 * j + 2 * h], g1 = d[b][4 * j + 2 * h + 1];
-                    float u0 = d[b][32 + 4 * j + 2 * h], u1 = d[b][32 + 4 * j + 2 * h + 1];
-                    if (bg) {
-                        g0 += bg[col];
-                        g1 += bg[col + 1];
-                        u0 += bg[a.Il + col];
-                        u1 += bg[a.Il + col + 1];
-                    }
-                    const float a0 = tpm_moe_act(a.act, g0, u0, a.alpha, a.limit, a.beta);
-                    const float a1 = tpm_moe_act(a.act, g1, u1, a.alpha, a.limit, a.beta);
-                    *reinterpret_cast<uint32_t *>(orow + wb * 64 + col) = pack_bf16(a0, a1);
+            for (int j = 0; j < 16; j++) {
+                const int col = 8 * j + cq;
+                float g0 = d[4 * j + 2 * h], g1 = d[4 * j + 2 * h + 1];
+                float u0 = d[64 + 4 * j + 2 * h], u1 = d[64 + 4 * j + 2 * h + 1];
+                if (bg) {
+                    g0 += bg[col];
+                    g1 += bg[col + 1];
+                    u0 += bg[a.Il + col];
+                    u1 += bg[a.Il + col + 1];
                 }
-            } else {
+                const float a0 = tpm_moe_act(a.act, g0, u0, a.alpha, a.limit, a.beta);
+                const float a1 = tpm_moe_act(a.act, g1, u1, a.alpha, a.limit, a.beta);
+                *reinterpret_cast<uint32_t *>(orow + wb * 128 + col) = pack_bf16(a0, a1);
+            }
+        } else {
 #pragma unroll
-                for (int j = 0; j < 16; j++) {
-                    const int col = 8 * j + cq;
-                    *reinterpret_cast<uint32_t *>(orow + wb * 128 + col) =
-                        pack_bf16(d[b][4 * j + 2 * h], d[b][4 * j + 2 * h + 1]);
-                }
+            for (int j = 0; j < 32; j++) {
+                const int col = 8 * j + cq;
+                *reinterpret_cast<uint32_t *>(orow + wb * 256 + col) = pack_bf16(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
             }
         }
     }
 }
-
 #endif /* TPM_WG_DEVICE */
 
-template <bool ACT>
+template <bool ACT, bool CL>
 __global__ void __launch_bounds__(kThreads, 1)
     k_wg_gemm(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, const wg_args a) {
 #ifdef TPM_WG_DEVICE
@@ -280,64 +287,68 @@ __global__ void __launch_bounds__(kThreads, 1)
     __shared__ __align__(8) uint64_t full[ST], empty[ST];
     unsigned char *smem = reinterpret_cast<unsigned char *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
 
-    /* the cluster's tile: highest expert first, then weight block pair, then row tile; CTA
-     * rank r of the cluster takes weight block 2 p + r of the pair (the same rows) */
-    const uint32_t rank = cluster_rank();
-    const int id = blockIdx.x >> 1;
-    const int E1 = a.E1, np = a.nb >> 1;
-    if (id >= __ldg(a.rtp + E1) * np) return; /* the same for both CTAs, before any barrier */
+    /* the tile: highest expert first, then weight block, then row tile (CL: row-tile pair,
+     * CTA rank r of the cluster taking row tile 2 p + r) */
+    const uint32_t rank = CL ? cluster_rank() : 0u;
+    const int id = CL ? (int)(blockIdx.x >> 1) : (int)blockIdx.x;
+    const int E1 = a.E1, nb = a.nb;
+    if (id >= __ldg(a.rtp + E1) * nb) return; /* the same for the whole cluster, before any barrier */
     int lo = 0, hi = E1;
     while (hi - lo > 1) {
         const int mid = (lo + hi) >> 1;
-        if (__ldg(a.rtp + mid) * np <= id) lo = mid;
+        if (__ldg(a.rtp + mid) * nb <= id) lo = mid;
         else hi = mid;
     }
-    const int q0 = __ldg(a.rtp + lo), rte = __ldg(a.rtp + lo + 1) - q0;
-    const int e = E1 - 1 - lo, local = id - q0 * np, pair = local / rte, rt = local - pair * rte;
-    const int wb = 2 * pair + (int)rank;
+    const int q0 = __ldg(a.rtp + lo), cnt = __ldg(a.rtp + lo + 1) - q0;
+    const int e = E1 - 1 - lo, local = id - q0 * nb, wb = local / cnt, pi = local - wb * cnt;
+    const int rt = CL ? 2 * pi + (int)rank : pi;
     const int off = __ldg(a.offsets + e), n_e = __ldg(a.offsets + e + 1) - off;
-    const int row0 = off + rt * BM, nvalid = min(BM, n_e - rt * BM);
+    const int row0 = off + rt * BM, nvalid = min(BM, n_e - rt * BM); /* CL: <= 0 in a pair's missing half */
     const int brow0 = e * a.wrows + wb * a.nb_rows, brow1 = brow0 + a.bhalf;
     const int KB = a.K / BK;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < ST; s++) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 16); /* 8 consumer warps here + 8 in the other CTA */
+            mbar_init(&empty[s], CL ? 16 : 8); /* consumer warps of this CTA (CL: + the other's) */
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
-    cluster_sync(); /* both CTAs' barriers exist before any multicast or remote arrive */
+    if (CL) cluster_sync(); /* both CTAs' barriers exist before any multicast or remote arrive */
 
     const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0); /* warp-uniform for the compiler */
-    if (wg == 0) { /* producer: this CTA's half of A (multicast to both), its own B */
+    if (wg == 0) { /* producer */
         if (threadIdx.x == 0) {
+            const bool own_a = nvalid > 0;
             for (int kb = 0; kb < KB; kb++) {
                 const int s = kb % ST;
                 if (kb >= ST) mbar_wait(&empty[s], ((kb / ST) - 1) & 1);
                 unsigned char *st = smem + (size_t)s * STAGE_BYTES;
-                mbar_expect_tx(&full[s], STAGE_BYTES);
-                tma_2d_mc(st + rank * AH_BYTES, &ta, kb * BK, row0 + 128 * (int)rank, &full[s]);
-                tma_2d(st + 2 * AH_BYTES, &tb, kb * BK, brow0, &full[s]);
-                tma_2d(st + 2 * AH_BYTES + B_BYTES / 2, &tb, kb * BK, brow1, &full[s]);
+                mbar_expect_tx(&full[s], own_a ? STAGE_BYTES : STAGE_BYTES - A_BYTES);
+                if (own_a) tma_2d(st, &ta, kb * BK, row0, &full[s]);
+                if (CL) { /* this CTA's half of B, into both CTAs */
+                    tma_2d_mc(st + A_BYTES + rank * BH_BYTES, &tb, kb * BK, rank ? brow1 : brow0, &full[s]);
+                } else {
+                    tma_2d(st + A_BYTES, &tb, kb * BK, brow0, &full[s]);
+                    tma_2d(st + A_BYTES + BH_BYTES, &tb, kb * BK, brow1, &full[s]);
+                }
             }
         }
         __syncwarp();
-    } else { /* consumers: warpgroup c owns rows 128 c .. 128 c + 127 of the tile (two m64 blocks) */
+    } else { /* consumers: warpgroup c owns rows 64 c .. 64 c + 63 of the tile */
         const int c = wg - 1;
-        const int mb = __shfl_sync(0xffffffffu, min(2, max(0, (nvalid - 128 * c + 63) / 64)), 0);
-        if (mb == 2) consume<ACT, 2>(a, smem, full, empty, rank, c, row0, nvalid, e, wb);
-        else if (mb == 1) consume<ACT, 1>(a, smem, full, empty, rank, c, row0, nvalid, e, wb);
-        else { /* none of this warpgroup's rows are stored: release the stages only */
+        if (nvalid > 64 * c) {
+            consume<ACT, CL>(a, smem, full, empty, rank, c, row0, nvalid, e, wb);
+        } else { /* none of this warpgroup's rows are stored: release the stages only */
             const int lane = threadIdx.x & 31;
             for (int kb = 0; kb < KB; kb++) {
                 mbar_wait(&full[kb % ST], (kb / ST) & 1);
-                release(empty, kb % ST, rank, lane);
+                release<CL>(empty, kb % ST, rank, lane);
             }
         }
     }
-    cluster_sync(); /* the other CTA's remote arrives on our barriers are done before we exit */
+    if (CL) cluster_sync(); /* the other CTA's remote arrives on our barriers are done before we exit */
 #else
     (void)ta;
     (void)tb;
@@ -346,12 +357,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-/* rtp[q] = row tiles of experts E1-1 .. E1-q (highest first); rtp[E1] = total. One block. */
-__global__ void k_wg_tiles(const int32_t *__restrict__ offsets, int32_t *__restrict__ rtp, int E1) {
+/* rtp[q] = row tiles (pair: row-tile pairs) of experts E1-1 .. E1-q (highest first);
+ * rtp[E1] = total. One block. */
+__global__ void k_wg_tiles(const int32_t *__restrict__ offsets, int32_t *__restrict__ rtp, int E1, int pair) {
     __shared__ int32_t cnt[1024];
     for (int q = threadIdx.x; q < E1; q += blockDim.x) {
         const int e = E1 - 1 - q;
-        cnt[q] = (offsets[e + 1] - offsets[e] + BM - 1) / BM;
+        const int rt = (offsets[e + 1] - offsets[e] + BM - 1) / BM;
+        cnt[q] = pair ? (rt + 1) / 2 : rt;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -377,13 +390,13 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
     return fn;
 }
 
-/* A bf16 row-major [rows x cols] matrix as TMA tiles of box_rows rows x 64 columns, 128-byte swizzle. */
-tpm_status make_map(CUtensorMap *m, const void *base, uint64_t rows, uint64_t cols, uint32_t box_rows) {
+/* A bf16 row-major [rows x cols] matrix as TMA tiles of 128 rows x 64 columns, 128-byte swizzle. */
+tpm_status make_map(CUtensorMap *m, const void *base, uint64_t rows, uint64_t cols) {
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) return tpm_err(TPM_ERR_CUDA, "cuTensorMapEncodeTiled is not available from the driver");
     const cuuint64_t dims[2] = {cols, rows};
     const cuuint64_t strides[1] = {cols * 2};
-    const cuuint32_t box[2] = {BK, box_rows};
+    const cuuint32_t box[2] = {BK, 128};
     const cuuint32_t es[2] = {1, 1};
     const CUresult r = fn(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void *>(base), dims, strides, box, es,
                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
@@ -407,25 +420,29 @@ int tpm_moe_wgmma_ok(const tpm_moe_dev &d, int device) {
 tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ctx *c) {
     static_assert(sizeof(CUtensorMap) == sizeof(c->maps[0]), "tensor map size");
     CUtensorMap m[4];
-    TPM_TRY(make_map(&m[0], d.xp, (uint64_t)max_rows, (uint64_t)d.H, 128));           /* A of gate_up */
-    TPM_TRY(make_map(&m[1], d.w13, (uint64_t)d.E1 * 2 * d.Il, (uint64_t)d.H, 64));   /* B of gate_up */
-    TPM_TRY(make_map(&m[2], d.act_bf, (uint64_t)max_rows, (uint64_t)d.Il, 128));      /* A of down */
-    TPM_TRY(make_map(&m[3], d.w2, (uint64_t)d.E1 * d.H, (uint64_t)d.Il, 64));        /* B of down */
+    TPM_TRY(make_map(&m[0], d.xp, (uint64_t)max_rows, (uint64_t)d.H));        /* A of gate_up */
+    TPM_TRY(make_map(&m[1], d.w13, (uint64_t)d.E1 * 2 * d.Il, (uint64_t)d.H)); /* B of gate_up */
+    TPM_TRY(make_map(&m[2], d.act_bf, (uint64_t)max_rows, (uint64_t)d.Il));  /* A of down */
+    TPM_TRY(make_map(&m[3], d.w2, (uint64_t)d.E1 * d.H, (uint64_t)d.Il));     /* B of down */
     memcpy(c->maps, m, sizeof m);
-    TPM_CUDA_TRY(cudaFuncSetAttribute(k_wg_gemm<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
-    TPM_CUDA_TRY(cudaFuncSetAttribute(k_wg_gemm<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+    TPM_CUDA_TRY(cudaFuncSetAttribute(k_wg_gemm<true, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+    TPM_CUDA_TRY(cudaFuncSetAttribute(k_wg_gemm<false, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+    TPM_CUDA_TRY(cudaFuncSetAttribute(k_wg_gemm<true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+    TPM_CUDA_TRY(cudaFuncSetAttribute(k_wg_gemm<false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
     c->ready = 1;
     return TPM_OK;
 }
 
 tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, const uint16_t *x, int T,
-                                 cudaStream_t s) {
+                                 int cluster, cudaStream_t s) {
     TPM_ASSERT(c.ready && c.rtp);
+    const long long rows = (long long)T * d.K;
+    const int cl = cluster == 1;
     TPM_TRY(tpm_moe_launch_gather(d, x, T, s));
-    k_wg_tiles<<<1, 256, 0, s>>>(d.offsets, c.rtp, d.E1);
+    k_wg_tiles<<<1, 256, 0, s>>>(d.offsets, c.rtp, d.E1, cl);
     TPM_CUDA_LAUNCHED();
-    /* an upper bound of the row tiles (each touched expert adds at most one partial tile) */
-    const long long rows = (long long)T * d.K, ub_rt = rows / BM + (rows < d.E1 ? rows : d.E1);
+    /* an upper bound of the row tiles (pairs), each touched expert adding at most one partial one */
+    const long long ub = rows / (cl ? 2 * BM : BM) + (rows < d.E1 ? rows : d.E1);
     const CUtensorMap *m = reinterpret_cast<const CUtensorMap *>(c.maps);
     wg_args g = {};
     g.offsets = d.offsets;
@@ -440,33 +457,35 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = 2;
+    at[0].val.clusterDim.x = cl ? 2 : 1;
     at[0].val.clusterDim.y = 1;
     at[0].val.clusterDim.z = 1;
     cfg.blockDim = dim3(kThreads);
     cfg.dynamicSmemBytes = SMEM_BYTES;
     cfg.stream = s;
     cfg.attrs = at;
-    cfg.numAttrs = 1;
-    /* gate_up + activation: weight blocks of 64 gate rows (+ the 64 matching up rows) */
-    g.nb = d.Il / 64;
+    cfg.numAttrs = cl ? 1 : 0;
+    /* gate_up + activation: weight blocks of 128 gate rows (+ the 128 matching up rows) */
+    g.nb = d.Il / 128;
     g.K = d.H;
     g.wrows = 2 * d.Il;
-    g.nb_rows = 64;
+    g.nb_rows = 128;
     g.bhalf = d.Il;
     g.out = d.act_bf;
     g.ldo = d.Il;
-    cfg.gridDim = dim3((unsigned)(ub_rt * g.nb));
-    TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_wg_gemm<true>, m[0], m[1], g));
-    /* down: weight blocks of 128 rows of w2 */
-    g.nb = d.H / 128;
+    cfg.gridDim = dim3((unsigned)(ub * g.nb * (cl ? 2 : 1)));
+    if (cl) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_wg_gemm<true, true>, m[0], m[1], g));
+    else TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_wg_gemm<true, false>, m[0], m[1], g));
+    /* down: weight blocks of 256 rows of w2 */
+    g.nb = d.H / 256;
     g.K = d.Il;
     g.wrows = d.H;
-    g.nb_rows = 128;
-    g.bhalf = 64;
+    g.nb_rows = 256;
+    g.bhalf = 128;
     g.out = d.rows_bf;
     g.ldo = d.H;
-    cfg.gridDim = dim3((unsigned)(ub_rt * g.nb));
-    TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_wg_gemm<false>, m[2], m[3], g));
+    cfg.gridDim = dim3((unsigned)(ub * g.nb * (cl ? 2 : 1)));
+    if (cl) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_wg_gemm<false, true>, m[2], m[3], g));
+    else TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_wg_gemm<false, false>, m[2], m[3], g));
     return TPM_OK;
 }

@@ -140,8 +140,9 @@ tpm_status tpm_moe_prefill_experts(const tpm_moe_dev &d, void *blas, const tpm_m
  * (max_rows = the rows capacity of xp / act_bf). */
 int tpm_moe_wgmma_ok(const tpm_moe_dev &d, int device);
 tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ctx *c);
+/* cluster: 1 = 2-CTA clusters sharing the weight tile (multicast), 0 = none. */
 tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, const uint16_t *x, int T,
-                                 cudaStream_t s);
+                                 int cluster, cudaStream_t s);
 /* The unfused shared expert as a dense MLP over all T tokens -> sh_out (bf16). */
 tpm_status tpm_moe_shared_dense(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T,
                                 cudaStream_t s);

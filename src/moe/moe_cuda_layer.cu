@@ -251,6 +251,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.shared_split_min = TPM_MOE_SHARED_SPLIT_MIN;
     m->tune.prefill_gemm = TPM_MOE_PREFILL_WGMMA && m->wg.ready ? TPM_MOE_GEMM_WGMMA : TPM_MOE_PREFILL_GEMM;
     m->tune.shared_overlap = TPM_MOE_SHARED_OVERLAP;
+    m->tune.prefill_cluster = 0;
     m->tune.pdl = TPM_MOE_PDL;
     m->tune.down_kernel = TPM_MOE_DOWN_KERNEL;
     m->tune.route_stop = 0;
@@ -399,6 +400,8 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                                             "and inter/tp %% 128 == 0 (hidden %d, inter/tp %d)", m->d.H, m->d.Il);
     TPM_ARG_CHECK(t->shared_overlap == 0 || t->shared_overlap == 1, "shared_overlap %d is not 0 or 1",
                   t->shared_overlap);
+    TPM_ARG_CHECK(t->prefill_cluster == 0 || t->prefill_cluster == 1, "prefill_cluster %d is not 0 or 1",
+                  t->prefill_cluster);
     TPM_ARG_CHECK(t->pdl == 0 || t->pdl == 1, "pdl %d is not 0 or 1", t->pdl);
     TPM_ARG_CHECK(t->down_kernel == 0 || t->down_kernel == 1, "down_kernel %d is not 0 or 1", t->down_kernel);
     TPM_ARG_CHECK(t->route_stop >= 0 && t->route_stop <= 3, "route_stop %d is not 0..3", t->route_stop);
@@ -510,7 +513,7 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
             return tpm_moe_launch_decode2(d, (const uint16_t *)x, T, split, use_pdl(m, s), m->tune.down_kernel, s);
         return tpm_moe_launch_decode(d, (const uint16_t *)x, T, split, s);
     }
-    if (m->tune.prefill_gemm == TPM_MOE_GEMM_WGMMA) return tpm_moe_prefill_wgmma(d, m->wg, (const uint16_t *)x, T, s);
+    if (m->tune.prefill_gemm == TPM_MOE_GEMM_WGMMA) return tpm_moe_prefill_wgmma(d, m->wg, (const uint16_t *)x, T, m->tune.prefill_cluster, s);
     TPM_CUDA_TRY(cudaMemcpyAsync(m->h_offsets, d.offsets, (size_t)(d.E1 + 1) * 4, cudaMemcpyDeviceToHost, s));
     TPM_CUDA_TRY(cudaStreamSynchronize(s));
     TPM_TRY(bind_blas(m, s));
