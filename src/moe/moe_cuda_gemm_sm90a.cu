@@ -31,18 +31,20 @@
  * routing's offsets: no host round trip, so the path is graph-capturable.
  * CTAs past the device total exit.
  *
- * Clusters (CL, large batches): without them the kernel is L2-bound (round
+ * Clusters (CL, optional): without them the kernel is L2-bound (round
  * 12: lts throughput 91% of peak at 8192 tokens, SM clock 1.46 GHz), since
  * every CTA pulls 48 KB per stage through L2. With CL, two CTAs of a cluster
  * take row tiles 2p and 2p+1 of the same expert and weight block; each
  * producer loads its own A tile and ONE half of the weight tile, multicast
- * into both CTAs (32 KB per CTA per stage from L2). A pair's second tile may
- * be past n_e (odd row-tile counts): that CTA loads no A and only helps with
- * B. Measured (rounds 14-16, docs/moe_cuda.md): no faster than one CTA per
- * tile at 8192 tokens (the pair waits for the slower CTA's consumers before
- * every refill) and slower at 1024-4096 (half-empty pairs), so it is off by
- * default (tuning.prefill_cluster = 1 selects it). A remote arrive with
- * cluster-scope release made it 35% slower still.
+ * into both CTAs (32 KB per CTA per stage from L2). Only full pairs run
+ * clustered; an expert's odd last row tile runs in a second, unclustered
+ * launch right after (half-empty pairs cost 14% of the SM time in round 16).
+ * Measured (rounds 14-17, docs/moe_cuda.md): the clustered pairs themselves
+ * run at 76% L2 throughput instead of 91%, but the tail launch re-reads the
+ * weight blocks of half the experts from HBM (1.6 ms at 8192 tokens), so the
+ * whole is slower than one CTA per tile at every batch size: clusters stay
+ * off by default (tuning.prefill_cluster = 1 selects them). A remote arrive
+ * with cluster-scope release made them 35% slower still (round 14).
  *
  * Synchronisation (one CTA = 3 warpgroups): warpgroup 0's first thread is the
  * TMA producer, warpgroups 1-2 consume. A 4-stage ring of 48 KB stages (A
@@ -77,7 +79,8 @@ constexpr int SMEM_BYTES = ST * STAGE_BYTES + 1024; /* + alignment slack (1024-b
 
 struct wg_args {
     const int32_t *offsets; /* [E1 + 1] permuted row offsets (routing) */
-    const int32_t *rtp;     /* [E1 + 1] row tiles before expert E1-1-q (highest expert first) */
+    const int32_t *rtp;     /* [E1 + 1] tiles (CL: pairs) before expert E1-1-q (highest first) */
+    int tail;               /* 1: the launch after a clustered one: each expert's odd last row tile */
     int E1, nb, K;          /* experts, weight blocks per expert, reduction length */
     int wrows;              /* weight rows per expert in the B map (2 Il or H) */
     int nb_rows, bhalf;     /* rows between weight blocks; offset of the second 128-row half */
@@ -288,7 +291,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     unsigned char *smem = reinterpret_cast<unsigned char *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
 
     /* the tile: highest expert first, then weight block, then row tile (CL: row-tile pair,
-     * CTA rank r of the cluster taking row tile 2 p + r) */
+     * CTA rank r of the cluster taking row tile 2 p + r; tail: the expert's last row tile) */
     const uint32_t rank = CL ? cluster_rank() : 0u;
     const int id = CL ? (int)(blockIdx.x >> 1) : (int)blockIdx.x;
     const int E1 = a.E1, nb = a.nb;
@@ -301,9 +304,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     const int q0 = __ldg(a.rtp + lo), cnt = __ldg(a.rtp + lo + 1) - q0;
     const int e = E1 - 1 - lo, local = id - q0 * nb, wb = local / cnt, pi = local - wb * cnt;
-    const int rt = CL ? 2 * pi + (int)rank : pi;
     const int off = __ldg(a.offsets + e), n_e = __ldg(a.offsets + e + 1) - off;
-    const int row0 = off + rt * BM, nvalid = min(BM, n_e - rt * BM); /* CL: <= 0 in a pair's missing half */
+    const int rt = CL ? 2 * pi + (int)rank : a.tail ? (n_e - 1) / BM : pi;
+    const int row0 = off + rt * BM, nvalid = min(BM, n_e - rt * BM); /* > 0: pairs are always full */
     const int brow0 = e * a.wrows + wb * a.nb_rows, brow1 = brow0 + a.bhalf;
     const int KB = a.K / BK;
 
@@ -357,14 +360,16 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-/* rtp[q] = row tiles (pair: row-tile pairs) of experts E1-1 .. E1-q (highest first);
- * rtp[E1] = total. One block. */
+/* rtp[q] = row tiles of experts E1-1 .. E1-q (highest first), rtp[E1] = total. pair: rtp
+ * counts the full row-tile pairs (rt / 2) and rtp[E1 + 1 ..] the odd last tiles (rt & 1)
+ * the same way. One block. */
 __global__ void k_wg_tiles(const int32_t *__restrict__ offsets, int32_t *__restrict__ rtp, int E1, int pair) {
-    __shared__ int32_t cnt[1024];
+    __shared__ int32_t cnt[1024]; /* pair: [0, 512) pairs, [512, 1024) odd tails */
     for (int q = threadIdx.x; q < E1; q += blockDim.x) {
         const int e = E1 - 1 - q;
         const int rt = (offsets[e + 1] - offsets[e] + BM - 1) / BM;
-        cnt[q] = pair ? (rt + 1) / 2 : rt;
+        cnt[q] = pair ? rt / 2 : rt;
+        if (pair) cnt[512 + q] = rt & 1;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -374,6 +379,14 @@ __global__ void k_wg_tiles(const int32_t *__restrict__ offsets, int32_t *__restr
             acc += cnt[q];
         }
         rtp[E1] = acc;
+        if (pair) {
+            acc = 0;
+            for (int q = 0; q < E1; q++) {
+                rtp[E1 + 1 + q] = acc;
+                acc += cnt[512 + q];
+            }
+            rtp[2 * E1 + 1] = acc;
+        }
     }
 }
 
@@ -414,7 +427,7 @@ int tpm_moe_wgmma_ok(const tpm_moe_dev &d, int device) {
         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
         return 0;
     return major == 9 && minor == 0 && d.H % 256 == 0 && d.Il % 128 == 0 && d.H % BK == 0 && d.Il % BK == 0 &&
-           d.E1 <= 1024 && encode_fn() != nullptr;
+           d.E1 <= 512 && encode_fn() != nullptr;
 }
 
 tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ctx *c) {
@@ -441,12 +454,13 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
     TPM_TRY(tpm_moe_launch_gather(d, x, T, s));
     k_wg_tiles<<<1, 256, 0, s>>>(d.offsets, c.rtp, d.E1, cl);
     TPM_CUDA_LAUNCHED();
-    /* an upper bound of the row tiles (pairs), each touched expert adding at most one partial one */
-    const long long ub = rows / (cl ? 2 * BM : BM) + (rows < d.E1 ? rows : d.E1);
+    /* upper bounds: row tiles, each touched expert adding at most one partial one; with
+     * clusters the full pairs (rows / 2 BM + E1) and the odd tails (one per expert) */
+    const long long ne = rows < d.E1 ? rows : d.E1;
+    const long long ub = cl ? rows / (2 * BM) + ne : rows / BM + ne;
     const CUtensorMap *m = reinterpret_cast<const CUtensorMap *>(c.maps);
     wg_args g = {};
     g.offsets = d.offsets;
-    g.rtp = c.rtp;
     g.E1 = d.E1;
     g.b13 = d.b13;
     g.Il = d.Il;
@@ -457,35 +471,47 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = cl ? 2 : 1;
+    at[0].val.clusterDim.x = 2;
     at[0].val.clusterDim.y = 1;
     at[0].val.clusterDim.z = 1;
     cfg.blockDim = dim3(kThreads);
     cfg.dynamicSmemBytes = SMEM_BYTES;
     cfg.stream = s;
     cfg.attrs = at;
-    cfg.numAttrs = cl ? 1 : 0;
-    /* gate_up + activation: weight blocks of 128 gate rows (+ the 128 matching up rows) */
-    g.nb = d.Il / 128;
-    g.K = d.H;
-    g.wrows = 2 * d.Il;
-    g.nb_rows = 128;
-    g.bhalf = d.Il;
-    g.out = d.act_bf;
-    g.ldo = d.Il;
-    cfg.gridDim = dim3((unsigned)(ub * g.nb * (cl ? 2 : 1)));
-    if (cl) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_wg_gemm<true, true>, m[0], m[1], g));
-    else TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_wg_gemm<true, false>, m[0], m[1], g));
-    /* down: weight blocks of 256 rows of w2 */
-    g.nb = d.H / 256;
-    g.K = d.Il;
-    g.wrows = d.H;
-    g.nb_rows = 256;
-    g.bhalf = 128;
-    g.out = d.rows_bf;
-    g.ldo = d.H;
-    cfg.gridDim = dim3((unsigned)(ub * g.nb * (cl ? 2 : 1)));
-    if (cl) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_wg_gemm<false, true>, m[2], m[3], g));
-    else TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_wg_gemm<false, false>, m[2], m[3], g));
+    for (int mat = 0; mat < 2; mat++) {
+        if (mat == 0) { /* gate_up + activation: weight blocks of 128 gate rows (+ the 128 matching up rows) */
+            g.nb = d.Il / 128;
+            g.K = d.H;
+            g.wrows = 2 * d.Il;
+            g.nb_rows = 128;
+            g.bhalf = d.Il;
+            g.out = d.act_bf;
+            g.ldo = d.Il;
+        } else { /* down: weight blocks of 256 rows of w2 */
+            g.nb = d.H / 256;
+            g.K = d.Il;
+            g.wrows = d.H;
+            g.nb_rows = 256;
+            g.bhalf = 128;
+            g.out = d.rows_bf;
+            g.ldo = d.H;
+        }
+        const CUtensorMap &ma = m[2 * mat], &mb = m[2 * mat + 1];
+        g.rtp = c.rtp;
+        g.tail = 0;
+        if (cl) {
+            cfg.numAttrs = 1;
+            cfg.gridDim = dim3((unsigned)(2 * ub * g.nb));
+            TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, mat ? k_wg_gemm<false, true> : k_wg_gemm<true, true>, ma, mb, g));
+            g.rtp = c.rtp + d.E1 + 1; /* then each expert's odd last row tile, one CTA each */
+            g.tail = 1;
+            cfg.numAttrs = 0;
+            cfg.gridDim = dim3((unsigned)(ne * g.nb));
+        } else {
+            cfg.numAttrs = 0;
+            cfg.gridDim = dim3((unsigned)(ub * g.nb));
+        }
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, mat ? k_wg_gemm<false, false> : k_wg_gemm<true, false>, ma, mb, g));
+    }
     return TPM_OK;
 }

@@ -77,7 +77,7 @@ struct tpm_moe_prefill_ctx {
 /* The own Hopper grouped GEMM of the prefill path (moe_cuda_gemm_sm90a.cu). */
 struct tpm_moe_wg_ctx {
     alignas(64) unsigned char maps[4][128]; /* CUtensorMap: xp, w13, act_bf, w2 */
-    int32_t *rtp;                           /* [E1 + 1] device tile prefix */
+    int32_t *rtp;                           /* [2 (E1 + 1)] device tile prefixes */
     int ready;
 };
 
@@ -135,7 +135,7 @@ tpm_status tpm_moe_prefill_experts(const tpm_moe_dev &d, void *blas, const tpm_m
                                    const uint16_t *x, int T, const int32_t *h_offsets, cudaStream_t s);
 /* moe_cuda_gemm_sm90a.cu: the same experts in two launches of tpmoe's own wgmma/TMA
  * grouped GEMM (activation fused into gate_up), no host round trip (capturable).
- * ok: a 9.0 device, H % 256 == 0, Il % 128 == 0, E1 <= 1024, the driver's TMA
+ * ok: a 9.0 device, H % 256 == 0, Il % 128 == 0, E1 <= 512, the driver's TMA
  * encoder available. setup: the four tensor maps over the layer's buffers
  * (max_rows = the rows capacity of xp / act_bf). */
 int tpm_moe_wgmma_ok(const tpm_moe_dev &d, int device);

@@ -202,7 +202,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
             DALLOC(d.sh_act, Td * Il * 2);
         }
         DALLOC(m->pf.d_ptrs, sizeof(void *) * 6 * E1);
-        DALLOC(m->wg.rtp, (E1 + 1) * 4);
+        DALLOC(m->wg.rtp, 2 * (E1 + 1) * 4); /* tiles, or pairs and odd tails */
         if (cudaMemset(d.ctr, 0, 64) != cudaSuccess || cudaMemset(d.done, 0, E1 * 4) != cudaSuccess ||
             cudaMemset(d.tile_ctr, 0, (size_t)d.tile_cap * 4) != cudaSuccess || cudaMemset(d.w13, 0, E1 * 2 * Il * H * 2) != cudaSuccess ||
             cudaMemset(d.w2, 0, E1 * H * Il * 2) != cudaSuccess) {
