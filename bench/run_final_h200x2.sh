@@ -7,10 +7,15 @@
 #   cmake -S . -B build-prebuilt -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
 #   cmake --build build-prebuilt --target tpmoe_cli gpu_allreduce gpu_comm_api gpu_moe gpu_moe_api
 #   mkdir -p prebuilt && cp build-prebuilt/tpmoe build-prebuilt/tests/gpu_* prebuilt/
+# (to carry them: strip, then  tar cf - ... | xz -9e > prebuilt/bin.txz : the 64 MB
+# dictionary of -9e shares the statically linked library across the binaries,
+# 16 MB instead of 63 MB with tar cJf)
 # They have the source path /work/main compiled in (golden vectors, the rpath
 # of the carried .deps), so the script links that path to the checkout.
 # Run from the repository root:  OUT=/some/dir bash bench/run_final_h200x2.sh
 # (NAME, CODECS, SIZES, MOE_TOKENS, MOE_TP2 override the defaults below;
+# AR_BENCH=0 skips the all-reduce benchmark; MOE_CMP=1 adds the prefill path
+# with cuBLAS over 4 streams at 128 / 1024 / 8192 tokens for comparison;
 # PART=ar runs the all-reduce half (tests gpu_allreduce gpu_comm_api, the CLI
 # check, bench allreduce), PART=moe the MoE half (gpu_moe gpu_moe_api, bench
 # moe), so each half's binaries fit one device call; default: both.)
@@ -43,6 +48,7 @@ echo "== tpmoe moe --backend cuda --tp 2 rc=$? ($(el))"; tail -4 "$R/moe_cuda_cl
 pack
 
 # MARK: all-reduce benchmark (tpmoe vs NCCL, CUDA graphs, medians)
+if [ "${AR_BENCH:-1}" = 1 ]; then
 SIZES=${SIZES:-4K,12K,64K,256K,768K,2M,8M,32M,96M,128M}
 CODECS=${CODECS:-none,int8,int6,int4,fp8,int4_h,int6_h}
 timeout 120 "$B/tpmoe" bench allreduce --tp 2 --dtype bf16 \
@@ -50,6 +56,7 @@ timeout 120 "$B/tpmoe" bench allreduce --tp 2 --dtype bf16 \
   --json "$R/allreduce_h200x2.json" --png "$R/allreduce_h200x2.png" > "$R/bench_allreduce.log" 2>&1
 echo "== bench allreduce rc=$? ($(el))"
 pack
+fi
 fi
 
 if [ "$PART" != ar ]; then
@@ -59,6 +66,12 @@ timeout 70 "$B/tpmoe" bench moe --preset m3 --tokens "${MOE_TOKENS:-1,8,32,1024,
   --check 2 --json "$R/moe_m3_tp1.json" > "$R/bench_moe_tp1.log" 2>&1
 echo "== bench moe tp1 rc=$? ($(el))"
 pack
+if [ "${MOE_CMP:-0}" = 1 ]; then
+  timeout 60 "$B/tpmoe" bench moe --preset m3 --tokens 128,1024,8192 --fuse-shared 1 --prefill-gemm streams \
+    --check 2 --json "$R/moe_m3_tp1_streams.json" > "$R/bench_moe_tp1_streams.log" 2>&1
+  echo "== bench moe tp1 prefill streams rc=$? ($(el))"
+  pack
+fi
 if [ "${MOE_TP2:-1}" = 1 ]; then
   timeout 45 "$B/tpmoe" bench moe --preset m3 --tokens 1,8 --tp 2 --fuse-shared both \
     --check 1 --json "$R/moe_m3_tp2.json" > "$R/bench_moe_tp2.log" 2>&1
@@ -74,5 +87,6 @@ fi
 echo "== total $(el)"
 [ ! -f "$R/bench_allreduce.log" ] || cut -c1-160 "$R/bench_allreduce.log"
 [ ! -f "$R/bench_moe_tp1.log" ] || sed -n '/^# harness/,$p' "$R/bench_moe_tp1.log" | cut -c1-200
+[ ! -f "$R/bench_moe_tp1_streams.log" ] || sed -n '/^tokens/,$p' "$R/bench_moe_tp1_streams.log" | cut -c1-200
 [ ! -f "$R/bench_moe_tp2.log" ] || sed -n '/^tokens/,$p' "$R/bench_moe_tp2.log" | cut -c1-200
 [ ! -f "$R/bench_moe_tp1_writeflush.log" ] || sed -n '/^tokens/,$p' "$R/bench_moe_tp1_writeflush.log" | cut -c1-200
