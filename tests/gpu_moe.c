@@ -117,6 +117,7 @@ static void expert_ref(const tpm_moe_weights *w, const tpm_expert_weights *x, co
 /* Tuning overrides of the next run_gpu calls (-1: the layer's default). */
 static int tune_decode_kernel = -1, tune_route_gemm_min = -1, tune_route_legacy = -1;
 static int tune_shared_split_min = -1, tune_prefill_gemm = -1, tune_pdl = -1, tune_prefill_cluster = -1;
+static int tune_prefill_split_min = -1;
 static int last_plan = -1; /* tpm_cuda_moe_shared_plan of the last run_gpu call */
 
 typedef struct gpu_run {
@@ -143,6 +144,7 @@ static void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fuse
     if (tune_prefill_gemm >= 0) tu.prefill_gemm = tune_prefill_gemm;
     if (tune_pdl >= 0) tu.pdl = tune_pdl;
     if (tune_prefill_cluster >= 0) tu.prefill_cluster = tune_prefill_cluster;
+    if (tune_prefill_split_min >= 0) tu.prefill_split_min = tune_prefill_split_min;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     last_plan = tpm_cuda_moe_shared_plan(m, T);
     void *dx = NULL, *dy = NULL;
@@ -368,6 +370,14 @@ static void fused_equals_unfused(void **state) {
 /* The split plan of a fused layer (shared slot as dense cuBLAS GEMMs, routed
  * experts in the GEMV launches) against the reference and against the slot
  * plan; the plan query says which one ran; kernel 1 never splits. */
+/* The own wgmma prefill GEMM (and its split plan) exists on a 9.0 device. */
+static int sm90_device(void) {
+    int major = 0, minor = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
+    return major == 9 && minor == 0;
+}
+
 static void shared_split_plan(void **state) {
     (void)state;
     const char *names[] = {"m3-mini", "deepseek-v3-mini"};
@@ -398,8 +408,17 @@ static void shared_split_plan(void **state) {
             assert_int_equal(last_plan, TPM_MOE_SHARED_SLOT);
             free_run(&b);
             tune_decode_kernel = -1;
-            run_gpu(&w, x, T, 1, TPM_MOE_PATH_PREFILL, &b); /* prefill: the slot, whatever the threshold */
+            run_gpu(&w, x, T, 1, TPM_MOE_PATH_PREFILL, &b); /* prefill: the slot below prefill_split_min */
             assert_int_equal(last_plan, TPM_MOE_SHARED_SLOT);
+            free_run(&b);
+            tune_prefill_split_min = 1; /* the wgmma prefill's split plan (a 9.0 device), else the slot */
+            run_gpu(&w, x, T, 1, TPM_MOE_PATH_PREFILL, &b);
+            tune_prefill_split_min = -1;
+            assert_int_equal(last_plan, sm90_device() ? TPM_MOE_SHARED_SPLIT : TPM_MOE_SHARED_SLOT);
+            const double e2 = check_run(&w, x, &b, 1, 4, 1e-2);
+            const double d2 = rel_diff(b.y, a.y, (size_t)T * p->hidden);
+            printf("  %-17s T=%-3d prefill plan %d rel err %.2e, vs slot plan %.2e\n", p->name, T, last_plan, e2, d2);
+            assert_true(d2 < 1e-2);
             free_run(&b);
             tune_shared_split_min = -1;
             free_run(&a);
@@ -413,12 +432,6 @@ static void shared_split_plan(void **state) {
  * tpmoe's own wgmma kernel, which a 9.0 device must offer for these shapes)
  * against the reference and against each other, including odd sizes,
  * a single token and experts left empty. */
-static int sm90_device(void) {
-    int major = 0, minor = 0;
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
-    return major == 9 && minor == 0;
-}
 
 static void prefill_gemm_modes(void **state) {
     (void)state;
@@ -612,6 +625,9 @@ static void bad_arguments(void **state) {
     tu.prefill_cluster = 2;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.prefill_cluster = 0;
+    tu.prefill_split_min = 0;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.prefill_split_min = 4096;
     assert_int_equal(tpm_cuda_moe_shared_plan(NULL, 1), TPM_MOE_SHARED_NONE);
     cudaFree(dx);
     tpm_cuda_moe_destroy(m);

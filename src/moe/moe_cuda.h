@@ -97,6 +97,10 @@ typedef struct tpm_cuda_moe_tuning {
                             * routing phase then includes the shared MLP); 0 = after it */
     int prefill_cluster;   /* prefill_gemm 3: 0 = one CTA per tile (default, measured), 1 = 2-CTA
                             * clusters sharing each weight tile by multicast TMA (no faster) */
+    int prefill_split_min; /* fused layer, prefill with prefill_gemm 3: from this many tokens the
+                            * shared slot runs as dense cuBLAS GEMMs (TPM_MOE_SHARED_SPLIT),
+                            * its rows where the slot's would be, the routed experts in the
+                            * own kernel; below it the slot is one more expert of that kernel */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */

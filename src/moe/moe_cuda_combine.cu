@@ -130,8 +130,7 @@ tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, in
     return TPM_OK;
 }
 
-tpm_status tpm_moe_launch_gather(const tpm_moe_dev &d, const uint16_t *x, int T, cudaStream_t s) {
-    const int nrows = T * d.K;
+tpm_status tpm_moe_launch_gather(const tpm_moe_dev &d, const uint16_t *x, int nrows, cudaStream_t s) {
     k_gather<<<grid_for((size_t)nrows * (d.H / 8), 256, d.sm_count), 256, 0, s>>>(d, x, nrows);
     TPM_CUDA_LAUNCHED();
     return TPM_OK;

@@ -363,11 +363,12 @@ __global__ void __launch_bounds__(kThreads, 1)
 /* rtp[q] = row tiles of experts E1-1 .. E1-q (highest first), rtp[E1] = total. pair: rtp
  * counts the full row-tile pairs (rt / 2) and rtp[E1 + 1 ..] the odd last tiles (rt & 1)
  * the same way. One block. */
-__global__ void k_wg_tiles(const int32_t *__restrict__ offsets, int32_t *__restrict__ rtp, int E1, int pair) {
+__global__ void k_wg_tiles(const int32_t *__restrict__ offsets, int32_t *__restrict__ rtp, int E1, int pair,
+                           int skip_e) {
     __shared__ int32_t cnt[1024]; /* pair: [0, 512) pairs, [512, 1024) odd tails */
     for (int q = threadIdx.x; q < E1; q += blockDim.x) {
         const int e = E1 - 1 - q;
-        const int rt = (offsets[e + 1] - offsets[e] + BM - 1) / BM;
+        const int rt = e == skip_e ? 0 : (offsets[e + 1] - offsets[e] + BM - 1) / BM;
         cnt[q] = pair ? rt / 2 : rt;
         if (pair) cnt[512 + q] = rt & 1;
     }
@@ -447,12 +448,14 @@ tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ct
 }
 
 tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, const uint16_t *x, int T,
-                                 int cluster, cudaStream_t s) {
+                                 int cluster, int skip_shared, cudaStream_t s) {
     TPM_ASSERT(c.ready && c.rtp);
     const long long rows = (long long)T * d.K;
     const int cl = cluster == 1;
-    TPM_TRY(tpm_moe_launch_gather(d, x, T, s));
-    k_wg_tiles<<<1, 256, 0, s>>>(d.offsets, c.rtp, d.E1, cl);
+    const int skip = skip_shared && d.fused;
+    /* skip: the shared slot's rows (the last T) are neither gathered nor computed here */
+    TPM_TRY(tpm_moe_launch_gather(d, x, (int)(skip ? (long long)T * d.k : rows), s));
+    k_wg_tiles<<<1, 256, 0, s>>>(d.offsets, c.rtp, d.E1, cl, skip ? d.E : -1);
     TPM_CUDA_LAUNCHED();
     /* upper bounds: row tiles, each touched expert adding at most one partial one; with
      * clusters the full pairs (rows / 2 BM + E1) and the odd tails (one per expert) */

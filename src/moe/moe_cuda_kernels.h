@@ -122,7 +122,7 @@ tpm_status tpm_moe_launch_decode_mma(const tpm_moe_dev &d, const uint16_t *x, in
 tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, int pdl, uint16_t *y,
                                   cudaStream_t s);
 /* moe_cuda_combine.cu: elementwise helpers of the prefill path. */
-tpm_status tpm_moe_launch_gather(const tpm_moe_dev &d, const uint16_t *x, int T, cudaStream_t s);
+tpm_status tpm_moe_launch_gather(const tpm_moe_dev &d, const uint16_t *x, int nrows, cudaStream_t s);
 /* act[r][i] = swiglu(h[r][i] + b, h[r][Il+i] + b) for rows r < nrows_max with expert
  * perm_exp[r] (or fixed_expert >= 0); rows past the device total are skipped
  * when use_total. */
@@ -140,9 +140,11 @@ tpm_status tpm_moe_prefill_experts(const tpm_moe_dev &d, void *blas, const tpm_m
  * (max_rows = the rows capacity of xp / act_bf). */
 int tpm_moe_wgmma_ok(const tpm_moe_dev &d, int device);
 tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ctx *c);
-/* cluster: 1 = 2-CTA clusters sharing the weight tile (multicast), 0 = none. */
+/* cluster: 1 = 2-CTA clusters sharing the weight tile (multicast), 0 = none.
+ * skip_shared: the fused shared slot (expert E, the last T rows) is left out
+ * (prefill split plan: tpm_moe_shared_split_prefill wrote its rows). */
 tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, const uint16_t *x, int T,
-                                 int cluster, cudaStream_t s);
+                                 int cluster, int skip_shared, cudaStream_t s);
 /* The unfused shared expert as a dense MLP over all T tokens -> sh_out (bf16). */
 tpm_status tpm_moe_shared_dense(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T,
                                 cudaStream_t s);
@@ -150,6 +152,11 @@ tpm_status tpm_moe_shared_dense(const tpm_moe_dev &d, void *blas, const uint16_t
  * written in fp32 to rows_f32 rows T*k .. T*k+T-1 (the slot's permuted rows). */
 tpm_status tpm_moe_shared_split(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T,
                                 cudaStream_t s);
+/* Prefill split plan of a fused layer: the shared slot's MLP over all T tokens as dense
+ * cuBLAS GEMMs (bf16, activation kernel between), its act and output rows written where the
+ * slot's permuted rows are (rows T*k .. T*k+T-1 of act_bf and rows_bf). */
+tpm_status tpm_moe_shared_split_prefill(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T,
+                                        cudaStream_t s);
 /* moe_cuda_weights.cu: synthetic weights (moe_cuda_gen.h) of this shard. */
 tpm_status tpm_moe_launch_generate(const tpm_moe_dev &d, const tpm_preset *p, uint64_t seed,
                                    cudaStream_t s);

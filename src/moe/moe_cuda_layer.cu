@@ -61,6 +61,12 @@
 /* Where the own wgmma/TMA grouped GEMM can run (a 9.0 device, fitting shapes)
  * it is the default prefill path instead: see docs/moe_cuda.md, round 6. */
 #define TPM_MOE_PREFILL_WGMMA 1
+/* Prefill split plan (fused layer, own wgmma GEMM: the shared slot's T rows as dense cuBLAS
+ * GEMMs) from this many tokens. Round 18 (H200, bench/results/r18), whole layer, us:
+ *   tokens 1024: slot 3682.8, split 3699.8   4096: slot 5704.1, split 5760.2
+ *   tokens 8192: slot 9751.9, split 9737.8   (unfused, same runs: 3701.9 / 5633.0 / 9727.7)
+ * No gain beyond noise: the slot stays in the grouped launch (off by default). */
+#define TPM_MOE_PREFILL_SPLIT_MIN (1 << 30)
 /* Shared MLP of the split / dense plans overlapped with the routing (round 6). */
 #define TPM_MOE_SHARED_OVERLAP 1
 /* Decode kernel set 2 with programmatic dependent launch (round 4, above). */
@@ -252,6 +258,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.prefill_gemm = TPM_MOE_PREFILL_WGMMA && m->wg.ready ? TPM_MOE_GEMM_WGMMA : TPM_MOE_PREFILL_GEMM;
     m->tune.shared_overlap = TPM_MOE_SHARED_OVERLAP;
     m->tune.prefill_cluster = 0;
+    m->tune.prefill_split_min = TPM_MOE_PREFILL_SPLIT_MIN;
     m->tune.pdl = TPM_MOE_PDL;
     m->tune.down_kernel = TPM_MOE_DOWN_KERNEL;
     m->tune.route_stop = 0;
@@ -402,6 +409,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   t->shared_overlap);
     TPM_ARG_CHECK(t->prefill_cluster == 0 || t->prefill_cluster == 1, "prefill_cluster %d is not 0 or 1",
                   t->prefill_cluster);
+    TPM_ARG_CHECK(t->prefill_split_min >= 1, "prefill_split_min %d < 1", t->prefill_split_min);
     TPM_ARG_CHECK(t->pdl == 0 || t->pdl == 1, "pdl %d is not 0 or 1", t->pdl);
     TPM_ARG_CHECK(t->down_kernel == 0 || t->down_kernel == 1, "down_kernel %d is not 0 or 1", t->down_kernel);
     TPM_ARG_CHECK(t->route_stop >= 0 && t->route_stop <= 3, "route_stop %d is not 0..3", t->route_stop);
@@ -430,6 +438,9 @@ int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T) {
     if (!m->d.fused) return TPM_MOE_SHARED_DENSE;
     if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE && m->tune.decode_kernel != 1 &&
         T >= m->tune.shared_split_min)
+        return TPM_MOE_SHARED_SPLIT;
+    if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_PREFILL && m->tune.prefill_gemm == TPM_MOE_GEMM_WGMMA &&
+        T >= m->tune.prefill_split_min)
         return TPM_MOE_SHARED_SPLIT;
     return TPM_MOE_SHARED_SLOT;
 }
@@ -513,7 +524,14 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
             return tpm_moe_launch_decode2(d, (const uint16_t *)x, T, split, use_pdl(m, s), m->tune.down_kernel, s);
         return tpm_moe_launch_decode(d, (const uint16_t *)x, T, split, s);
     }
-    if (m->tune.prefill_gemm == TPM_MOE_GEMM_WGMMA) return tpm_moe_prefill_wgmma(d, m->wg, (const uint16_t *)x, T, m->tune.prefill_cluster, s);
+    if (m->tune.prefill_gemm == TPM_MOE_GEMM_WGMMA) {
+        const int split = tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SPLIT;
+        if (split) { /* the shared slot's rows from dense cuBLAS GEMMs, then the routed experts */
+            TPM_TRY(bind_blas(m, s));
+            TPM_TRY(tpm_moe_shared_split_prefill(d, m->blas, (const uint16_t *)x, T, s));
+        }
+        return tpm_moe_prefill_wgmma(d, m->wg, (const uint16_t *)x, T, m->tune.prefill_cluster, split, s);
+    }
     TPM_CUDA_TRY(cudaMemcpyAsync(m->h_offsets, d.offsets, (size_t)(d.E1 + 1) * 4, cudaMemcpyDeviceToHost, s));
     TPM_CUDA_TRY(cudaStreamSynchronize(s));
     TPM_TRY(bind_blas(m, s));

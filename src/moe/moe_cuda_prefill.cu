@@ -90,7 +90,7 @@ tpm_status tpm_moe_prefill_experts(const tpm_moe_dev &d, void *blas, const tpm_m
                                    const uint16_t *x, int T, const int32_t *h_offsets, cudaStream_t s) {
     cublasHandle_t h = static_cast<cublasHandle_t>(blas);
     const size_t w13_stride = (size_t)2 * d.Il * d.H, w2_stride = (size_t)d.H * d.Il;
-    TPM_TRY(tpm_moe_launch_gather(d, x, T, s));
+    TPM_TRY(tpm_moe_launch_gather(d, x, T * d.K, s));
     if (c.mode == TPM_MOE_GEMM_GROUPED) {
         /* touched experts, largest first (the shared slot): pointer arrays [6][E1] */
         int ng = 0, rows[TPM_MOE_MAX_SLOTS];
@@ -146,6 +146,18 @@ tpm_status tpm_moe_shared_dense(const tpm_moe_dev &d, void *blas, const uint16_t
     TPM_TRY(gemm_xwT(h, x, d.w13 + (size_t)e * 2 * d.Il * d.H, d.sh_h13, CUDA_R_16BF, T, 2 * d.Il, d.H));
     TPM_TRY(tpm_moe_launch_act(d, d.sh_h13, d.sh_act, T, e, s));
     TPM_TRY(gemm_xwT(h, d.sh_act, d.w2 + (size_t)e * d.H * d.Il, d.sh_out, CUDA_R_16BF, T, d.H, d.Il));
+    return TPM_OK;
+}
+
+tpm_status tpm_moe_shared_split_prefill(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T, cudaStream_t s) {
+    TPM_ASSERT(d.fused);
+    cublasHandle_t h = static_cast<cublasHandle_t>(blas);
+    const int e = d.E;
+    const size_t r0 = (size_t)T * d.k; /* slot E's permuted rows: after the T*k routed ones, tokens in order */
+    uint16_t *h13 = d.h13 + r0 * 2 * d.Il, *act = d.act_bf + r0 * d.Il, *rows = d.rows_bf + r0 * d.H;
+    TPM_TRY(gemm_xwT(h, x, d.w13 + (size_t)e * 2 * d.Il * d.H, h13, CUDA_R_16BF, T, 2 * d.Il, d.H));
+    TPM_TRY(tpm_moe_launch_act(d, h13, act, T, e, s));
+    TPM_TRY(gemm_xwT(h, act, d.w2 + (size_t)e * d.H * d.Il, rows, CUDA_R_16BF, T, d.H, d.Il));
     return TPM_OK;
 }
 
