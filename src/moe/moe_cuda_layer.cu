@@ -11,8 +11,11 @@
  * on the decode path from tune.shared_split_min tokens the shared slot runs
  * as dense cuBLAS GEMMs over the slot's own weights, writing the slot's fp32
  * rows (same stream, before the routed GEMV launches, still one graph).
- * The decode path never touches the host, so route -> experts -> combine -> ncclAllReduce captures into one
- * CUDA graph; the prefill path reads the per-expert offsets back (one sync).
+ * The decode path never touches the host, so route -> experts -> combine -> all-reduce captures into one
+ * CUDA graph; so does the prefill path on the own wgmma GEMM (moe_cuda_gemm_sm90a.cu, the default on a
+ * 9.0 device), while its cuBLAS variants read the per-expert offsets back (one sync).
+ * tune.shared_overlap: on the decode path the split / unfused shared MLP is issued by the routing
+ * call on a side stream (aux[0], its own cuBLAS handle) beside the routing launch, joined right after it.
  * TP: each rank holds an Il = inter/tp slice of every expert (shared
  * included); the partial bf16 outputs are summed by ncclAllReduce on the
  * same stream. The unfused baseline runs the shared expert as a dense cuBLAS
@@ -248,7 +251,10 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
             goto fail;
         }
     }
-    if (tpm_moe_wgmma_ok(d, desc->device)) TPM_TRY_GOTO(tpm_moe_wgmma_setup(d, (int)((size_t)desc->max_tokens * d.K), &m->wg));
+    /* the own prefill GEMM where it can run; if its setup fails the cuBLAS paths remain (ready = 0) */
+    if (tpm_moe_wgmma_ok(d, desc->device) &&
+        tpm_moe_wgmma_setup(d, (int)((size_t)desc->max_tokens * d.K), &m->wg) != TPM_OK)
+        m->wg.ready = 0;
     m->path = TPM_MOE_PATH_AUTO;
     m->tune.decode_kernel = TPM_MOE_DECODE_KERNEL == 1 && !tpm_moe_decode_mma_ok(d) ? 0 : TPM_MOE_DECODE_KERNEL;
     m->tune.decode_max_tokens = TPM_MOE_DECODE_MAX_TOKENS;

@@ -1,6 +1,8 @@
 /*
  * moe_cuda_prefill.cu - the compute-bound expert path (many tokens per
  * expert) on tensor cores through cuBLAS, and the dense shared-expert MLPs.
+ * (On a 9.0 device the default prefill path is tpmoe's own grouped GEMM,
+ * moe_cuda_gemm_sm90a.cu; these are its fallback and comparison.)
  *
  * The permuted rows (grouped by expert, moe_cuda_route.cu) are gathered into
  * xp, then for every touched expert e with n_e rows at offset o_e:
