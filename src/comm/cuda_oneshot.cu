@@ -197,7 +197,9 @@ __global__ void __launch_bounds__(kBlock) oneshot2_kernel(const __grid_constant_
         }
     }
 
-    /* 2. reduce in rank order (own term: registers in batch 0) */
+    /* 2. reduce in rank order (own term: registers in batch 0). The loop repeats
+     * oneshot_kernel's on purpose: a shared inline helper taking `own` made ptxas
+     * spill 16 bytes in three instantiations of this kernel (checked with -Xptxas -v). */
     uint8_t *mine = a.ll[a.rank] + par;
     bool alive = true;
     for (size_t base = tid; base < nwords; base += step) {
