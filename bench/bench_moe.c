@@ -408,7 +408,7 @@ static void *rank_main(void *argp) {
             tpm_cuda_moe_get_tuning(m, &tu);
             S->r.decode_kernel = tu.decode_kernel;
             S->r.pdl = tu.decode_kernel == 2 ? tu.pdl : 0;
-            S->r.down_kernel = tu.decode_kernel == 2 && (T <= 8 || tu.down_kernel == 2) ? tu.down_kernel : 0;
+            S->r.down_kernel = tu.decode_kernel == 2 && T <= 8 ? tu.down_kernel : 0;
             S->r.route_mode = tu.route_legacy ? 0 : T >= tu.route_gemm_min ? 2 : 1;
             S->r.shared_plan = tpm_cuda_moe_shared_plan(m, T);
             S->r.prefill_gemm = tu.prefill_gemm;
@@ -588,7 +588,7 @@ static int parse(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--route-stop")) {
             if (int_opt(a, v, 0, 3, &o->route_stop)) return 2;
         } else if (!strcmp(a, "--down-kernel")) {
-            if (int_opt(a, v, 0, 2, &o->down_kernel)) return 2;
+            if (int_opt(a, v, 0, 1, &o->down_kernel)) return 2;
         } else if (!strcmp(a, "--decode-max")) {
             if (int_opt(a, v, 0, TPM_MOE_DECODE_MAX_NT, &o->decode_max)) return 2;
         } else if (!strcmp(a, "--route-gemm-min")) {
@@ -739,7 +739,7 @@ int cmd_bench_moe(int argc, char **argv) {
         const row *r = &S.rows[i];
         const double floor = r->mem_floor_us > r->flop_floor_us ? r->mem_floor_us : r->flop_floor_us;
         char dk[8], plan[8];
-        snprintf(dk, sizeof dk, "%d%s%s", r->decode_kernel, r->pdl ? "p" : "", r->down_kernel == 1 ? "s" : r->down_kernel == 2 ? "w" : "");
+        snprintf(dk, sizeof dk, "%d%s%s", r->decode_kernel, r->pdl ? "p" : "", r->down_kernel ? "s" : "");
         snprintf(plan, sizeof plan, "%s%s", plan_name(r->shared_plan), r->shared_overlap ? "+" : "");
         printf("%-6d %-5d %-7s %-6s %-7s %3s %-6s %4d %4d %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.2f %9.2e %5d\n", r->T,
                r->fused, path_name(r->path), plan, gemm_name(r->prefill_gemm), dk, route_name(r->route_mode), o.tp, r->n_active, r->t.route, r->t.route - S.null_us, r->t.experts, r->t.combine, r->t.allreduce,

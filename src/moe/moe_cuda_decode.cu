@@ -363,43 +363,6 @@ __global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip) {
     }
 }
 
-/* k_down5 (tuning down_kernel = 2): k_down2 with warp-sized work items. Each warp
- * takes the next RD rows of one touched expert from the same counter (ctr[1]) on its
- * own, instead of a block taking 8 warps' worth (16 rows) at once: the warps in flight
- * still stream neighbouring rows, but the last items are 16x smaller, so the tail of
- * the launch (blocks still busy with a whole 96 KB item while the others are done)
- * shrinks. down_rows as in k_down2: the same bits. */
-template <int NT, int U, int RD>
-__global__ void __launch_bounds__(kThreads) k_down5(tpm_moe_dev d, int skip) {
-    const int lane = threadIdx.x & 31;
-    const int wtiles = (d.H + RD - 1) / RD;
-    const int na = __ldcg(d.n_active) - skip;
-    const int total = na * wtiles;
-    int item = 0;
-    if (lane == 0) item = atomicAdd(d.ctr + 1, 1);
-    item = __shfl_sync(0xffffffffu, item, 0);
-    uint4 w[RD][U];
-    bool have0 = false;
-    if (item < total) {
-        const int a = item / wtiles, wt = item - a * wtiles;
-        down_load<U, RD>(d, __ldcg(d.active + na - 1 - a), wt * RD, lane, w);
-        have0 = true;
-    }
-    pdl_wait();
-    if (blockIdx.x == 0 && threadIdx.x == 0) d.ctr[0] = 0; /* k_gate_up2 has finished */
-    pdl_trigger();
-    while (item < total) {
-        const int a = item / wtiles, wt = item - a * wtiles;
-        const int e = __ldcg(d.active + na - 1 - a);
-        const int off = __ldcg(d.offsets + e);
-        const int n = min(__ldcg(d.offsets + e + 1) - off, NT);
-        down_rows<NT, U, RD>(d, e, off, n, wt * RD, lane, w, have0);
-        have0 = false;
-        if (lane == 0) item = atomicAdd(d.ctr + 1, 1);
-        item = __shfl_sync(0xffffffffu, item, 0);
-    }
-}
-
 /* MARK: k_down4 (bulk-copy pipeline)
  * One block per SM: a producer warp and kWarps consumer warps around a ring
  * of nst stages in shared memory. A stage is one work item of k_down2's
@@ -578,11 +541,6 @@ tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, 
             TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_down4<NT>, d, skip, nst));
             return TPM_OK;
         }
-    }
-    if (down == 2) {
-        TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, k_down5<NT, U2, RD>, kThreads, 0));
-        TPM_CUDA_TRY(launch_ex(k_down5<NT, U2, RD>, d.sm_count * (b2 > 0 ? b2 : 1), pdl, s, d, skip));
-        return TPM_OK;
     }
     TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, k_down2<NT, U2, RD>, kThreads, 0));
     TPM_CUDA_TRY(launch_ex(k_down2<NT, U2, RD>, d.sm_count * (b2 > 0 ? b2 : 1), pdl, s, d, skip));
