@@ -6,9 +6,7 @@
  * rounded once to bf16. One thread owns 4 consecutive h of one token; the
  * order of the sum is fixed, so results are bit-reproducible (no atomics).
  * After decode kernel set 2 it is launched with programmatic dependent
- * launch; it loads its token's routing data (written by the routing launch,
- * complete by then) first, then griddepcontrol.wait (a no-op in a plain
- * launch), then only the expert rows.
+ * launch and starts with griddepcontrol.wait (a no-op in a plain launch).
  * The down bias is added by rank 0 only (the all-reduce sums the ranks).
  * k_gather: xp[r] = x[perm_tok[r]] (rows grouped by expert for the GEMMs).
  * k_act: act[r][i] = act(h[r][i] + b13, h[r][Il+i] + b13) in fp32 -> bf16.
@@ -33,57 +31,24 @@ __device__ __forceinline__ float4 load4<uint16_t>(const uint16_t *p) {
                        __uint_as_float(v.y << 16), __uint_as_float(v.y & 0xffff0000u));
 }
 
-/* Up to this many slots per token, a thread loads its token's routing data (weights,
- * rows, experts) before griddepcontrol.wait: it was written by the routing, complete
- * long before, so only the rows' loads wait for the down kernel. */
-constexpr int kCombinePre = 16;
-
 template <typename RowT>
 __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t *__restrict__ y, int T) {
-    const int H4 = d.H / 4, K = d.K;
-    const size_t gid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const bool live = gid < (size_t)T * H4;
-    const int t = live ? (int)(gid / H4) : 0, h = live ? (int)(gid - (size_t)t * H4) * 4 : 0;
-    const bool bias = d.b2 && d.rank == 0, pre = K <= kCombinePre;
-    float wv[kCombinePre];
-    int idx[kCombinePre], se[kCombinePre];
-#pragma unroll
-    for (int s = 0; s < kCombinePre; s++) {
-        wv[s] = 0.0f;
-        idx[s] = se[s] = 0;
-        if (live && pre && s < K) {
-            const int p = t * K + s;
-            wv[s] = d.wts[p];
-            idx[s] = d.inv[p];
-            se[s] = d.sel[p];
-        }
-    }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* launched early (programmatic dependent launch after k_down2): wait for it; a no-op otherwise */
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-    if (!live) return;
+    const int H4 = d.H / 4;
+    const size_t gid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (gid >= (size_t)T * H4) return;
+    const int t = (int)(gid / H4), h = (int)(gid - (size_t)t * H4) * 4;
+    const bool bias = d.b2 && d.rank == 0;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int s = 0; s < K; s++) {
-        const int p = t * K + s;
-        float w = 0.0f;
-        int r = 0, e = 0;
-        if (pre) {
-#pragma unroll
-            for (int q = 0; q < kCombinePre; q++) /* registers, not a local array: constant indices */
-                if (q == s) {
-                    w = wv[q];
-                    r = idx[q];
-                    e = se[q];
-                }
-        } else {
-            w = d.wts[p];
-            r = d.inv[p];
-            e = d.sel[p];
-        }
-        float4 v = load4<RowT>(rows + (size_t)r * d.H + h);
+    for (int s = 0; s < d.K; s++) {
+        const int p = t * d.K + s;
+        const float w = d.wts[p];
+        float4 v = load4<RowT>(rows + (size_t)d.inv[p] * d.H + h);
         if (bias) {
-            const float4 b = *reinterpret_cast<const float4 *>(d.b2 + (size_t)e * d.H + h);
+            const float4 b = *reinterpret_cast<const float4 *>(d.b2 + (size_t)d.sel[p] * d.H + h);
             v.x += b.x;
             v.y += b.y;
             v.z += b.z;
