@@ -53,7 +53,7 @@
  * other CTA's multicast half included) and empty[s] (one arrival per
  * consumer warp once its wgmmas reading the stage have completed, i.e.
  * wgmma.wait_group 1 after the next stage's commit; CL: the consumer warps of
- * BOTH CTAs, 16, the remote one through mapa + mbarrier.arrive.release.cluster,
+ * BOTH CTAs, 16, the remote one through mapa + mbarrier.arrive.shared::cluster,
  * since a producer's multicast overwrites the stage in both). Phases
  * alternate, so the parity of use u of a stage is u & 1. CL: a cluster
  * barrier after the barrier init (before any multicast or remote arrive) and
