@@ -323,13 +323,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0); /* warp-uniform for the compiler */
     if (wg == 0) { /* producer */
         if (threadIdx.x == 0) {
-            const bool own_a = nvalid > 0;
             for (int kb = 0; kb < KB; kb++) {
                 const int s = kb % ST;
                 if (kb >= ST) mbar_wait(&empty[s], ((kb / ST) - 1) & 1);
                 unsigned char *st = smem + (size_t)s * STAGE_BYTES;
-                mbar_expect_tx(&full[s], own_a ? STAGE_BYTES : STAGE_BYTES - A_BYTES);
-                if (own_a) tma_2d(st, &ta, kb * BK, row0, &full[s]);
+                mbar_expect_tx(&full[s], STAGE_BYTES);
+                tma_2d(st, &ta, kb * BK, row0, &full[s]);
                 if (CL) { /* this CTA's half of B, into both CTAs */
                     tma_2d_mc(st + A_BYTES + rank * BH_BYTES, &tb, kb * BK, rank ? brow1 : brow0, &full[s]);
                 } else {
