@@ -5,7 +5,7 @@
  *   tpmoe bench moe --preset m3 --tokens 1,8,32,128,1024,8192 [--tp 2]
  *                   [--fuse-shared 0|1|both] [--path auto|decode|prefill]
  *                   [--decode-kernel 0|1|2] [--pdl 0|1] [--decode-max N] [--route-gemm-min N]
- *                   [--route-legacy 0|1] [--shared-plan auto|slot|split]
+ *                   [--route-legacy 0|1] [--route-experts 8|16|32] [--shared-plan auto|slot|split]
  *                   [--prefill-gemm loop|grouped|streams] [--flush write|read|none] [--reps N]
  *                   [--check N] [--seed S] [--json FILE]
  *
@@ -72,7 +72,7 @@ typedef struct opts {
     int fuse[2], nfuse;
     tpm_moe_path path;
     int decode_kernel, decode_max, route_gemm_min, route_legacy; /* -1: the layer's default */
-    int down_kernel, route_stop;
+    int down_kernel, route_stop, route_experts;
     int ar_tpmoe; /* TP all-reduce: 1 tpmoe's (default), 0 NCCL */
     int shared_split_min, prefill_gemm, pdl, shared_overlap, prefill_cluster, prefill_split_min;       /* -1: the layer's default */
     int flush;                                                     /* 0 write, 1 read */
@@ -468,8 +468,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: tpmoe bench moe [--preset P] [--tokens LIST] [--tp N] [--allreduce tpmoe|nccl] [--fuse-shared 0|1|both]\n"
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
-            "                       [--route-gemm-min N] [--route-legacy 0|1] [--shared-plan auto|slot|split]\n"
-            "                       [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
+            "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 8|16|32]\n"
+            "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
             "                       [--down-kernel 0|1] [--shared-overlap 0|1] [--prefill-cluster 0|1]\n"
             "                       [--reps N] [--check N]\n"
             "                       [--seed S] [--json FILE]\n"
@@ -489,6 +489,7 @@ static void usage(FILE *f) {
             "  --decode-max N    path auto: decode up to N tokens (default: the layer's)\n"
             "  --route-gemm-min N  router as a tensor-core GEMM from N tokens, one fused launch below\n"
             "  --route-legacy B  1: the older two-launch routing (for comparison)\n"
+            "  --route-experts N router experts per logits block, 8, 16 or 32 (default: the layer's)\n"
             "  --shared-plan X   fused layer, decode path and wgmma prefill: shared slot inside the\n"
             "                    routed launches (slot), as dense cuBLAS GEMMs (split), or the layer's\n"
             "                    per-call plan (auto)\n"
@@ -538,6 +539,7 @@ static int parse(int argc, char **argv, opts *o) {
     o->decode_kernel = o->decode_max = o->route_gemm_min = o->route_legacy = -1;
     o->down_kernel = -1;
     o->route_stop = -1;
+    o->route_experts = -1;
     o->ar_tpmoe = 1;
     o->flush = 1; /* read: L2 full of clean lines, as after the previous layer's weights streamed */
     o->shared_split_min = o->prefill_gemm = o->pdl = o->shared_overlap = -1;
@@ -591,6 +593,8 @@ static int parse(int argc, char **argv, opts *o) {
             if (int_opt(a, v, 0, 1, &o->down_kernel)) return 2;
         } else if (!strcmp(a, "--decode-max")) {
             if (int_opt(a, v, 0, TPM_MOE_DECODE_MAX_NT, &o->decode_max)) return 2;
+        } else if (!strcmp(a, "--route-experts")) {
+            if (int_opt(a, v, 8, 32, &o->route_experts)) return 2;
         } else if (!strcmp(a, "--route-gemm-min")) {
             if (int_opt(a, v, 1, 1 << 20, &o->route_gemm_min)) return 2;
         } else if (!strcmp(a, "--route-legacy")) {
@@ -643,6 +647,7 @@ static tpm_status apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->decode_max >= 0) t.decode_max_tokens = o->decode_max;
     if (o->route_gemm_min >= 0) t.route_gemm_min = o->route_gemm_min;
     if (o->route_legacy >= 0) t.route_legacy = o->route_legacy;
+    if (o->route_experts >= 0) t.route_experts = o->route_experts;
     if (o->shared_split_min >= 0) t.shared_split_min = o->shared_split_min;
     if (o->prefill_split_min >= 0) t.prefill_split_min = o->prefill_split_min;
     if (o->prefill_gemm >= 0) t.prefill_gemm = o->prefill_gemm;

@@ -117,7 +117,7 @@ static void expert_ref(const tpm_moe_weights *w, const tpm_expert_weights *x, co
 /* Tuning overrides of the next run_gpu calls (-1: the layer's default). */
 static int tune_decode_kernel = -1, tune_route_gemm_min = -1, tune_route_legacy = -1;
 static int tune_shared_split_min = -1, tune_prefill_gemm = -1, tune_pdl = -1, tune_prefill_cluster = -1;
-static int tune_prefill_split_min = -1;
+static int tune_prefill_split_min = -1, tune_route_experts = -1;
 static int last_plan = -1; /* tpm_cuda_moe_shared_plan of the last run_gpu call */
 
 typedef struct gpu_run {
@@ -145,6 +145,7 @@ static void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fuse
     if (tune_pdl >= 0) tu.pdl = tune_pdl;
     if (tune_prefill_cluster >= 0) tu.prefill_cluster = tune_prefill_cluster;
     if (tune_prefill_split_min >= 0) tu.prefill_split_min = tune_prefill_split_min;
+    if (tune_route_experts >= 0) tu.route_experts = tune_route_experts;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     last_plan = tpm_cuda_moe_shared_plan(m, T);
     void *dx = NULL, *dy = NULL;
@@ -160,7 +161,18 @@ static void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fuse
     r->sel = malloc(sizeof(int32_t) * (size_t)T * r->K);
     r->wts = malloc(sizeof(float) * (size_t)T * r->K);
     assert_int_equal(cudaMemcpy(r->y, dy, (size_t)T * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-    assert_int_equal(tpm_cuda_moe_get_routing(m, T, r->sel, r->wts, NULL), TPM_OK);
+    {   /* the per-expert counts are the histogram of the selections */
+        const int E1 = p->n_experts + p->n_shared; /* slot E stays 0 when not fused */
+        int32_t *cnt = malloc(sizeof(int32_t) * (size_t)E1), *hist = calloc((size_t)E1, sizeof(int32_t));
+        assert_int_equal(tpm_cuda_moe_get_routing(m, T, r->sel, r->wts, cnt), TPM_OK);
+        for (size_t i = 0; i < (size_t)T * r->K; i++) {
+            assert_true(r->sel[i] >= 0 && r->sel[i] < E1);
+            hist[r->sel[i]]++;
+        }
+        assert_memory_equal(cnt, hist, sizeof(int32_t) * (size_t)E1);
+        free(cnt);
+        free(hist);
+    }
     /* a second run gives the same bits (no order-dependent atomics) */
     uint16_t *y2 = malloc((size_t)T * H * 2);
     assert_int_equal(cudaMemset(dy, 0xff, (size_t)T * H * 2), cudaSuccess);
@@ -269,8 +281,10 @@ static void presets_vs_reference(void **state) {
 
 /* The three decode kernel sets (scalar GEMV, persistent tensor-core, GEMV set 2) and the three
  * routing modes (legacy two launches, one fused launch, router GEMM) against
- * the reference; the fused launch gives the legacy routing bit for bit (same
- * arithmetic); a NaN router row is never selected by any mode. */
+ * the reference, the first two with 8, 16 and 32 router experts per logits
+ * block; for each block size the fused launch gives the legacy routing bit
+ * for bit (same arithmetic); a NaN router row is never selected by any mode;
+ * 1500 tokens take k_select's separate row scatter (T*K > 4096). */
 static void variants_vs_reference(void **state) {
     (void)state;
     const char *names[] = {"m3-mini", "deepseek-v3-mini", "gpt-oss-mini"};
@@ -279,7 +293,7 @@ static void variants_vs_reference(void **state) {
         tpm_moe_weights w;
         make_weights(p, 300 + pi, &w);
         for (int h = 0; h < p->hidden; h++) w.router[(size_t)5 * p->hidden + h] = NAN;
-        const int Ts[] = {1, 5, 8, 17, 32, 100, 300};
+        const int Ts[] = {1, 5, 8, 17, 32, 100, 300, 1500};
         for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
             const int T = Ts[ti];
             uint16_t *x = make_x(T, p->hidden, 500 + T);
@@ -294,21 +308,27 @@ static void variants_vs_reference(void **state) {
                     free_run(&r);
                 }
             }
-            gpu_run rm[3];
-            for (int mode = 0; mode < 3; mode++) {
-                tune_route_legacy = mode == 0;
-                tune_route_gemm_min = mode == 2 ? 1 : 1 << 20;
-                run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rm[mode]);
-                tune_route_legacy = tune_route_gemm_min = -1;
-                for (int t = 0; t < T; t++)
-                    for (int sl = 0; sl < p->top_k; sl++) assert_int_not_equal(rm[mode].sel[(size_t)t * rm[mode].K + sl], 5);
-                const double e = check_run(&w, x, &rm[mode], 1, 4, 1e-2);
-                printf("  %-17s T=%-4d route mode %d rel err %.2e\n", p->name, T, mode, e);
+            for (int re = 8; re <= 32; re *= 2) {
+                gpu_run rm[3];
+                for (int mode = 0; mode < 3; mode++) {
+                    if (mode == 2 && re != 8) break; /* the router GEMM has no logits blocks */
+                    tune_route_legacy = mode == 0;
+                    tune_route_gemm_min = mode == 2 ? 1 : 1 << 20;
+                    tune_route_experts = re;
+                    run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rm[mode]);
+                    tune_route_legacy = tune_route_gemm_min = tune_route_experts = -1;
+                    for (int t = 0; t < T; t++)
+                        for (int sl = 0; sl < p->top_k; sl++)
+                            assert_int_not_equal(rm[mode].sel[(size_t)t * rm[mode].K + sl], 5);
+                    const double e = check_run(&w, x, &rm[mode], 1, 4, 1e-2);
+                    printf("  %-17s T=%-4d route mode %d, %2d experts per block: rel err %.2e\n", p->name, T, mode,
+                           re, e);
+                }
+                const size_t nk = (size_t)T * rm[0].K;
+                assert_memory_equal(rm[0].sel, rm[1].sel, nk * sizeof(int32_t));
+                assert_memory_equal(rm[0].wts, rm[1].wts, nk * sizeof(float));
+                for (int mode = 0; mode < (re == 8 ? 3 : 2); mode++) free_run(&rm[mode]);
             }
-            const size_t nk = (size_t)T * rm[0].K;
-            assert_memory_equal(rm[0].sel, rm[1].sel, nk * sizeof(int32_t));
-            assert_memory_equal(rm[0].wts, rm[1].wts, nk * sizeof(float));
-            for (int mode = 0; mode < 3; mode++) free_run(&rm[mode]);
             free(x);
         }
         free_weights(&w);
@@ -628,6 +648,10 @@ static void bad_arguments(void **state) {
     tu.prefill_split_min = 0;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.prefill_split_min = 4096;
+    tu.route_experts = 12;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.route_experts = 16;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     assert_int_equal(tpm_cuda_moe_shared_plan(NULL, 1), TPM_MOE_SHARED_NONE);
     cudaFree(dx);
     tpm_cuda_moe_destroy(m);

@@ -101,6 +101,9 @@ typedef struct tpm_cuda_moe_tuning {
                             * shared slot runs as dense cuBLAS GEMMs (TPM_MOE_SHARED_SPLIT),
                             * its rows where the slot's would be, the routed experts in the
                             * own kernel; below it the slot is one more expert of that kernel */
+    int route_experts;     /* routing modes 0 and 1: router experts per logits block (8, 16 or
+                            * 32; with up to 16 slices of H the grid has E/route_experts x
+                            * ceil(T/8) x slices blocks) */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */

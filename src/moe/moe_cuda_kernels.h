@@ -95,9 +95,10 @@ struct tpm_moe_wg_ctx {
  * mode 0: legacy two launches (k_logits, k_select); 1: one launch (route_fused,
  * small T); 2: router GEMM on tensor cores (cuBLAS, blas bound to s) + k_select.
  * stop (mode 1, diagnostic): 0, or the phase after which the launch stops
- * (tpm_cuda_moe_tuning.route_stop). */
+ * (tpm_cuda_moe_tuning.route_stop); epw: router experts per warp of the
+ * logits blocks (1, 2 or 4; tpm_cuda_moe_tuning.route_experts / 8). */
 tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T, int mode,
-                                int stop, cudaStream_t s);
+                                int stop, int epw, cudaStream_t s);
 /* 1 if route mode 1 (one launch) can take T tokens. */
 int tpm_moe_route_fused_ok(const tpm_moe_dev &d, int T);
 /* wr3 = the 3-way bf16 split of wr (after wr changed). */

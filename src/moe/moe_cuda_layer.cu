@@ -43,6 +43,9 @@
 #define TPM_MOE_DECODE_KERNEL 2
 #define TPM_MOE_DECODE_MAX_TOKENS 8
 #define TPM_MOE_ROUTE_GEMM_MIN 64
+/* Router experts per logits block (modes 0 and 1): 32 until round 7 (64
+ * blocks at T <= 8 with E = 128); provisional 16 until measured (round 7). */
+#define TPM_MOE_ROUTE_EXPERTS 16
 /* Shared-expert plan of a fused layer on the decode path (kernel 0): from
  * this many tokens the shared slot runs as dense cuBLAS GEMMs (split plan).
  * The GEMV's multi-token shared slot is issue-bound (per 16-byte weight load
@@ -268,6 +271,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.pdl = TPM_MOE_PDL;
     m->tune.down_kernel = TPM_MOE_DOWN_KERNEL;
     m->tune.route_stop = 0;
+    m->tune.route_experts = TPM_MOE_ROUTE_EXPERTS;
     *out = m;
     return TPM_OK;
 fail:
@@ -419,6 +423,8 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->pdl == 0 || t->pdl == 1, "pdl %d is not 0 or 1", t->pdl);
     TPM_ARG_CHECK(t->down_kernel == 0 || t->down_kernel == 1, "down_kernel %d is not 0 or 1", t->down_kernel);
     TPM_ARG_CHECK(t->route_stop >= 0 && t->route_stop <= 3, "route_stop %d is not 0..3", t->route_stop);
+    TPM_ARG_CHECK(t->route_experts == 8 || t->route_experts == 16 || t->route_experts == 32,
+                  "route_experts %d is not 8, 16 or 32", t->route_experts);
     m->tune = *t;
     return TPM_OK;
 }
@@ -499,7 +505,8 @@ tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *strea
         TPM_TRY(shared_mlp(m, m->pf.blas_aux[0], x, T, m->pf.aux[0]));
     }
     if (mode == 2) TPM_TRY(bind_blas(m, s));
-    TPM_TRY(tpm_moe_launch_route(m->d, m->blas, (const uint16_t *)x, T, mode, m->tune.route_stop, s));
+    TPM_TRY(tpm_moe_launch_route(m->d, m->blas, (const uint16_t *)x, T, mode, m->tune.route_stop,
+                                  m->tune.route_experts / 8, s));
     if (ovl) { /* join before the experts (which do not read the shared rows, but a phase must join) */
         TPM_CUDA_TRY(cudaEventRecord(m->pf.ev_join[0], m->pf.aux[0]));
         TPM_CUDA_TRY(cudaStreamWaitEvent(s, m->pf.ev_join[0], 0));

@@ -2,18 +2,22 @@
  * moe_cuda_route.cu - MoE routing on the GPU: logits, top-k, counts, offsets
  * and the token permutation. Three modes (moe_cuda_kernels.h):
  *
- * mode 1, small T (one launch), k_route_fused: grid (E/32, ceil(T/8), S).
- *    Every block computes partial logits of 32 experts x 8 tokens x one of S
- *    slices of H (logits_tile below). Block-done tickets then chain the rest
- *    inside the same launch: the last block of an 8-token tile (atomic ticket
- *    on tile_ctr[tile] after __threadfence) sums the S slices of the tile's
- *    (token, expert) logits into shared memory (one thread per pair, all its
- *    slice loads in flight, added in slice order), selects for those 8
- *    tokens (one warp per token, select_token below), then takes a ticket on ctr[2]; the
- *    last tile builds the permutation with a shared-memory bitmap. Data
- *    written inside the launch is read with ld.global.cg (L2), never through
- *    a possibly stale L1 line. Each last block zeroes the ticket it won, so
- *    the launch replays inside a CUDA graph.
+ * mode 1, small T (one launch), k_route_fused<EPW>: grid (E/(8 EPW),
+ *    ceil(T/8), S), 8 warps of EPW experts (tuning.route_experts = 8 EPW).
+ *    Every block computes partial logits of 8 EPW experts x 8 tokens x one
+ *    of S slices of H (logits_tile below). Block-done tickets then chain the
+ *    rest inside the same launch: the last block of an 8-token tile (atomic
+ *    ticket on tile_ctr[tile] after __threadfence) sums the S slices of the
+ *    tile's (token, expert) logits into shared memory (one thread per pair,
+ *    two pairs per pass, all slice loads in flight, added in slice order),
+ *    selects for those 8 tokens (one warp per token, select_token below).
+ *    One tile (T <= 8): that block also builds the permutation by counting
+ *    over the tile's selections in shared memory (build_permutation_direct,
+ *    two barriers). Several tiles: a ticket on ctr[2]; the last tile builds
+ *    it with a shared-memory bitmap. Data written inside the launch is read
+ *    with ld.global.cg (L2), never through a possibly stale L1 line. Each
+ *    last block zeroes the ticket it won, so the launch replays inside a
+ *    CUDA graph.
  * mode 2, large T: logits = x . wr3^T as ONE cuBLAS bf16 GEMM with fp32
  *    output, wr3 = [hi; mid; lo] the exact 3-way bf16 split of the fp32
  *    router (x is bf16, so every product is exact in fp32 and the sum is an
@@ -21,23 +25,31 @@
  *    at 8192 tokens), then k_select adds hi + mid + lo and selects.
  * mode 0 (legacy, kept for comparison): k_logits then k_select.
  *
- * k_logits / logits_tile: a warp owns 4 experts x 8 tokens of its slice;
+ * k_select (modes 0, 2): one warp per token, 32 tokens per block; block b
+ *    writes word b of every expert's token bitmap (bits[e][b], from a
+ *    shared-memory copy: no global atomics, nothing to clear); the last
+ *    block (ticket on ctr[2]) computes the per-expert word prefixes with one
+ *    thread per (expert, segment of words), counts, offsets and the touched
+ *    list, and the rows up to kScatterInBlock of them; above that
+ *    k_perm_scatter (one block per word) writes the rows.
+ *
+ * k_logits / logits_tile: a warp owns EPW experts x 8 tokens of its slice;
  *    each lane accumulates a strided part with fmaf (the weight and x loads
  *    of 3 chunks issued before their FMAs), the warp reduces with a
  *    fixed xor butterfly, the selection adds the S slices in slice order. A
  *    logit has the same bits in every run; identical router rows give
  *    identical logits (exact ties stay ties).
  * select_token (one warp per token): scores sanitized (NaN -> -inf), k rounds
- *    of a warp arg-max over (eligible, value, lower index wins): an expert
- *    is never picked twice or out of range. Variants: sigmoid + bias (bias
- *    for selection only), grouped (group score = sum of the top-2 biased
- *    scores, top groups kept), softmax over the top-k logits. Weights are
- *    renormalized over the routed experts, the routed scaling factor folded
- *    in; the fused shared expert is appended as slot k, weight 1.0.
- * Permutation (last block): bitmap [expert][token/32] -> per-word prefix
- *    popcounts -> counts, offsets, the touched-expert list, and for every
- *    (token, slot) its row offset[e] + #(earlier tokens on e): stable
- *    (tokens increasing inside an expert) and independent of block timing.
+ *    of arg-max over (eligible, value, lower index wins), each round two
+ *    redux.sync on order-preserving integer keys: an expert is never picked
+ *    twice or out of range. Variants: sigmoid + bias (bias for selection
+ *    only), grouped (group score = sum of the top-2 biased scores, top groups
+ *    kept), softmax over the top-k logits. Weights are renormalized over the
+ *    routed experts, the routed scaling factor folded in; the fused shared
+ *    expert is appended as slot k, weight 1.0.
+ * Permutation: for every (token, slot) its row offset[e] + #(earlier tokens
+ *    on e): stable (tokens increasing inside an expert) and independent of
+ *    block timing.
  */
 #include "moe_cuda_kernels.h"
 
@@ -48,24 +60,24 @@
 namespace {
 
 constexpr int kLogitWarps = 8;   /* warps per block */
-constexpr int kLogitEpw = 4;     /* experts per warp */
 constexpr int kLogitTokens = 8;  /* tokens per block */
 constexpr int kLogitChunks = 3;  /* 16-byte chunks per lane whose loads are issued together */
-constexpr int kLogitExperts = kLogitWarps * kLogitEpw;
 constexpr int kMaxSplits = 16;
 constexpr int kSelThreads = 1024; /* the last block builds the permutation with all of them */
 constexpr int kMaxPerLane = 8; /* E <= 256 */
 constexpr int kPermSmemWords = 4096; /* route_fused: bitmap [E1][ceil(T/32)] in shared memory */
 constexpr int kMaxE1 = 257;
+constexpr int kScatterInBlock = 4096; /* k_select: rows the last block scatters itself */
 
 /* Partial logits of a (32 experts x 8 tokens x H-slice) tile: each lane keeps
  * 4 x 8 accumulators over float4 chunks c = lane, lane + 32, ... of its
  * slice, the warp reduces with a fixed butterfly, k_select sums the slices
  * in slice order. */
+template <int kLogitEpw>
 __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, const float *__restrict__ wr,
                                             float *__restrict__ part, int T, int H, int E) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int e0 = blockIdx.x * kLogitExperts + warp * kLogitEpw;
+    const int e0 = blockIdx.x * (kLogitWarps * kLogitEpw) + warp * kLogitEpw;
     const int t0 = blockIdx.y * kLogitTokens;
     const int split = blockIdx.z, nsplit = gridDim.z;
     const int n4 = H / 4;
@@ -115,20 +127,22 @@ __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, cons
         }
     }
 #pragma unroll
-    for (int i = 0; i < kLogitEpw; i++)
+    for (int j = 0; j < kLogitTokens; j++) {
+        if (j >= nt) break; /* warp-uniform: no butterflies for absent tokens */
 #pragma unroll
-        for (int j = 0; j < kLogitTokens; j++) {
+        for (int i = 0; i < kLogitEpw; i++) {
 #pragma unroll
             for (int o = 16; o > 0; o >>= 1) acc[i][j] += __shfl_xor_sync(0xffffffffu, acc[i][j], o);
-            if (lane == i * kLogitTokens + j && j < nt && e0 + i < E)
-                part[((size_t)split * T + t0 + j) * E + e0 + i] = acc[i][j];
+            if (lane == i * kLogitTokens + j && e0 + i < E) part[((size_t)split * T + t0 + j) * E + e0 + i] = acc[i][j];
         }
+    }
 }
 
+template <int kLogitEpw>
 __global__ void __launch_bounds__(kLogitWarps * 32) k_logits(const uint16_t *__restrict__ x,
                                                              const float *__restrict__ wr,
                                                              float *__restrict__ part, int T, int H, int E) {
-    logits_tile(x, wr, part, T, H, E);
+    logits_tile<kLogitEpw>(x, wr, part, T, H, E);
 }
 
 /* Warp arg-max of (ok, v, lower index): returns the winning index, or -1. */
@@ -153,41 +167,72 @@ __device__ __forceinline__ int warp_argmax(bool ok, float v, int idx) {
 
 __device__ __forceinline__ float sanitize(float v) { return isnan(v) ? -INFINITY : v; }
 
-/* The permutation, run by the last block of k_select. */
-__device__ void build_permutation(const tpm_moe_dev &d, int T) {
+/* An unsigned key with the order of the float v (v not NaN; -0 and +0 equal,
+ * as the float compare has them), >= 1 even for -inf, so 0 can mean "not
+ * eligible". */
+__device__ __forceinline__ unsigned order_key(float v) {
+    if (isnan(v)) v = -INFINITY;
+    const unsigned u = __float_as_uint(v == 0.0f ? 0.0f : v);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+/* The permutation's per-expert prefixes, run by the last block of k_select
+ * (every block has written its word bits[e][b] of every expert): the words
+ * of an expert are cut into nseg segments, one thread per (expert,
+ * segment), so the L2 loads of all experts' words are in flight together;
+ * then counts, offsets and the touched list (warp 0); then, when scatter is
+ * set, the rows themselves (else k_perm_scatter does them, one block per
+ * word). */
+__device__ void build_permutation(const tpm_moe_dev &d, int T, bool scatter, int *seg, int *s_cnt) {
     const int K = d.K, E1 = d.E1, Wt = (T + 31) / 32;
     const int tid = threadIdx.x, nth = blockDim.x;
-    for (int i = tid; i < E1 * Wt; i += nth) d.bits[i] = 0u;
-    __syncthreads();
-    for (int p = tid; p < T * K; p += nth) {
-        const int t = p / K, e = __ldcg(d.sel + p);
-        atomicOr(d.bits + (size_t)e * Wt + (t >> 5), 1u << (t & 31));
-    }
-    __syncthreads();
-    for (int e = tid; e < E1; e += nth) {
+    const int nseg = max(1, nth / E1), L = (Wt + nseg - 1) / nseg;
+    const bool mine = tid < E1 * nseg;
+    const int e = tid / nseg, w0 = (tid % nseg) * L, w1 = min(Wt, w0 + L);
+    if (mine) {
         int run = 0;
 #pragma unroll 8
-        for (int w = 0; w < Wt; w++) {
+        for (int w = w0; w < w1; w++) run += __popc(__ldcg(d.bits + (size_t)e * Wt + w));
+        seg[tid] = run;
+    }
+    __syncthreads();
+    if (tid < E1) { /* exclusive scan of the expert's segments */
+        int run = 0;
+        for (int g = 0; g < nseg; g++) {
+            const int v = seg[tid * nseg + g];
+            seg[tid * nseg + g] = run;
+            run += v;
+        }
+        d.counts[tid] = run;
+        s_cnt[tid] = run;
+    }
+    __syncthreads();
+    if (mine) {
+        int run = seg[tid];
+#pragma unroll 8
+        for (int w = w0; w < w1; w++) {
             d.bitpre[(size_t)e * Wt + w] = (uint32_t)run;
             run += __popc(__ldcg(d.bits + (size_t)e * Wt + w));
         }
-        d.counts[e] = run;
     }
-    __syncthreads();
     if (tid < 32) { /* warp 0: exclusive scan of counts, list of touched experts */
         int base = 0, nact = 0;
         for (int e0 = 0; e0 < E1; e0 += 32) {
-            const int e = e0 + tid;
-            const int c = e < E1 ? __ldcg(d.counts + e) : 0;
+            const int ee = e0 + tid;
+            const int c = ee < E1 ? s_cnt[ee] : 0;
             int inc = c;
 #pragma unroll
             for (int o = 1; o < 32; o <<= 1) {
                 const int v = __shfl_up_sync(0xffffffffu, inc, o);
                 if (tid >= o) inc += v;
             }
-            if (e < E1) d.offsets[e] = base + inc - c;
+            __syncwarp();
+            if (ee < E1) {
+                d.offsets[ee] = base + inc - c;
+                s_cnt[ee] = base + inc - c; /* now the offset */
+            }
             const unsigned m = __ballot_sync(0xffffffffu, c > 0);
-            if (c > 0) d.active[nact + __popc(m & ((1u << tid) - 1u))] = e;
+            if (c > 0) d.active[nact + __popc(m & ((1u << tid) - 1u))] = ee;
             nact += __popc(m);
             base += __shfl_sync(0xffffffffu, inc, 31);
         }
@@ -196,32 +241,45 @@ __device__ void build_permutation(const tpm_moe_dev &d, int T) {
             *d.n_active = nact;
         }
     }
+    if (tid == 0) d.ctr[2] = 0; /* ticket, for the next replay */
+    if (!scatter) return;
     __syncthreads();
     for (int p = tid; p < T * K; p += nth) {
-        const int t = p / K, e = __ldcg(d.sel + p), w = t >> 5;
-        const uint32_t word = __ldcg(d.bits + (size_t)e * Wt + w);
-        const int pos = __ldcg(d.offsets + e) + (int)__ldcg(d.bitpre + (size_t)e * Wt + w) +
-                        __popc(word & ((1u << (t & 31)) - 1u));
+        const int t = p / K, ex = __ldcg(d.sel + p), w = t >> 5;
+        const uint32_t word = __ldcg(d.bits + (size_t)ex * Wt + w);
+        const int pos = s_cnt[ex] + (int)__ldcg(d.bitpre + (size_t)ex * Wt + w) + __popc(word & ((1u << (t & 31)) - 1u));
+        d.perm_tok[pos] = t;
+        d.perm_exp[pos] = ex;
+        d.inv[p] = pos;
+    }
+}
+
+/* The rows of the permutation for large T: block b takes the (token, slot)
+ * pairs of tokens 32b .. 32b+31 (word b of the bitmap). */
+__global__ void __launch_bounds__(256) k_perm_scatter(tpm_moe_dev d, int T) {
+    const int K = d.K, Wt = (T + 31) / 32, b = blockIdx.x;
+    const int p0 = b * 32 * K, p1 = min(T, 32 * b + 32) * K;
+    for (int p = p0 + (int)threadIdx.x; p < p1; p += blockDim.x) {
+        const int t = p / K, e = d.sel[p];
+        const uint32_t word = d.bits[(size_t)e * Wt + b];
+        const int pos = d.offsets[e] + (int)d.bitpre[(size_t)e * Wt + b] + __popc(word & ((1u << (t & 31)) - 1u));
         d.perm_tok[pos] = t;
         d.perm_exp[pos] = e;
         d.inv[p] = pos;
     }
-    if (tid == 0) d.ctr[2] = 0; /* ticket, for the next replay */
 }
 
-/* The permutation for small T, run by the last block of k_route_fused: the
- * bitmap lives in shared memory (E1 * ceil(T/32) <= kPermSmemWords) and the
- * per-word prefixes are recomputed (at most a few words per expert).
- * kSmemSel (one tile, T <= 8): the selections are read from this block's
- * shared copy sel_s [T x K] instead of d.sel (no fence, no L2 trip). */
-template <bool kSmemSel>
-__device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *bits, int *s_off, const int *sel_s) {
+/* The permutation for small T (several tiles), run by the last block of
+ * k_route_fused: the bitmap lives in shared memory (E1 * ceil(T/32) <=
+ * kPermSmemWords) and the per-word prefixes are recomputed (at most a few
+ * words per expert). */
+__device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *bits, int *s_off) {
     const int K = d.K, E1 = d.E1, Wt = (T + 31) / 32;
     const int tid = threadIdx.x, nth = blockDim.x;
     for (int i = tid; i < E1 * Wt; i += nth) bits[i] = 0u;
     __syncthreads();
     for (int p = tid; p < T * K; p += nth) {
-        const int t = p / K, e = (kSmemSel ? sel_s[p] : __ldcg(d.sel + p));
+        const int t = p / K, e = __ldcg(d.sel + p);
         atomicOr(bits + e * Wt + (t >> 5), 1u << (t & 31));
     }
     __syncthreads();
@@ -260,7 +318,7 @@ __device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *b
     }
     __syncthreads();
     for (int p = tid; p < T * K; p += nth) {
-        const int t = p / K, e = (kSmemSel ? sel_s[p] : __ldcg(d.sel + p)), w = t >> 5;
+        const int t = p / K, e = __ldcg(d.sel + p), w = t >> 5;
         int pos = s_off[e] + __popc(bits[e * Wt + w] & ((1u << (t & 31)) - 1u));
         for (int w2 = 0; w2 < w; w2++) pos += __popc(bits[e * Wt + w2]);
         d.perm_tok[pos] = t;
@@ -348,25 +406,28 @@ __device__ void select_token(const tpm_moe_dev &d, int t, const float *lg, size_
      * (the same order on every lane; registers only) */
     const bool soft = d.router == TPM_ROUTER_SOFTMAX_TOPK;
     float sum = 0.0f, mx = 0.0f;
+    unsigned key[kMaxPerLane]; /* order-preserving integer keys of c: 0 = not eligible */
+#pragma unroll
+    for (int j = 0; j < kMaxPerLane; j++) key[j] = ok[j] ? order_key(c[j]) : 0u;
     for (int r = 0; r < k; r++) {
-        bool bok = false;
-        float bv = -INFINITY;
+        /* this lane's best (the lowest index on equal keys: j increases with e),
+         * then the warp's largest key and the lowest index holding it: two
+         * redux.sync instead of a 5-step shuffle butterfly */
+        unsigned bkey = 0u;
         int bi = 0x7fffffff;
 #pragma unroll
-        for (int j = 0; j < kMaxPerLane; j++) {
-            const int e = lane + 32 * j;
-            if (ok[j] && (!bok || c[j] > bv)) {
-                bok = true;
-                bv = c[j];
-                bi = e;
+        for (int j = 0; j < kMaxPerLane; j++)
+            if (key[j] > bkey) {
+                bkey = key[j];
+                bi = lane + 32 * j;
             }
-        }
-        const int win = warp_argmax(bok, bv, bi);
+        const unsigned mkey = __reduce_max_sync(0xffffffffu, bkey);
+        const int win = mkey == 0u ? -1 : (int)__reduce_min_sync(0xffffffffu, bkey == mkey ? (unsigned)bi : 0xffffffffu);
         float wv = 0.0f;
 #pragma unroll
         for (int j = 0; j < kMaxPerLane; j++) {
             if (lane + 32 * j == win) {
-                ok[j] = false;
+                key[j] = 0u;
                 wv = s[j];
             }
         }
@@ -397,30 +458,93 @@ __device__ void select_token(const tpm_moe_dev &d, int t, const float *lg, size_
     }
 }
 
-/* One warp per token; logits of (t, e) = sum over s < nsplit of
- * logits[t * rstride + s * sstride + e]. The last block builds the permutation. */
+/* One warp per token, 32 tokens per block; logits of (t, e) = sum over
+ * s < nsplit of logits[t * rstride + s * sstride + e]. Block b writes word b
+ * of every expert's token bitmap (no global atomics, nothing to clear), the
+ * last block builds the permutation (the rows too when scatter is set). */
 __global__ void __launch_bounds__(kSelThreads) k_select(tpm_moe_dev d, int T, int nsplit, int rstride,
-                                                        int sstride) {
+                                                        int sstride, int scatter) {
     __shared__ float sc[kSelThreads / 32][256];
     __shared__ float gsc[kSelThreads / 32][32];
-    const int warp = threadIdx.x >> 5;
+    __shared__ int s_sel[(kSelThreads / 32) * 17];
+    __shared__ uint32_t s_word[kMaxE1];
+    __shared__ int s_seg[kSelThreads];
+    __shared__ int s_cnt[kMaxE1];
+    __shared__ int s_last;
+    const int warp = threadIdx.x >> 5, K = d.K, E1 = d.E1, Wt = (T + 31) / 32;
     const int t = blockIdx.x * (kSelThreads / 32) + warp;
+    if ((int)threadIdx.x < E1) s_word[threadIdx.x] = 0u;
     if (t < T)
         select_token(d, t, d.logits + (size_t)t * rstride, (size_t)sstride, nsplit, d.br, sc[warp], gsc[warp],
-                     nullptr);
+                     s_sel + warp * K);
+    __syncthreads();
+    const int nt = min(kSelThreads / 32, T - (int)blockIdx.x * (kSelThreads / 32));
+    for (int p = threadIdx.x; p < nt * K; p += blockDim.x) atomicOr(s_word + s_sel[p], 1u << (p / K));
+    __syncthreads();
+    if ((int)threadIdx.x < E1) d.bits[(size_t)threadIdx.x * Wt + blockIdx.x] = s_word[threadIdx.x];
     /* last block builds the permutation */
-    __shared__ int s_last;
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) s_last = (atomicAdd(d.ctr + 2, 1) == (int)gridDim.x - 1);
     __syncthreads();
     if (s_last) {
         __threadfence();
-        build_permutation(d, T);
+        build_permutation(d, T, scatter != 0, s_seg, s_cnt);
     }
 }
 
-/* Mode 1: the whole routing in one launch (see the top of the file). */
+/* The permutation of one tile (T <= 8), run by the last block of
+ * k_route_fused: TK = T*K <= 136 selections in shared memory, so every
+ * result is a count over them (no bitmap, no scan): row of pair p =
+ * #{q : sel[q] < sel[p]} + #{q < p : sel[q] == sel[p]} (within a token the
+ * experts are distinct, so q < p on the same expert is an earlier token: the
+ * bitmap version's stable order); offsets[e] = #{q : sel[q] < e}; the touched
+ * list from a bitmap of E1 bits. Two barriers. touched[] is zero on entry. */
+__device__ void build_permutation_direct(const tpm_moe_dev &d, int T, const int *sel_s, uint32_t *touched) {
+    const int K = d.K, E1 = d.E1, TK = T * K;
+    const int tid = threadIdx.x, nth = blockDim.x;
+    for (int p = tid; p < TK; p += nth) {
+        const int e = sel_s[p];
+        int pos = 0;
+        for (int q = 0; q < TK; q++) {
+            const int sq = sel_s[q];
+            pos += (sq < e) | ((sq == e) & (q < p));
+        }
+        d.perm_tok[pos] = p / K;
+        d.perm_exp[pos] = e;
+        d.inv[p] = pos;
+        atomicOr(touched + (e >> 5), 1u << (e & 31));
+    }
+    for (int e = tid; e < E1; e += nth) {
+        int cnt = 0, less = 0;
+        for (int q = 0; q < TK; q++) {
+            const int sq = sel_s[q];
+            cnt += sq == e;
+            less += sq < e;
+        }
+        d.counts[e] = cnt;
+        d.offsets[e] = less;
+    }
+    if (tid == 0) d.offsets[E1] = TK;
+    __syncthreads();
+    for (int e = tid; e < E1; e += nth) {
+        const uint32_t w = touched[e >> 5];
+        if ((w >> (e & 31)) & 1u) {
+            int idx = __popc(w & ((1u << (e & 31)) - 1u));
+            for (int i = 0; i < (e >> 5); i++) idx += __popc(touched[i]);
+            d.active[idx] = e;
+        }
+    }
+    if (tid == 0) {
+        int n = 0;
+        for (int i = 0; i < (E1 + 31) / 32; i++) n += __popc(touched[i]);
+        *d.n_active = n;
+    }
+}
+
+/* Mode 1: the whole routing in one launch (see the top of the file);
+ * kLogitEpw experts per warp (8 warps). */
+template <int kLogitEpw>
 __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d, const uint16_t *__restrict__ x,
                                                                   int T, int stop) {
     __shared__ float sc[kLogitWarps][256];
@@ -439,7 +563,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     /* the selection bias, loaded with the logits' loads (only the last block
      * uses it: it lands in shared memory there, off the selection's path) */
     const float my_br = d.br && (int)threadIdx.x < d.E ? __ldg(d.br + threadIdx.x) : 0.0f;
-    logits_tile(x, d.wr, d.logits, T, d.H, d.E);
+    logits_tile<kLogitEpw>(x, d.wr, d.logits, T, d.H, d.E);
     if (stop == 1) return; /* diagnostic stops (tuning.route_stop): results invalid */
     const int tile = blockIdx.y, per_tile = (int)(gridDim.x * gridDim.z);
     __threadfence();
@@ -449,24 +573,33 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     if (!s_last) return;
     __threadfence();
     if ((int)threadIdx.x < d.E) s_br[threadIdx.x] = my_br; /* read after the barrier below */
+    if (threadIdx.x < 16) bits[threadIdx.x] = 0u; /* build_permutation_direct's touched bitmap */
     /* sum the tile's slices: every (token, expert) of the tile by one thread,
-     * all its slice loads in flight at once, added in slice order (the same
-     * bits as select_token's own loop, without its chain of dependent L2
-     * round trips) */
+     * two pairs per pass with all their slice loads in flight, added in slice
+     * order (the same bits as select_token's own loop, without its chain of
+     * dependent L2 round trips) */
     {
         const int t0 = tile * kLogitTokens, nt = min(kLogitTokens, T - t0), E = d.E, ns = (int)gridDim.z;
         const size_t sstride = (size_t)T * E;
-        for (int p = threadIdx.x; p < nt * E; p += blockDim.x) {
-            const int j = p / E, e = p - j * E;
-            const float *src = d.logits + (size_t)(t0 + j) * E + e;
-            float v[kMaxSplits];
+        const int np = nt * E, nth = (int)blockDim.x;
+        for (int p0 = threadIdx.x; p0 < np; p0 += 2 * nth) {
+            float v[2][kMaxSplits];
 #pragma unroll
-            for (int sp = 0; sp < kMaxSplits; sp++) v[sp] = sp < ns ? __ldcg(src + sp * sstride) : 0.0f;
-            float l = v[0];
+            for (int u = 0; u < 2; u++) {
+                const int p = p0 + u * nth, j = p / E, e = p - j * E;
+                const float *src = d.logits + (size_t)(t0 + j) * E + e;
 #pragma unroll
-            for (int sp = 1; sp < kMaxSplits; sp++)
-                if (sp < ns) l += v[sp];
-            s_lg[j][e] = l;
+                for (int sp = 0; sp < kMaxSplits; sp++) v[u][sp] = p < np && sp < ns ? __ldcg(src + sp * sstride) : 0.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < 2; u++) {
+                const int p = p0 + u * nth, j = p / E, e = p - j * E;
+                float l = v[u][0];
+#pragma unroll
+                for (int sp = 1; sp < kMaxSplits; sp++)
+                    if (sp < ns) l += v[u][sp];
+                if (p < np) s_lg[j][e] = l;
+            }
         }
         __syncthreads();
     }
@@ -480,7 +613,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     if (stop == 3) return;
     if (gridDim.y == 1) { /* one tile (T <= 8): this block is the last; its selections are in s_sel */
         __syncthreads();
-        build_permutation_small<true>(d, T, bits, s_off, s_sel);
+        build_permutation_direct(d, T, s_sel, bits);
         if (threadIdx.x == 0) d.ctr[2] = 0;
         return;
     }
@@ -490,7 +623,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     __syncthreads();
     if (!s_last) return;
     __threadfence();
-    build_permutation_small<false>(d, T, bits, s_off, nullptr);
+    build_permutation_small(d, T, bits, s_off);
     if (threadIdx.x == 0) d.ctr[2] = 0;
 }
 
@@ -509,11 +642,24 @@ __global__ void k_split_router(const float *__restrict__ wr, uint16_t *__restric
     }
 }
 
-int logit_splits(const tpm_moe_dev &d, int T) {
+int logit_splits(const tpm_moe_dev &d, int T, int epw) {
     /* split H so that the grid fills the GPU about twice; slices of >= 128 floats */
-    const int tiles = ((d.E + kLogitExperts - 1) / kLogitExperts) * ((T + kLogitTokens - 1) / kLogitTokens);
+    const int bx = kLogitWarps * epw;
+    const int tiles = ((d.E + bx - 1) / bx) * ((T + kLogitTokens - 1) / kLogitTokens);
     const int nsplit = (2 * d.sm_count + tiles - 1) / tiles;
     return max(1, min(min(nsplit, d.logit_rows / T), min(kMaxSplits, d.H / 128)));
+}
+
+/* The logits grid with epw experts per warp (1, 2 or 4). */
+dim3 logit_grid(const tpm_moe_dev &d, int T, int epw) {
+    const int bx = kLogitWarps * epw;
+    return dim3((d.E + bx - 1) / bx, (T + kLogitTokens - 1) / kLogitTokens, logit_splits(d, T, epw));
+}
+
+tpm_status launch_scatter(const tpm_moe_dev &d, int T, cudaStream_t s) {
+    k_perm_scatter<<<(T + 31) / 32, 256, 0, s>>>(d, T);
+    TPM_CUDA_LAUNCHED();
+    return TPM_OK;
 }
 
 } // namespace
@@ -530,13 +676,18 @@ tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s) {
 }
 
 tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T, int mode,
-                                int stop, cudaStream_t s) {
+                                int stop, int epw, cudaStream_t s) {
     TPM_ASSERT(d.E <= 32 * kMaxPerLane && d.k <= 16 && d.k <= 32);
+    TPM_ASSERT(epw == 1 || epw == 2 || epw == 4);
     const int tpb = kSelThreads / 32;
+    /* up to kScatterInBlock rows the last block of k_select scatters them, above
+     * it one more launch with a block per 32 tokens */
+    const int scatter = (size_t)T * d.K <= (size_t)kScatterInBlock;
     if (mode == 1 && tpm_moe_route_fused_ok(d, T)) {
-        const int nsplit = logit_splits(d, T);
-        dim3 g((d.E + kLogitExperts - 1) / kLogitExperts, (T + kLogitTokens - 1) / kLogitTokens, nsplit);
-        k_route_fused<<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        const dim3 g = logit_grid(d, T, epw);
+        if (epw == 1) k_route_fused<1><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (epw == 2) k_route_fused<2><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else k_route_fused<4><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
         TPM_CUDA_LAUNCHED();
         return TPM_OK;
     }
@@ -549,15 +700,16 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
         if (st != CUBLAS_STATUS_SUCCESS)
             return tpm_err(TPM_ERR_CUDA, "router cublasGemmEx (%d x %d x %d): %s", T, 3 * d.E, d.H,
                            cublasGetStatusString(st));
-        k_select<<<(T + tpb - 1) / tpb, kSelThreads, 0, s>>>(d, T, 3, 3 * d.E, d.E);
+        k_select<<<(T + tpb - 1) / tpb, kSelThreads, 0, s>>>(d, T, 3, 3 * d.E, d.E, scatter);
         TPM_CUDA_LAUNCHED();
-        return TPM_OK;
+        return scatter ? TPM_OK : launch_scatter(d, T, s);
     }
-    const int nsplit = logit_splits(d, T);
-    dim3 g1((d.E + kLogitExperts - 1) / kLogitExperts, (T + kLogitTokens - 1) / kLogitTokens, nsplit);
-    k_logits<<<g1, kLogitWarps * 32, 0, s>>>(x, d.wr, d.logits, T, d.H, d.E);
+    const dim3 g1 = logit_grid(d, T, epw);
+    if (epw == 1) k_logits<1><<<g1, kLogitWarps * 32, 0, s>>>(x, d.wr, d.logits, T, d.H, d.E);
+    else if (epw == 2) k_logits<2><<<g1, kLogitWarps * 32, 0, s>>>(x, d.wr, d.logits, T, d.H, d.E);
+    else k_logits<4><<<g1, kLogitWarps * 32, 0, s>>>(x, d.wr, d.logits, T, d.H, d.E);
     TPM_CUDA_LAUNCHED();
-    k_select<<<(T + tpb - 1) / tpb, kSelThreads, 0, s>>>(d, T, nsplit, d.E, T * d.E);
+    k_select<<<(T + tpb - 1) / tpb, kSelThreads, 0, s>>>(d, T, (int)g1.z, d.E, T * d.E, scatter);
     TPM_CUDA_LAUNCHED();
-    return TPM_OK;
+    return scatter ? TPM_OK : launch_scatter(d, T, s);
 }
