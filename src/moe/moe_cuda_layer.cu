@@ -43,9 +43,14 @@
 #define TPM_MOE_DECODE_KERNEL 2
 #define TPM_MOE_DECODE_MAX_TOKENS 8
 #define TPM_MOE_ROUTE_GEMM_MIN 64
-/* Router experts per logits block (modes 0 and 1): 32 until round 7 (64
- * blocks at T <= 8 with E = 128); provisional 16 until measured (round 7). */
-#define TPM_MOE_ROUTE_EXPERTS 16
+/* Router experts per logits block (modes 0 and 1). Round 22 (one H200,
+ * bench/results/r22/route_re*.json, m3, fused layer), routing phase net of
+ * the harness / whole layer, us, for 32 / 16 / 8 experts per block:
+ *   1 token   9.4 / 8.9 / 9.2      layer 142.3 / 146.4 / 144.7
+ *   16 tokens 14.6 / 14.4 / 21.0   32 tokens 19.4 / 22.1 / 27.8
+ * More blocks shave ~0.5 us off the routing alone but take SM slots from the
+ * shared slot's gate_up items that overlap it: 32. */
+#define TPM_MOE_ROUTE_EXPERTS 32
 /* Shared-expert plan of a fused layer on the decode path (kernel 0): from
  * this many tokens the shared slot runs as dense cuBLAS GEMMs (split plan).
  * The GEMV's multi-token shared slot is issue-bound (per 16-byte weight load
