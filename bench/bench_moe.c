@@ -706,7 +706,7 @@ int cmd_bench_moe(int argc, char **argv) {
     for (int f = 0; f < o.nfuse && !fail; f++) {
         S.fused = o.fuse[f] && p->n_shared;
         for (int r = 0; r < o.tp; r++) {
-            tpm_cuda_moe_desc d = {p, r, o.tp, r, S.fused, Tmax, S.nccl[r]};
+            tpm_cuda_moe_desc d = {p, r, o.tp, r, S.fused, Tmax, S.nccl[r], 1, 0};
             if ((st = tpm_cuda_moe_create(&d, &S.moe[r])) != TPM_OK ||
                 (st = tpm_cuda_moe_generate(S.moe[r], o.seed)) != TPM_OK ||
                 (st = tpm_cuda_moe_set_path(S.moe[r], o.path)) != TPM_OK ||

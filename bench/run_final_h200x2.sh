@@ -34,7 +34,7 @@ esac
 
 # MARK: GPU tests (each prints its cmocka summary)
 for t in $TESTS; do
-  TPMOE_TOOL=$B/tpmoe timeout 60 "$B/$t" > "$R/$t.log" 2>&1
+  TPMOE_TOOL=$B/tpmoe timeout 200 "$B/$t" > "$R/$t.log" 2>&1
   echo "== $t rc=$? ($(el))"
   grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|ERROR|skipp" "$R/$t.log" | head -8
 done

@@ -2,7 +2,8 @@
  * gpu_moe.c - the CUDA MoE layer against an fp64 host reference (router,
  * top-k variants, swiglu-oai / SiLU-GLU, biases, fused shared expert) for
  * every structure preset (mini sizes), both paths (decode GEMV, prefill
- * cuBLAS), fused == unfused, TP 2 == TP 1 (two GPUs), NaN logits, empty and
+ * cuBLAS), fused == unfused, TP 2 == TP 1 (two GPUs), EP ranks (simulated on one
+ * GPU) summing to the reference, NaN logits, empty and
  * overfull experts, token counts 1..16384 (odd ones too), run-to-run bit
  * reproducibility and bad arguments. Exits 77 (skipped) without CUDA or GPU.
  */
@@ -130,7 +131,7 @@ typedef struct gpu_run {
 static void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fused, tpm_moe_path path, gpu_run *r) {
     const tpm_preset *p = w->preset;
     const int H = p->hidden;
-    tpm_cuda_moe_desc d = {p, 0, 1, 0, fused, T, NULL};
+    tpm_cuda_moe_desc d = {p, 0, 1, 0, fused, T, NULL, 1, 0};
     tpm_cuda_moe *m = NULL;
     assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_OK);
     assert_int_equal(tpm_cuda_moe_upload(m, w), TPM_OK);
@@ -542,7 +543,7 @@ static void tp2_equals_tp1(void **state) {
         tpm_cuda_moe *m[2];
         void *dx[2], *dy[2];
         for (int r = 0; r < 2; r++) {
-            tpm_cuda_moe_desc d = {p, r, 2, r, 1, T, comms[r]};
+            tpm_cuda_moe_desc d = {p, r, 2, r, 1, T, comms[r], 1, 0};
             assert_int_equal(tpm_cuda_moe_create(&d, &m[r]), TPM_OK);
             assert_int_equal(tpm_cuda_moe_upload(m[r], &w), TPM_OK);
             assert_int_equal(tpm_cuda_moe_set_path(m[r], (tpm_moe_path)path), TPM_OK);
@@ -587,16 +588,109 @@ static void tp2_equals_tp1(void **state) {
     free_weights(&w);
 }
 
+/* Expert parallelism on one GPU: ep layers (EP ranks 0 .. ep-1, each with its
+ * E/ep routed experts and its share of the shared expert) run on the same
+ * input; their partial outputs summed on the host (in fp32, what the
+ * all-reduce does) match the fp64 reference; every rank routes alike; the
+ * per-slot counts of the ranks add up to the routing's histogram. Fused and
+ * unfused, decode and prefill, one tile, several tiles, the router GEMM with
+ * the in-block and the separate row scatter. */
+static void ep_ranks_sum_to_reference(void **state) {
+    (void)state;
+    static const int marker = 0; /* a communicator the test never uses (no forward / allreduce) */
+    const char *names[] = {"m3-mini", "gpt-oss-mini", "deepseek-v3-mini"};
+    for (size_t pi = 0; pi < 3; pi++) {
+        const tpm_preset *p = tpm_preset_find(names[pi]);
+        tpm_moe_weights w;
+        make_weights(p, 900 + pi, &w);
+        const int H = p->hidden, E = p->n_experts;
+        const int Ts[] = {1, 5, 8, 33, 300, 1500};
+        for (int ep = 2; ep <= 4; ep += 2) {
+            for (int fused = 1; fused >= (p->n_shared ? 0 : 1); fused--) {
+                for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
+                    const int T = Ts[ti];
+                    uint16_t *x = make_x(T, H, 40 + T);
+                    float *acc = calloc((size_t)T * H, sizeof(float));
+                    uint16_t *yr = malloc((size_t)T * H * 2);
+                    gpu_run r = {T, 0, malloc((size_t)T * H * 2), NULL, NULL};
+                    int64_t *hist = calloc((size_t)E + 1, sizeof(int64_t)), local_rows = 0;
+                    void *dx = NULL, *dy = NULL;
+                    assert_int_equal(cudaMalloc(&dx, (size_t)T * H * 2), cudaSuccess);
+                    assert_int_equal(cudaMalloc(&dy, (size_t)T * H * 2), cudaSuccess);
+                    assert_int_equal(cudaMemcpy(dx, x, (size_t)T * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
+                    for (int er = 0; er < ep; er++) {
+                        tpm_cuda_moe_desc d = {p, 0, 1, 0, fused, T, (void *)&marker, ep, er};
+                        tpm_cuda_moe *m = NULL;
+                        assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_OK);
+                        assert_int_equal(tpm_cuda_moe_upload(m, &w), TPM_OK);
+                        assert_int_equal(cudaMemset(dy, 0xff, (size_t)T * H * 2), cudaSuccess); /* poison */
+                        assert_int_equal(tpm_cuda_moe_route(m, dx, T, NULL), TPM_OK);
+                        assert_int_equal(tpm_cuda_moe_experts(m, dx, T, NULL), TPM_OK);
+                        assert_int_equal(tpm_cuda_moe_combine(m, T, dy, NULL), TPM_OK);
+                        assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+                        assert_int_equal(cudaMemcpy(yr, dy, (size_t)T * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+                        for (size_t i = 0; i < (size_t)T * H; i++) acc[i] += tpm_bf16_to_f32(yr[i]);
+                        const int K = tpm_cuda_moe_slots(m), Eloc = E / ep;
+                        int32_t *sel = malloc(sizeof(int32_t) * (size_t)T * K), cnt[300];
+                        float *wts = malloc(sizeof(float) * (size_t)T * K);
+                        assert_int_equal(tpm_cuda_moe_get_routing(m, T, sel, wts, cnt), TPM_OK);
+                        if (er == 0) {
+                            r.K = K;
+                            r.sel = sel;
+                            r.wts = wts;
+                            for (size_t i = 0; i < (size_t)T * K; i++) hist[sel[i]]++;
+                        } else { /* every EP rank routes the same */
+                            assert_memory_equal(sel, r.sel, sizeof(int32_t) * (size_t)T * K);
+                            assert_memory_equal(wts, r.wts, sizeof(float) * (size_t)T * K);
+                            free(sel);
+                            free(wts);
+                        }
+                        for (int e = 0; e < Eloc; e++) assert_int_equal(cnt[e], hist[er * Eloc + e]);
+                        if (fused && p->n_shared) { /* tokens t % ep == er */
+                            assert_int_equal(cnt[Eloc], (T - er + ep - 1) / ep);
+                            local_rows += cnt[Eloc];
+                        }
+                        for (int e = 0; e < Eloc; e++) local_rows += cnt[e];
+                        tpm_cuda_moe_destroy(m);
+                    }
+                    assert_int_equal(local_rows, (int64_t)T * r.K); /* every pair ran exactly once */
+                    for (size_t i = 0; i < (size_t)T * H; i++) r.y[i] = tpm_f32_to_bf16(acc[i]);
+                    const double e = check_run(&w, x, &r, fused, 4, 1e-2);
+                    printf("  %-17s ep=%d fused=%d T=%-5d rel err vs fp64 %.2e\n", p->name, ep, fused, T, e);
+                    free_run(&r);
+                    free(hist);
+                    free(acc);
+                    free(yr);
+                    free(x);
+                    cudaFree(dx);
+                    cudaFree(dy);
+                }
+            }
+        }
+        free_weights(&w);
+    }
+}
+
 static void bad_arguments(void **state) {
     (void)state;
     tpm_cuda_moe *m = NULL;
     assert_int_equal(tpm_cuda_moe_create(NULL, &m), TPM_ERR_INVALID_ARG);
-    tpm_cuda_moe_desc d = {NULL, 0, 1, 0, 1, 8, NULL};
+    tpm_cuda_moe_desc d = {NULL, 0, 1, 0, 1, 8, NULL, 1, 0};
     assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_ERR_INVALID_ARG);
     d.preset = tpm_preset_find("m3-mini");
     d.tp = 2; /* no communicator */
     assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_ERR_INVALID_ARG);
     d.tp = 1;
+    d.ep = 2; /* no communicator */
+    assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_ERR_INVALID_ARG);
+    d.nccl_comm = &d;
+    d.ep_rank = 2; /* outside 0..ep-1 */
+    assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_ERR_INVALID_ARG);
+    d.ep = 3; /* does not divide the experts */
+    d.ep_rank = 0;
+    assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_ERR_INVALID_ARG);
+    d.ep = 0;
+    d.nccl_comm = NULL;
     d.max_tokens = 0;
     assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_ERR_INVALID_ARG);
     d.max_tokens = 8;
@@ -683,7 +777,7 @@ static void pdl_equals_plain(void **state) {
                      * two with the streaming down kernel (k_down3) */
                     uint16_t *out[6];
                     for (int v = 0; v < 6; v++) {
-                        tpm_cuda_moe_desc d = {p, 0, 1, 0, fused, T, NULL};
+                        tpm_cuda_moe_desc d = {p, 0, 1, 0, fused, T, NULL, 1, 0};
                         tpm_cuda_moe *m = NULL;
                         assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_OK);
                         assert_int_equal(tpm_cuda_moe_upload(m, &w), TPM_OK);
@@ -755,7 +849,7 @@ int main(void) {
         cmocka_unit_test(fused_equals_unfused),
         cmocka_unit_test(nan_logits_and_overfull), cmocka_unit_test(tp2_equals_tp1),
         cmocka_unit_test(shared_split_plan),    cmocka_unit_test(prefill_gemm_modes),
-        cmocka_unit_test(pdl_equals_plain),
+        cmocka_unit_test(pdl_equals_plain),     cmocka_unit_test(ep_ranks_sum_to_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,7 @@
  * TP 1 parts run.
  *
  * For m3-mini, deepseek-v3-mini and gpt-oss-mini, fused and unfused shared
- * expert, TP 1 and TP 2 (a CUDA communicator from tpm_comm_init_all over two
+ * expert, TP 1, TP 2 and EP 2 (a CUDA communicator from tpm_comm_init_all over two
  * GPUs, one host thread per rank), a decode-sized and a prefill-sized batch:
  * the same weights (tpm_moe_create from one seed) and the same bf16 inputs
  * go through the CPU backend (TP 1, the reference) and the CUDA backend.
@@ -15,10 +15,12 @@
  * are within bf16 tolerance (relative RMS <= 1e-2), every rank's output and
  * routing are bitwise the same, an in-place call (x == y) gives the same
  * bits, the stats are filled. A batch of 8200 tokens (two chunks of the GPU
- * layer) equals its chunks run as two calls, bit for bit. Bad arguments: dtype fp32 and ep_size 2
- * on CUDA are UNSUPPORTED, a host pointer, a dtype mismatch, a CPU comm and a wrong routing size
- * are INVALID_ARG. And `tpmoe moe --backend cuda --check` (TP 2 when two GPUs) passes its fp64
- * check.
+ * layer) equals its chunks run as two calls, bit for bit. Bad arguments: dtype fp32 on CUDA is
+ * UNSUPPORTED, a host pointer, a dtype mismatch, a CPU comm and a wrong routing size
+ * are INVALID_ARG. And `tpmoe moe --backend cuda --check` (TP 2 and EP 2 when two GPUs) passes
+ * its fp64 check. EP 2 (two GPUs: each rank half the routed experts, every other token's fused
+ * shared slot, or the unfused shared MLP on EP rank 0) is held to the same CPU reference, and the
+ * (token, slot) pairs the ranks report add up to every pair once.
  */
 #include <stdio.h>
 
@@ -97,8 +99,8 @@ static void fetch_routing(tpm_moe_t m, size_t T, result *r) {
 
 typedef struct rank_job {
     const tpm_preset *p;
-    int fuse, tp, rank;
-    tpm_comm_t comm;       /* NULL for TP 1 */
+    int fuse, tp, ep, rank; /* tp x ep ranks: TP 2 (tp 2, ep 1) or EP 2 (tp 1, ep 2) */
+    tpm_comm_t comm;       /* NULL for one rank */
     const uint16_t *x[NT]; /* host inputs */
     result res[NT];
     int inplace_ok; /* TP 1: x == y gave the same bits */
@@ -133,7 +135,12 @@ static void *rank_main(void *arg) {
     cudaStream_t s = NULL;
     const size_t H = (size_t)j->p->hidden;
     tpm_moe_config c = cfg_for(j->p->name, TPM_BACKEND_CUDA, j->fuse);
-    if (!j->comm) c.device = 0; /* TP 2: the device comes from the comm */
+    if (!j->comm) c.device = 0; /* two ranks: the device comes from the comm */
+    if (j->ep > 1) {
+        c.tp_size = 1;
+        c.ep_size = j->ep;
+        c.ep_rank = j->rank;
+    }
     JOB_TRY("create", tpm_moe_create(&m, &c, j->comm));
     JOB_CUDA(cudaSetDevice(j->rank));
     JOB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -151,7 +158,7 @@ static void *rank_main(void *arg) {
         JOB_TRY("stats", tpm_moe_last_stats(m, &j->res[b].stats));
         JOB_CUDA(cudaStreamSynchronize(s));
         JOB_CUDA(cudaMemcpy(j->res[b].y, dy, bytes, cudaMemcpyDeviceToHost));
-        if (j->tp == 1 && b == NT - 1) { /* in place: x == y */
+        if (j->tp * j->ep == 1 && b == NT - 1) { /* in place: x == y */
             uint16_t *again = malloc(bytes);
             JOB_TRY("in-place forward", tpm_moe_forward(m, NULL, dx, dx, T, TPM_DTYPE_BF16, s));
             JOB_CUDA(cudaStreamSynchronize(s));
@@ -184,7 +191,7 @@ static double sel_score(const tpm_moe_weights *w, const tpm_preset *p, const uin
 
 /* Compare a CUDA result with the CPU's; returns the tokens routed alike. */
 static size_t compare(const char *label, const tpm_moe_weights *w, const tpm_preset *p,
-                      const uint16_t *x, size_t T, const result *cpu, const result *gpu) {
+                      const uint16_t *x, size_t T, const result *cpu, const result *gpu, int ep) {
     const size_t H = (size_t)p->hidden, k = (size_t)p->top_k;
     size_t alike = 0, ties = 0;
     double num = 0.0, den = 0.0;
@@ -236,7 +243,7 @@ static size_t compare(const char *label, const tpm_moe_weights *w, const tpm_pre
     /* stats */
     const tpm_moe_stats *st = &gpu->stats;
     assert_int_equal(st->ntokens, T);
-    assert_int_equal(st->local_pairs, (int64_t)(T * (k + (size_t)p->n_shared)));
+    if (ep == 1) assert_int_equal(st->local_pairs, (int64_t)(T * (k + (size_t)p->n_shared)));
     if (!ties) assert_int_equal(st->distinct_experts, cpu->stats.distinct_experts);
     assert_true(st->t_total > 0.0);
     assert_true(st->t_router + st->t_experts + st->t_combine + st->t_allreduce <=
@@ -285,9 +292,10 @@ static void cuda_vs_cpu(void **state) {
                 fetch_routing(cm, k_tokens[b], &cpu[b]);
             }
             tpm_moe_destroy(cm);
-            for (int tp = 1; tp <= 2; tp++) {
+            for (int cf = 0; cf < 3; cf++) { /* TP 1, TP 2, EP 2 */
+                const int tp = cf == 0 ? 1 : 2, ep = cf == 2 ? 2 : 1; /* tp: ranks here */
                 if (tp > g_ndev) {
-                    printf("  %s fuse %d TP 2: skipped (%d GPU)\n", p->name, fuse, g_ndev);
+                    printf("  %s fuse %d %s 2: skipped (%d GPU)\n", p->name, fuse, ep > 1 ? "EP" : "TP", g_ndev);
                     continue;
                 }
                 rank_job jobs[2];
@@ -296,7 +304,8 @@ static void cuda_vs_cpu(void **state) {
                 for (int r = 0; r < tp; r++) {
                     jobs[r].p = p;
                     jobs[r].fuse = fuse;
-                    jobs[r].tp = tp;
+                    jobs[r].tp = tp / ep;
+                    jobs[r].ep = ep;
                     jobs[r].rank = r;
                     jobs[r].comm = tp > 1 ? comms[r] : NULL;
                     for (int b = 0; b < NT; b++)
@@ -307,16 +316,21 @@ static void cuda_vs_cpu(void **state) {
                     pthread_join(th[r], NULL);
                 for (int r = 0; r < tp; r++)
                     if (jobs[r].st != TPM_OK)
-                        fail_msg("%s fuse %d TP %d rank %d: %s: %s (%s)", p->name, fuse, tp, r,
+                        fail_msg("%s fuse %d %s %d rank %d: %s: %s (%s)", p->name, fuse, ep > 1 ? "EP" : "TP", tp, r,
                                  jobs[r].where, tpm_status_string(jobs[r].st), jobs[r].err);
                 for (int b = 0; b < NT; b++) {
                     char label[96];
-                    snprintf(label, sizeof label, "%s %s TP %d", p->name,
+                    snprintf(label, sizeof label, "%s %s %s %d", p->name,
                              p->n_shared == 0 ? "no shared"
                              : fuse           ? "fused"
                                               : "unfused",
-                             tp);
-                    compare(label, &w, p, x[b], k_tokens[b], &cpu[b], &jobs[0].res[b]);
+                             ep > 1 ? "EP" : "TP", tp);
+                    compare(label, &w, p, x[b], k_tokens[b], &cpu[b], &jobs[0].res[b], ep);
+                    if (ep > 1) { /* EP: every (token, slot) pair ran on exactly one rank */
+                        int64_t pairs = 0;
+                        for (int r = 0; r < tp; r++) pairs += jobs[r].res[b].stats.local_pairs;
+                        assert_int_equal(pairs, (int64_t)(k_tokens[b] * (size_t)(p->top_k + p->n_shared)));
+                    }
                     for (int r = 1; r < tp; r++) { /* every rank: the same bits */
                         const size_t T = k_tokens[b];
                         assert_memory_equal(jobs[r].res[b].y, jobs[0].res[b].y, T * H * 2);
@@ -415,12 +429,6 @@ static void bad_args(void **state) {
     assert_int_equal(tpm_moe_create(&m, &c, NULL), TPM_ERR_UNSUPPORTED);
     assert_null(m);
     assert_non_null(strstr(tpm_last_error(), "bf16"));
-    c = cfg_for("m3-mini", TPM_BACKEND_CUDA, -1);
-    c.tp_size = 1;
-    c.ep_size = 2;
-    c.ep_rank = 0;
-    assert_int_equal(tpm_moe_create(&m, &c, NULL), TPM_ERR_UNSUPPORTED);
-    assert_non_null(strstr(tpm_last_error(), "ep_size"));
     /* a CPU communicator cannot sum device buffers */
     tpm_comm_t cpu[2] = {NULL, NULL};
     tpm_config cc = TPM_CONFIG_INIT;
@@ -485,12 +493,17 @@ static void cli_cuda(void **state) {
         printf("  cli: skipped (TPMOE_TOOL not set)\n");
         return;
     }
-    const char *presets[] = {"m3-mini", "gpt-oss-mini"};
-    for (int i = 0; i < 2; i++) {
+    const char *presets[] = {"m3-mini", "gpt-oss-mini", "m3-mini"};
+    for (int i = 0; i < 3; i++) {
         char cmd[1024], out[16384];
+        if (i == 2 && g_ndev < 2) {
+            printf("  cli EP 2: skipped (one GPU)\n");
+            continue;
+        }
+        /* the last: EP 2 (one routed half and every other token's shared slot per GPU) */
         snprintf(cmd, sizeof cmd,
-                 "%s moe --backend cuda --preset %s --tp %d --tokens 40 --iters 2 --check 2>&1",
-                 tool, presets[i], g_ndev);
+                 "%s moe --backend cuda --preset %s --tp %d --ep %d --tokens 40 --iters 2 --check 2>&1",
+                 tool, presets[i], i == 2 ? 1 : g_ndev, i == 2 ? 2 : 1);
         FILE *f = popen(cmd, "r");
         assert_non_null(f);
         size_t len = fread(out, 1, sizeof out - 1, f);

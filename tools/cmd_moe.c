@@ -31,7 +31,7 @@
 static void help(void) {
     printf("usage: tpmoe moe [options]\n"
            "Run one MoE layer with tp x ep ranks as threads (CPU; or one GPU per rank with\n"
-           "--backend cuda: bf16, ep 1).\n\n"
+           "--backend cuda: bf16).\n\n"
            "  --preset P          model preset (default m3-mini)\n"
            "  --tokens B          tokens (default 64; with --input: the file's)\n"
            "  --backend B         cpu (default) | auto (cuda when a GPU is visible) | cuda\n"

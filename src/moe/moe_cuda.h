@@ -48,7 +48,11 @@ typedef struct tpm_cuda_moe_desc {
     int tp, rank;    /* intermediate-dimension shard rank of tp */
     int fuse_shared; /* 1: shared expert = slot E of the grouped launch; 0: dense MLP beside it */
     int max_tokens;  /* largest T of any call */
-    void *nccl_comm; /* ncclComm_t for the TP all-reduce (required when tp > 1) */
+    void *nccl_comm; /* ncclComm_t for the all-reduce over tp x ep ranks (required when tp * ep > 1) */
+    int ep, ep_rank; /* expert parallelism (0 or 1: none): this rank holds routed experts
+                      * [ep_rank * E/ep, (ep_rank + 1) * E/ep) (each split over tp on its
+                      * intermediate); fused shared expert: token t's shared slot runs on EP
+                      * rank t % ep; unfused: the dense shared MLP runs on EP rank 0 */
 } tpm_cuda_moe_desc;
 
 tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *d, tpm_cuda_moe **out);

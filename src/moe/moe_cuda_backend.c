@@ -27,10 +27,15 @@
  * total). While the stream is being captured into a CUDA graph no events are
  * recorded and the times read 0; collect only after the capture has ended.
  *
+ * Expert parallelism (ep_size > 1): the GPU layer holds this rank's routed
+ * experts only (n_experts / ep_size, each split over the TP ranks), token t
+ * of a chunk runs its fused shared slot on EP rank t % ep_size (unfused: the
+ * dense shared MLP on EP rank 0); the all-reduce over all tp x ep ranks sums
+ * the partial outputs, as with TP alone.
+ *
  * Not supported (TPM_ERR_UNSUPPORTED at create): activations other than
- * bf16, expert parallelism (ep_size > 1: the GPU layer runs every expert,
- * split on its intermediate only), more than one shared expert or a shared
- * expert of another size (the GPU layer's limits).
+ * bf16, more than one shared expert or a shared expert of another size (the
+ * GPU layer's limits).
  */
 #include "moe/moe_internal.h"
 
@@ -69,6 +74,7 @@ typedef struct cuda_state {
     int pending;                           /* its last chunk and times are not collected yet */
     size_t pend_off, pend_n;               /* that chunk */
     double t_router, t_experts, t_combine; /* collected chunks, seconds */
+    int64_t local_pairs, local_shared;     /* EP: routed / fused shared pairs this rank ran */
 } cuda_state;
 
 static tpm_status cuda_fail(cudaError_t e, const char *what) {
@@ -114,12 +120,6 @@ tpm_status tpm_moe_cuda_check(struct tpm_moe *m, tpm_comm_t comm) {
                        "tpm_moe_create: the CUDA MoE backend takes bf16 activations only (dtype "
                        "%s): use dtype bf16 or backend cpu",
                        tpm_dtype_name(m->dtype));
-    if (m->ep_size > 1)
-        return tpm_err(TPM_ERR_UNSUPPORTED,
-                       "tpm_moe_create: expert parallelism (ep_size %d) is not implemented on the "
-                       "CUDA MoE backend (it splits every expert on its intermediate over TP "
-                       "ranks only): use ep_size 1 or backend cpu",
-                       m->ep_size);
     int ndev = tpm_cuda_device_count();
     if (ndev <= 0)
         return tpm_err(TPM_ERR_UNSUPPORTED,
@@ -177,12 +177,14 @@ tpm_status tpm_moe_cuda_init(struct tpm_moe *m, const tpm_moe_weights *w) {
     m->impl = s;
     m->ops = &cuda_ops; /* from here on, destroy frees what was made */
     /* the shapes of this rank's share, as the CPU backend would hold it */
-    m->expert_begin = 0;
-    m->expert_end = m->n_experts;
-    m->experts.n = m->n_experts + (m->fuse ? m->n_shared : 0);
+    const int per = m->n_experts / m->ep_size;
+    m->expert_begin = m->ep_rank * per;
+    m->expert_end = m->expert_begin + per;
+    m->experts.n = per + (m->fuse ? m->n_shared : 0);
     m->experts.inter = m->inter / m->tp_size;
-    m->shared.n = m->fuse ? 0 : m->n_shared;
-    m->shared.inter = m->shared.n ? m->shared_inter / m->world : 0;
+    /* unfused: the GPU layer runs the dense shared MLP on EP rank 0, split over its TP ranks */
+    m->shared.n = m->fuse || m->ep_rank != 0 ? 0 : m->n_shared;
+    m->shared.inter = m->shared.n ? m->shared_inter / m->tp_size : 0;
 
     tpm_cuda_moe_desc d;
     memset(&d, 0, sizeof d);
@@ -192,7 +194,9 @@ tpm_status tpm_moe_cuda_init(struct tpm_moe *m, const tpm_moe_weights *w) {
     d.rank = m->tp_rank;
     d.fuse_shared = m->fuse;
     d.max_tokens = MOE_CUDA_CHUNK;
-    d.nccl_comm = m->tp_size > 1 ? NO_NCCL_COMM : NULL;
+    d.nccl_comm = m->world > 1 ? NO_NCCL_COMM : NULL;
+    d.ep = m->ep_size;
+    d.ep_rank = m->ep_rank;
     TPM_TRY(tpm_cuda_moe_create(&d, &s->gl));
     TPM_TRY(tpm_cuda_moe_upload(s->gl, w));
     s->slots = tpm_cuda_moe_slots(s->gl);
@@ -259,8 +263,17 @@ static tpm_status collect_chunk(struct tpm_moe *m, cuda_state *s, size_t off, si
             m->last_weights[(off + t) * k + j] = s->wts[t * K + j];
         }
     }
-    for (int e = 0; e < m->n_experts; e++)
-        m->counts[e] += s->cnt[e];
+    if (m->ep_size == 1) {
+        for (int e = 0; e < m->n_experts; e++)
+            m->counts[e] += s->cnt[e];
+    } else { /* the layer's counts are by local slot: count the global ids */
+        for (size_t t = 0; t < n; t++)
+            for (size_t j = 0; j < k; j++)
+                m->counts[s->sel[t * K + j]]++;
+        for (int e = m->expert_begin; e < m->expert_end; e++)
+            s->local_pairs += s->cnt[e - m->expert_begin];
+        if (m->fuse && m->n_shared) s->local_shared += s->cnt[m->expert_end - m->expert_begin];
+    }
     s->t_router += elapsed_s(s, EV_CHUNK, EV_ROUTED);
     s->t_experts += elapsed_s(s, EV_ROUTED, EV_EXPERTS);
     s->t_combine += elapsed_s(s, EV_EXPERTS, EV_COMBINED);
@@ -274,6 +287,7 @@ static tpm_status cuda_forward(struct tpm_moe *m, tpm_comm_t comm, const void *x
     s->pending = 0;
     s->T = 0;
     s->t_router = s->t_experts = s->t_combine = 0.0;
+    s->local_pairs = s->local_shared = 0;
     m->last_ntokens = 0;
     memset(&m->stats, 0, sizeof m->stats);
     memset(m->counts, 0, (size_t)(m->n_experts + m->n_shared) * sizeof *m->counts);
@@ -334,10 +348,20 @@ static tpm_status cuda_collect(struct tpm_moe *m) {
         distinct += m->counts[e] > 0;
     m->stats.ntokens = T;
     m->stats.distinct_experts = distinct;
-    /* every expert runs here (EP 1): the touched routed ones and the shared
-     * one(s), fused or not */
-    m->stats.local_active_experts = distinct + m->n_shared;
-    m->stats.local_pairs = (int64_t)T * (int64_t)(m->top_k + m->n_shared);
+    if (m->ep_size == 1) {
+        /* every expert runs here: the touched routed ones and the shared one(s), fused or not */
+        m->stats.local_active_experts = distinct + m->n_shared;
+        m->stats.local_pairs = (int64_t)T * (int64_t)(m->top_k + m->n_shared);
+    } else {
+        /* this EP rank's touched experts, its fused shared tokens (t % ep_size of each
+         * chunk), or the dense shared MLP on EP rank 0 */
+        int mine = 0;
+        for (int e = m->expert_begin; e < m->expert_end; e++)
+            mine += m->counts[e] > 0;
+        const int64_t sh_pairs = m->fuse ? s->local_shared : (m->shared.n ? (int64_t)T : 0);
+        m->stats.local_active_experts = mine + (m->fuse ? (s->local_shared > 0) : m->shared.n);
+        m->stats.local_pairs = s->local_pairs + sh_pairs;
+    }
     m->stats.t_router = s->t_router;
     m->stats.t_experts = s->t_experts;
     m->stats.t_combine = s->t_combine;

@@ -7,7 +7,9 @@
  * order of the sum is fixed, so results are bit-reproducible (no atomics).
  * After decode kernel set 2 it is launched with programmatic dependent
  * launch and starts with griddepcontrol.wait (a no-op in a plain launch).
- * The down bias is added by rank 0 only (the all-reduce sums the ranks).
+ * The down bias is added by TP rank 0 only (the all-reduce sums the ranks).
+ * With EP, the pairs whose row is past the local row total offsets[E1] (other
+ * ranks' experts) are skipped: this rank's y is its partial sum.
  * k_gather: xp[r] = x[perm_tok[r]] (rows grouped by expert for the GEMMs).
  * k_act: act[r][i] = act(h[r][i] + b13, h[r][Il+i] + b13) in fp32 -> bf16.
  * Kernels over permuted rows stop at the device-side row total offsets[E1].
@@ -42,13 +44,17 @@ __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t
     if (gid >= (size_t)T * H4) return;
     const int t = (int)(gid / H4), h = (int)(gid - (size_t)t * H4) * 4;
     const bool bias = d.b2 && d.rank == 0;
+    const int local = d.ep > 1 ? __ldg(d.offsets + d.E1) : 0; /* EP: rows from here are other ranks' */
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     for (int s = 0; s < d.K; s++) {
         const int p = t * d.K + s;
         const float w = d.wts[p];
-        float4 v = load4<RowT>(rows + (size_t)d.inv[p] * d.H + h);
+        const int r = d.inv[p];
+        if (d.ep > 1 && r >= local) continue;
+        float4 v = load4<RowT>(rows + (size_t)r * d.H + h);
         if (bias) {
-            const float4 b = *reinterpret_cast<const float4 *>(d.b2 + (size_t)d.sel[p] * d.H + h);
+            const int slot = d.ep > 1 ? d.perm_exp[r] : d.sel[p];
+            const float4 b = *reinterpret_cast<const float4 *>(d.b2 + (size_t)slot * d.H + h);
             v.x += b.x;
             v.y += b.y;
             v.z += b.z;

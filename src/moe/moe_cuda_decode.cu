@@ -272,11 +272,12 @@ __device__ __forceinline__ void pdl_trigger() {
 /* Items 0 .. pre-1: the fused shared slot (expert E, rows T*k .. T*k+T-1,
  * tokens 0..T-1 in order), which needs nothing from the routing and runs
  * before griddepcontrol.wait, i.e. while the routing kernel still runs.
- * Items from pre: the routed experts (active[0 .. n_active-1-fused], the
- * highest first), read only after the wait, with ld.global.cg. */
+ * Items from pre: the other active slots (active[0 .. n_active-1-nskip], the
+ * highest first; nskip = 1 when the shared slot runs as the pre items or
+ * dense), read only after the wait, with ld.global.cg. */
 template <int NT, int U>
 __global__ void __launch_bounds__(kThreads, NT <= 2 ? 4 : 1) k_gate_up2(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
-                                                       int pre) {
+                                                       int pre, int nskip) {
     __shared__ int s_item;
     __shared__ int s_tok[NT];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -292,7 +293,7 @@ __global__ void __launch_bounds__(kThreads, NT <= 2 ? 4 : 1) k_gate_up2(tpm_moe_
         const int item = s_item;
         int e, off, n, tile;
         if (item < pre) {
-            e = d.E;
+            e = d.Es; /* = E (pre > 0 only without EP) */
             off = T * d.k;
             n = T;
             tile = item;
@@ -303,7 +304,7 @@ __global__ void __launch_bounds__(kThreads, NT <= 2 ? 4 : 1) k_gate_up2(tpm_moe_
                 pdl_trigger();
                 waited = true;
             }
-            const int nr = __ldcg(d.n_active) - d.fused; /* routed experts */
+            const int nr = __ldcg(d.n_active) - nskip; /* the active slots not run by pre items or dense */
             const int it = item - pre;
             if (it >= nr * tiles) break;
             const int a = it / tiles;
@@ -520,8 +521,10 @@ tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, 
     constexpr int RD = NT >= 16 ? 1 : 2;
     int b1 = 0, b2 = 0;
     TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, k_gate_up2<NT, U1>, kThreads, 0));
-    const int pre = d.fused && !skip ? (d.Il + kWarps - 1) / kWarps : 0;
-    TPM_CUDA_TRY(launch_ex(k_gate_up2<NT, U1>, d.sm_count * (b1 > 0 ? b1 : 1), pdl, s, d, x, T, pre));
+    /* EP: the shared slot holds only this rank's tokens, found by the routing */
+    const int pre = d.fused && !skip && d.ep == 1 ? (d.Il + kWarps - 1) / kWarps : 0;
+    const int nskip = pre > 0 || skip ? 1 : 0; /* the shared slot: the last active one */
+    TPM_CUDA_TRY(launch_ex(k_gate_up2<NT, U1>, d.sm_count * (b1 > 0 ? b1 : 1), pdl, s, d, x, T, pre, nskip));
     if constexpr (NT <= 8) {
         const size_t stage = (size_t)kD4Rows * d.Il * 2;
         const int nst = (int)min((size_t)kD4MaxStages, kD4RingBytes / stage);

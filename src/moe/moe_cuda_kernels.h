@@ -31,6 +31,13 @@
 struct tpm_moe_dev {
     /* shapes and math */
     int H, E, E1, k, K, Il, tp, rank;
+    /* expert parallelism: slots 0 .. Eloc-1 hold routed experts e0 .. e0+Eloc-1,
+     * slot Es = Eloc the shared expert (E1 = Eloc + n_shared); ep = 1: Eloc = E,
+     * e0 = 0, Es = E (slot = expert id). The routing's sel keeps global ids (the
+     * shared one is E); the permutation maps them to slots, and with ep > 1
+     * the pairs of other ranks go to a drop bucket E1 whose rows start at
+     * offsets[E1] (the local row total) and are never computed or combined. */
+    int ep, ep_rank, Eloc, e0, Es;
     int fused;
     int router, n_groups, topk_groups, act;
     float rsf, alpha, limit, beta;
@@ -46,7 +53,7 @@ struct tpm_moe_dev {
     int32_t *counts, *offsets; /* [E1], [E1+1] */
     int32_t *perm_tok, *perm_exp, *inv; /* [T*K] */
     int32_t *active, *n_active; /* [E1], [1] */
-    uint32_t *bits, *bitpre; /* [E1][ceil(T/32)] */
+    uint32_t *bits, *bitpre; /* [E1 + 1][ceil(T/32)] (row E1: the drop bucket, ep > 1) */
     int32_t *ctr;            /* [16]: 0, 1 scalar decode item counters, 2 route ticket, 3 decode_mma
                               * item counter, 4 its exit counter, 5 its error flag */
     int32_t *done;           /* [E1] decode_mma: finished gate_up tiles per expert */

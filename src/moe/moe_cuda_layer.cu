@@ -128,7 +128,12 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
                   desc->tp, desc->rank);
     TPM_ARG_CHECK(desc->max_tokens >= 1 && desc->max_tokens <= (1 << 20), "bad max_tokens %d",
                   desc->max_tokens);
-    TPM_ARG_CHECK(desc->tp == 1 || desc->nccl_comm, "tp %d needs an NCCL communicator", desc->tp);
+    const int ep = desc->ep > 1 ? desc->ep : 1;
+    TPM_ARG_CHECK(desc->ep >= 0 && desc->ep <= 8 && desc->ep_rank >= 0 && desc->ep_rank < ep,
+                  "bad ep %d / ep_rank %d (ep 0..8)", desc->ep, desc->ep_rank);
+    TPM_ARG_CHECK(p->n_experts % ep == 0, "preset %s: %d routed experts cannot be split over ep %d", p->name,
+                  p->n_experts, ep);
+    TPM_ARG_CHECK(desc->tp * ep == 1 || desc->nccl_comm, "tp %d x ep %d needs an NCCL communicator", desc->tp, ep);
     TPM_ARG_CHECK(p->inter % (8 * desc->tp) == 0 && p->hidden % 8 == 0,
                   "preset %s: inter %d / hidden %d not divisible for tp %d", p->name, p->inter, p->hidden,
                   desc->tp);
@@ -151,7 +156,12 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     tpm_moe_dev &d = m->d;
     d.H = p->hidden;
     d.E = p->n_experts;
-    d.E1 = p->n_experts + p->n_shared;
+    d.ep = ep;
+    d.ep_rank = ep > 1 ? desc->ep_rank : 0;
+    d.Eloc = p->n_experts / ep;
+    d.e0 = d.ep_rank * d.Eloc;
+    d.Es = d.Eloc;
+    d.E1 = d.Eloc + p->n_shared;
     d.k = p->top_k;
     d.fused = desc->fuse_shared && p->n_shared == 1;
     d.K = d.k + (d.fused ? 1 : 0);
@@ -200,8 +210,8 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         DALLOC(d.inv, R * 4);
         DALLOC(d.active, E1 * 4);
         DALLOC(d.n_active, 4);
-        DALLOC(d.bits, E1 * Wt * 4);
-        DALLOC(d.bitpre, E1 * Wt * 4);
+        DALLOC(d.bits, (E1 + 1) * Wt * 4);
+        DALLOC(d.bitpre, (E1 + 1) * Wt * 4);
         DALLOC(d.ctr, 64);
         DALLOC(d.act_f32, Rd * Il * 4);
         DALLOC(d.rows_f32, Rd * H * 4);
@@ -209,7 +219,9 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         DALLOC(d.h13, R * 2 * Il * 2);
         DALLOC(d.act_bf, R * Il * 2);
         DALLOC(d.rows_bf, R * H * 2);
-        if (p->n_shared == 1 && !d.fused) {
+        if (p->n_shared == 1 && !d.fused && d.ep_rank != 0) {
+            /* EP rank > 0, unfused: the dense shared MLP runs on EP rank 0 only */
+        } else if (p->n_shared == 1 && !d.fused) {
             DALLOC(d.sh_h13, T * 2 * Il * 2);
             DALLOC(d.sh_act, T * Il * 2);
             DALLOC(d.sh_out, T * H * 2);
@@ -333,7 +345,7 @@ tpm_status tpm_cuda_moe_upload(tpm_cuda_moe *m, const tpm_moe_weights *w) {
         goto done;
     }
     for (int e = 0; e < d.E1; e++) {
-        const tpm_expert_weights *x = e < d.E ? &w->experts[e] : &w->shared[0];
+        const tpm_expert_weights *x = e < d.Eloc ? &w->experts[d.e0 + e] : &w->shared[0];
         for (int i = 0; i < Il; i++) {
             const int gi = il ? 2 * (r0 + i) : r0 + i, ui = il ? 2 * (r0 + i) + 1 : I + r0 + i;
             for (int h = 0; h < H; h++) {
@@ -452,7 +464,9 @@ int tpm_cuda_moe_capturable(const tpm_cuda_moe *m, int T) {
 
 int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T) {
     if (!m || m->p->n_shared == 0) return TPM_MOE_SHARED_NONE;
-    if (!m->d.fused) return TPM_MOE_SHARED_DENSE;
+    if (!m->d.fused) return m->d.ep_rank == 0 ? TPM_MOE_SHARED_DENSE : TPM_MOE_SHARED_NONE;
+    /* EP: the slot holds only this rank's tokens (t % ep), not rows T*k .. T*k+T-1 */
+    if (m->d.ep > 1) return TPM_MOE_SHARED_SLOT;
     if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE && m->tune.decode_kernel != 1 &&
         T >= m->tune.shared_split_min)
         return TPM_MOE_SHARED_SPLIT;
@@ -527,7 +541,7 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
     const tpm_moe_dev &d = m->d;
     const int issued = m->shared_issued == T; /* by the routing call, beside it */
     m->shared_issued = 0;
-    if (!d.fused && m->p->n_shared == 1 && !issued) {
+    if (!d.fused && m->p->n_shared == 1 && d.ep_rank == 0 && !issued) {
         TPM_TRY(bind_blas(m, s));
         TPM_TRY(tpm_moe_shared_dense(d, m->blas, (const uint16_t *)x, T, s));
     }
@@ -567,7 +581,7 @@ tpm_status tpm_cuda_moe_combine(tpm_cuda_moe *m, int T, void *y, void *stream) {
 
 tpm_status tpm_cuda_moe_allreduce(tpm_cuda_moe *m, void *y, int T, void *stream) {
     TPM_TRY(check_call(m, y, T));
-    if (m->desc.tp == 1) return TPM_OK;
+    if (m->desc.tp * m->d.ep == 1) return TPM_OK;
     TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
     NCCL_TRY(ncclAllReduce(y, y, (size_t)T * m->d.H, ncclBfloat16, ncclSum, (ncclComm_t)m->desc.nccl_comm,
                            (cudaStream_t)stream));

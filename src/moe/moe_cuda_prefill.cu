@@ -144,7 +144,7 @@ tpm_status tpm_moe_prefill_experts(const tpm_moe_dev &d, void *blas, const tpm_m
 
 tpm_status tpm_moe_shared_dense(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T, cudaStream_t s) {
     cublasHandle_t h = static_cast<cublasHandle_t>(blas);
-    const int e = d.E; /* the shared expert's slot */
+    const int e = d.Es; /* the shared expert's slot */
     TPM_TRY(gemm_xwT(h, x, d.w13 + (size_t)e * 2 * d.Il * d.H, d.sh_h13, CUDA_R_16BF, T, 2 * d.Il, d.H));
     TPM_TRY(tpm_moe_launch_act(d, d.sh_h13, d.sh_act, T, e, s));
     TPM_TRY(gemm_xwT(h, d.sh_act, d.w2 + (size_t)e * d.H * d.Il, d.sh_out, CUDA_R_16BF, T, d.H, d.Il));
@@ -152,9 +152,9 @@ tpm_status tpm_moe_shared_dense(const tpm_moe_dev &d, void *blas, const uint16_t
 }
 
 tpm_status tpm_moe_shared_split_prefill(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T, cudaStream_t s) {
-    TPM_ASSERT(d.fused);
+    TPM_ASSERT(d.fused && d.ep == 1);
     cublasHandle_t h = static_cast<cublasHandle_t>(blas);
-    const int e = d.E;
+    const int e = d.Es;
     const size_t r0 = (size_t)T * d.k; /* slot E's permuted rows: after the T*k routed ones, tokens in order */
     uint16_t *h13 = d.h13 + r0 * 2 * d.Il, *act = d.act_bf + r0 * d.Il, *rows = d.rows_bf + r0 * d.H;
     TPM_TRY(gemm_xwT(h, x, d.w13 + (size_t)e * 2 * d.Il * d.H, h13, CUDA_R_16BF, T, 2 * d.Il, d.H));
@@ -164,9 +164,9 @@ tpm_status tpm_moe_shared_split_prefill(const tpm_moe_dev &d, void *blas, const 
 }
 
 tpm_status tpm_moe_shared_split(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T, cudaStream_t s) {
-    TPM_ASSERT(d.fused && d.sh_h13 && d.sh_act);
+    TPM_ASSERT(d.fused && d.ep == 1 && d.sh_h13 && d.sh_act);
     cublasHandle_t h = static_cast<cublasHandle_t>(blas);
-    const int e = d.E;
+    const int e = d.Es;
     float *rows = d.rows_f32 + (size_t)T * d.k * d.H; /* slot E's permuted rows: after the T*k routed ones */
     TPM_TRY(gemm_xwT(h, x, d.w13 + (size_t)e * 2 * d.Il * d.H, d.sh_h13, CUDA_R_16BF, T, 2 * d.Il, d.H));
     TPM_TRY(tpm_moe_launch_act(d, d.sh_h13, d.sh_act, T, e, s));

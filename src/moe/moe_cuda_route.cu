@@ -145,6 +145,19 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_logits(const uint16_t *__r
     logits_tile<kLogitEpw>(x, wr, part, T, H, E);
 }
 
+/* The expert slot of token t's selection e (a global id; E = the fused
+ * shared expert): e itself without EP; with EP the local slot, or the drop
+ * bucket E1 for another rank's expert or another rank's shared token. */
+__device__ __forceinline__ int slot_of(const tpm_moe_dev &d, int e, int t) {
+    if (d.ep == 1) return e;
+    if (e == d.E) return t % d.ep == d.ep_rank ? d.Es : d.E1;
+    const int l = e - d.e0;
+    return (unsigned)l < (unsigned)d.Eloc ? l : d.E1;
+}
+
+/* Buckets of the permutation: the E1 slots, plus the drop bucket with EP. */
+__device__ __forceinline__ int n_buckets(const tpm_moe_dev &d) { return d.E1 + (d.ep > 1 ? 1 : 0); }
+
 /* Warp arg-max of (ok, v, lower index): returns the winning index, or -1. */
 __device__ __forceinline__ int warp_argmax(bool ok, float v, int idx) {
 #pragma unroll
@@ -184,10 +197,10 @@ __device__ __forceinline__ unsigned order_key(float v) {
  * set, the rows themselves (else k_perm_scatter does them, one block per
  * word). */
 __device__ void build_permutation(const tpm_moe_dev &d, int T, bool scatter, int *seg, int *s_cnt) {
-    const int K = d.K, E1 = d.E1, Wt = (T + 31) / 32;
+    const int K = d.K, E1 = d.E1, NB = n_buckets(d), Wt = (T + 31) / 32;
     const int tid = threadIdx.x, nth = blockDim.x;
-    const int nseg = max(1, nth / E1), L = (Wt + nseg - 1) / nseg;
-    const bool mine = tid < E1 * nseg;
+    const int nseg = max(1, nth / NB), L = (Wt + nseg - 1) / nseg;
+    const bool mine = tid < NB * nseg;
     const int e = tid / nseg, w0 = (tid % nseg) * L, w1 = min(Wt, w0 + L);
     if (mine) {
         int run = 0;
@@ -196,14 +209,14 @@ __device__ void build_permutation(const tpm_moe_dev &d, int T, bool scatter, int
         seg[tid] = run;
     }
     __syncthreads();
-    if (tid < E1) { /* exclusive scan of the expert's segments */
+    if (tid < NB) { /* exclusive scan of the expert's segments */
         int run = 0;
         for (int g = 0; g < nseg; g++) {
             const int v = seg[tid * nseg + g];
             seg[tid * nseg + g] = run;
             run += v;
         }
-        d.counts[tid] = run;
+        if (tid < E1) d.counts[tid] = run;
         s_cnt[tid] = run;
     }
     __syncthreads();
@@ -215,11 +228,12 @@ __device__ void build_permutation(const tpm_moe_dev &d, int T, bool scatter, int
             run += __popc(__ldcg(d.bits + (size_t)e * Wt + w));
         }
     }
-    if (tid < 32) { /* warp 0: exclusive scan of counts, list of touched experts */
+    if (tid < 32) { /* warp 0: exclusive scan of counts, list of touched experts (the drop
+                     * bucket, E1, is the last bucket: its offset is the local row total) */
         int base = 0, nact = 0;
-        for (int e0 = 0; e0 < E1; e0 += 32) {
+        for (int e0 = 0; e0 < NB; e0 += 32) {
             const int ee = e0 + tid;
-            const int c = ee < E1 ? s_cnt[ee] : 0;
+            const int c = ee < NB ? s_cnt[ee] : 0;
             int inc = c;
 #pragma unroll
             for (int o = 1; o < 32; o <<= 1) {
@@ -227,17 +241,18 @@ __device__ void build_permutation(const tpm_moe_dev &d, int T, bool scatter, int
                 if (tid >= o) inc += v;
             }
             __syncwarp();
-            if (ee < E1) {
-                d.offsets[ee] = base + inc - c;
+            if (ee < NB) {
+                if (ee <= E1) d.offsets[ee] = base + inc - c;
                 s_cnt[ee] = base + inc - c; /* now the offset */
             }
-            const unsigned m = __ballot_sync(0xffffffffu, c > 0);
-            if (c > 0) d.active[nact + __popc(m & ((1u << tid) - 1u))] = ee;
+            const bool act = c > 0 && ee < E1;
+            const unsigned m = __ballot_sync(0xffffffffu, act);
+            if (act) d.active[nact + __popc(m & ((1u << tid) - 1u))] = ee;
             nact += __popc(m);
             base += __shfl_sync(0xffffffffu, inc, 31);
         }
         if (tid == 0) {
-            d.offsets[E1] = base;
+            if (NB == E1) d.offsets[E1] = base;
             *d.n_active = nact;
         }
     }
@@ -245,7 +260,7 @@ __device__ void build_permutation(const tpm_moe_dev &d, int T, bool scatter, int
     if (!scatter) return;
     __syncthreads();
     for (int p = tid; p < T * K; p += nth) {
-        const int t = p / K, ex = __ldcg(d.sel + p), w = t >> 5;
+        const int t = p / K, ex = slot_of(d, __ldcg(d.sel + p), t), w = t >> 5;
         const uint32_t word = __ldcg(d.bits + (size_t)ex * Wt + w);
         const int pos = s_cnt[ex] + (int)__ldcg(d.bitpre + (size_t)ex * Wt + w) + __popc(word & ((1u << (t & 31)) - 1u));
         d.perm_tok[pos] = t;
@@ -260,7 +275,7 @@ __global__ void __launch_bounds__(256) k_perm_scatter(tpm_moe_dev d, int T) {
     const int K = d.K, Wt = (T + 31) / 32, b = blockIdx.x;
     const int p0 = b * 32 * K, p1 = min(T, 32 * b + 32) * K;
     for (int p = p0 + (int)threadIdx.x; p < p1; p += blockDim.x) {
-        const int t = p / K, e = d.sel[p];
+        const int t = p / K, e = slot_of(d, d.sel[p], t);
         const uint32_t word = d.bits[(size_t)e * Wt + b];
         const int pos = d.offsets[e] + (int)d.bitpre[(size_t)e * Wt + b] + __popc(word & ((1u << (t & 31)) - 1u));
         d.perm_tok[pos] = t;
@@ -274,27 +289,28 @@ __global__ void __launch_bounds__(256) k_perm_scatter(tpm_moe_dev d, int T) {
  * kPermSmemWords) and the per-word prefixes are recomputed (at most a few
  * words per expert). */
 __device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *bits, int *s_off) {
-    const int K = d.K, E1 = d.E1, Wt = (T + 31) / 32;
+    const int K = d.K, E1 = d.E1, NB = n_buckets(d), Wt = (T + 31) / 32;
     const int tid = threadIdx.x, nth = blockDim.x;
-    for (int i = tid; i < E1 * Wt; i += nth) bits[i] = 0u;
+    for (int i = tid; i < NB * Wt; i += nth) bits[i] = 0u;
     __syncthreads();
     for (int p = tid; p < T * K; p += nth) {
-        const int t = p / K, e = __ldcg(d.sel + p);
+        const int t = p / K, e = slot_of(d, __ldcg(d.sel + p), t);
         atomicOr(bits + e * Wt + (t >> 5), 1u << (t & 31));
     }
     __syncthreads();
-    for (int e = tid; e < E1; e += nth) {
+    for (int e = tid; e < NB; e += nth) {
         int run = 0;
         for (int w = 0; w < Wt; w++) run += __popc(bits[e * Wt + w]);
         s_off[e] = run; /* count for now */
-        d.counts[e] = run;
+        if (e < E1) d.counts[e] = run;
     }
     __syncthreads();
-    if (tid < 32) { /* warp 0: exclusive scan of counts, list of touched experts */
+    if (tid < 32) { /* warp 0: exclusive scan of counts, list of touched experts (the drop
+                     * bucket E1 last: its offset is the local row total) */
         int base = 0, nact = 0;
-        for (int e0 = 0; e0 < E1; e0 += 32) {
+        for (int e0 = 0; e0 < NB; e0 += 32) {
             const int e = e0 + tid;
-            const int c = e < E1 ? s_off[e] : 0;
+            const int c = e < NB ? s_off[e] : 0;
             int inc = c;
 #pragma unroll
             for (int o = 1; o < 32; o <<= 1) {
@@ -302,23 +318,24 @@ __device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *b
                 if (tid >= o) inc += v;
             }
             __syncwarp();
-            if (e < E1) {
+            if (e < NB) {
                 s_off[e] = base + inc - c;
-                d.offsets[e] = base + inc - c;
+                if (e <= E1) d.offsets[e] = base + inc - c;
             }
-            const unsigned m = __ballot_sync(0xffffffffu, c > 0);
-            if (c > 0) d.active[nact + __popc(m & ((1u << tid) - 1u))] = e;
+            const bool act = c > 0 && e < E1;
+            const unsigned m = __ballot_sync(0xffffffffu, act);
+            if (act) d.active[nact + __popc(m & ((1u << tid) - 1u))] = e;
             nact += __popc(m);
             base += __shfl_sync(0xffffffffu, inc, 31);
         }
         if (tid == 0) {
-            d.offsets[E1] = base;
+            if (NB == E1) d.offsets[E1] = base;
             *d.n_active = nact;
         }
     }
     __syncthreads();
     for (int p = tid; p < T * K; p += nth) {
-        const int t = p / K, e = __ldcg(d.sel + p), w = t >> 5;
+        const int t = p / K, e = slot_of(d, __ldcg(d.sel + p), t), w = t >> 5;
         int pos = s_off[e] + __popc(bits[e * Wt + w] & ((1u << (t & 31)) - 1u));
         for (int w2 = 0; w2 < w; w2++) pos += __popc(bits[e * Wt + w2]);
         d.perm_tok[pos] = t;
@@ -467,21 +484,22 @@ __global__ void __launch_bounds__(kSelThreads) k_select(tpm_moe_dev d, int T, in
     __shared__ float sc[kSelThreads / 32][256];
     __shared__ float gsc[kSelThreads / 32][32];
     __shared__ int s_sel[(kSelThreads / 32) * 17];
-    __shared__ uint32_t s_word[kMaxE1];
+    __shared__ uint32_t s_word[kMaxE1 + 1];
     __shared__ int s_seg[kSelThreads];
-    __shared__ int s_cnt[kMaxE1];
+    __shared__ int s_cnt[kMaxE1 + 1];
     __shared__ int s_last;
-    const int warp = threadIdx.x >> 5, K = d.K, E1 = d.E1, Wt = (T + 31) / 32;
+    const int warp = threadIdx.x >> 5, K = d.K, NB = n_buckets(d), Wt = (T + 31) / 32;
     const int t = blockIdx.x * (kSelThreads / 32) + warp;
-    if ((int)threadIdx.x < E1) s_word[threadIdx.x] = 0u;
+    if ((int)threadIdx.x < NB) s_word[threadIdx.x] = 0u;
     if (t < T)
         select_token(d, t, d.logits + (size_t)t * rstride, (size_t)sstride, nsplit, d.br, sc[warp], gsc[warp],
                      s_sel + warp * K);
     __syncthreads();
     const int nt = min(kSelThreads / 32, T - (int)blockIdx.x * (kSelThreads / 32));
-    for (int p = threadIdx.x; p < nt * K; p += blockDim.x) atomicOr(s_word + s_sel[p], 1u << (p / K));
+    for (int p = threadIdx.x; p < nt * K; p += blockDim.x)
+        atomicOr(s_word + slot_of(d, s_sel[p], (int)blockIdx.x * (kSelThreads / 32) + p / K), 1u << (p / K));
     __syncthreads();
-    if ((int)threadIdx.x < E1) d.bits[(size_t)threadIdx.x * Wt + blockIdx.x] = s_word[threadIdx.x];
+    if ((int)threadIdx.x < NB) d.bits[(size_t)threadIdx.x * Wt + blockIdx.x] = s_word[threadIdx.x];
     /* last block builds the permutation */
     __threadfence();
     __syncthreads();
@@ -500,9 +518,13 @@ __global__ void __launch_bounds__(kSelThreads) k_select(tpm_moe_dev d, int T, in
  * experts are distinct, so q < p on the same expert is an earlier token: the
  * bitmap version's stable order); offsets[e] = #{q : sel[q] < e}; the touched
  * list from a bitmap of E1 bits. Two barriers. touched[] is zero on entry. */
-__device__ void build_permutation_direct(const tpm_moe_dev &d, int T, const int *sel_s, uint32_t *touched) {
+__device__ void build_permutation_direct(const tpm_moe_dev &d, int T, int *sel_s, uint32_t *touched) {
     const int K = d.K, E1 = d.E1, TK = T * K;
     const int tid = threadIdx.x, nth = blockDim.x;
+    if (d.ep > 1) { /* selections -> slots (the drop bucket E1 sorts last) */
+        for (int p = tid; p < TK; p += nth) sel_s[p] = slot_of(d, sel_s[p], p / K);
+        __syncthreads();
+    }
     for (int p = tid; p < TK; p += nth) {
         const int e = sel_s[p];
         int pos = 0;
@@ -513,19 +535,18 @@ __device__ void build_permutation_direct(const tpm_moe_dev &d, int T, const int 
         d.perm_tok[pos] = p / K;
         d.perm_exp[pos] = e;
         d.inv[p] = pos;
-        atomicOr(touched + (e >> 5), 1u << (e & 31));
+        if (e < E1) atomicOr(touched + (e >> 5), 1u << (e & 31));
     }
-    for (int e = tid; e < E1; e += nth) {
+    for (int e = tid; e <= E1; e += nth) { /* offsets[E1]: the local row total */
         int cnt = 0, less = 0;
         for (int q = 0; q < TK; q++) {
             const int sq = sel_s[q];
             cnt += sq == e;
             less += sq < e;
         }
-        d.counts[e] = cnt;
+        if (e < E1) d.counts[e] = cnt;
         d.offsets[e] = less;
     }
-    if (tid == 0) d.offsets[E1] = TK;
     __syncthreads();
     for (int e = tid; e < E1; e += nth) {
         const uint32_t w = touched[e >> 5];
@@ -665,7 +686,8 @@ tpm_status launch_scatter(const tpm_moe_dev &d, int T, cudaStream_t s) {
 } // namespace
 
 int tpm_moe_route_fused_ok(const tpm_moe_dev &d, int T) {
-    return d.E1 <= kMaxE1 && d.E1 * ((T + 31) / 32) <= kPermSmemWords &&
+    const int nb = d.E1 + (d.ep > 1 ? 1 : 0);
+    return d.E1 <= kMaxE1 && nb * ((T + 31) / 32) <= kPermSmemWords &&
            (T + kLogitTokens - 1) / kLogitTokens <= d.tile_cap;
 }
 
