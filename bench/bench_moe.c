@@ -2,7 +2,7 @@
  * bench_moe.c - `tpmoe bench moe`: the CUDA MoE layer (fused shared expert)
  * validated against an fp64 host reference on a sample of tokens, then timed.
  *
- *   tpmoe bench moe --preset m3 --tokens 1,8,32,128,1024,8192 [--tp 2]
+ *   tpmoe bench moe --preset m3 --tokens 1,8,32,128,1024,8192 [--tp 2] [--ep 2]
  *                   [--fuse-shared 0|1|both] [--path auto|decode|prefill]
  *                   [--decode-kernel 0|1|2] [--pdl 0|1] [--decode-max N] [--route-gemm-min N]
  *                   [--route-legacy 0|1] [--route-experts 8|16|32] [--shared-plan auto|slot|split]
@@ -68,7 +68,7 @@ int cmd_bench_moe(int argc, char **argv) {
 typedef struct opts {
     const tpm_preset *p;
     int64_t tokens[MAX_T];
-    int nt, tp, reps, check;
+    int nt, tp, ep, world, reps, check; /* world = tp x ep GPUs, rank r on GPU r */
     int fuse[2], nfuse;
     tpm_moe_path path;
     int decode_kernel, decode_max, route_gemm_min, route_legacy; /* -1: the layer's default */
@@ -99,6 +99,7 @@ typedef struct shared_state {
     int fused;
     pthread_barrier_t bar;
     void *nccl[MAX_TP];
+    int nact[MAX_TP]; /* touched slots of each rank (EP: they differ) */
     tpm_comm_t ar[MAX_TP]; /* tpmoe's CUDA communicators (--allreduce tpmoe) */
     tpm_cuda_moe *moe[MAX_TP];
     uint16_t *hx; /* host x [Tmax x H] */
@@ -259,7 +260,7 @@ static void *rank_main(void *argp) {
     rank_arg *ra = (rank_arg *)argp;
     shared_state *S = ra->S;
     const opts *o = S->o;
-    const int rank = ra->rank, tp = o->tp;
+    const int rank = ra->rank, world = o->world, tp_rank = rank % o->tp, ep_rank = rank / o->tp;
     const tpm_preset *p = o->p;
     const int H = p->hidden, I = p->inter;
     tpm_status st = TPM_OK;
@@ -275,7 +276,7 @@ static void *rank_main(void *argp) {
     const int K = tpm_cuda_moe_slots(m), Il = tpm_cuda_moe_local_inter(m), E1 = p->n_experts + p->n_shared;
     tm.flush_bytes = (size_t)256 << 20;
     tm.flush_mode = o->flush;
-    tm.bar = tp > 1 ? &S->bar : NULL;
+    tm.bar = world > 1 ? &S->bar : NULL;
     tm.ar = S->ar[rank];
     tm.H = H;
     if (cudaStreamCreateWithFlags(&tm.s, cudaStreamNonBlocking) || cudaEventCreate(&tm.a) ||
@@ -357,18 +358,25 @@ static void *rank_main(void *argp) {
             free(br);
             free(cv);
         }
-        /* experts of the sample: GPU's selection (+ shared) */
+        /* experts of the sample: GPU's selection (+ shared), assembled from the TP
+         * shards of the EP rank that holds it (the shared one: EP rank 0's copy) */
+        const int Eloc = p->n_experts / o->ep;
         for (int c = 0; c < nchk; c++) {
             for (int s = 0; s < p->top_k + p->n_shared; s++) {
                 const int slot = s < p->top_k ? sel[(size_t)chk[c] * K + s] : p->n_experts;
+                const int owner = slot < p->n_experts ? slot / Eloc : 0;
+                const int lslot = slot < p->n_experts ? slot - owner * Eloc : Eloc;
                 pthread_barrier_wait(&S->bar);
-                if ((st = tpm_cuda_moe_get_expert(m, slot, l13, l2)) != TPM_OK) goto done;
-                for (int i = 0; i < Il; i++) {
-                    memcpy(S->g13 + (size_t)(rank * Il + i) * H, l13 + (size_t)i * H, (size_t)H * 2);
-                    memcpy(S->g13 + (size_t)(I + rank * Il + i) * H, l13 + (size_t)(Il + i) * H, (size_t)H * 2);
+                if (ep_rank == owner) {
+                    if ((st = tpm_cuda_moe_get_expert(m, lslot, l13, l2)) != TPM_OK) goto done;
+                    for (int i = 0; i < Il; i++) {
+                        memcpy(S->g13 + (size_t)(tp_rank * Il + i) * H, l13 + (size_t)i * H, (size_t)H * 2);
+                        memcpy(S->g13 + (size_t)(I + tp_rank * Il + i) * H, l13 + (size_t)(Il + i) * H,
+                               (size_t)H * 2);
+                    }
+                    for (int h = 0; h < H; h++)
+                        memcpy(S->g2 + (size_t)h * I + tp_rank * Il, l2 + (size_t)h * Il, (size_t)Il * 2);
                 }
-                for (int h = 0; h < H; h++)
-                    memcpy(S->g2 + (size_t)h * I + rank * Il, l2 + (size_t)h * Il, (size_t)Il * 2);
                 pthread_barrier_wait(&S->bar);
                 if (rank == 0) {
                     /* fp64 weight where the selections agree, the GPU's at a near-tie */
@@ -379,6 +387,13 @@ static void *rank_main(void *argp) {
                 }
             }
         }
+        { /* the slots this rank streams (EP: its own; the floor is the busiest rank's) */
+            int nact = 0;
+            for (int e = 0; e < Eloc + p->n_shared; e++) nact += counts[e] > 0;
+            if (!S->fused && p->n_shared && ep_rank == 0) nact++; /* the dense shared MLP reads its weights too */
+            S->nact[rank] = nact;
+        }
+        pthread_barrier_wait(&S->bar);
         if (rank == 0) {
             double worst = 0;
             for (int c = 0; c < nchk; c++) {
@@ -394,11 +409,10 @@ static void *rank_main(void *argp) {
             S->r.max_rel_err = worst;
             S->r.checked = nchk;
             int nact = 0;
-            for (int e = 0; e < E1; e++) nact += counts[e] > 0;
-            if (!S->fused && p->n_shared) nact++; /* the dense shared MLP reads its weights too */
+            for (int r = 0; r < world; r++) nact = S->nact[r] > nact ? S->nact[r] : nact;
             S->r.n_active = nact;
             S->r.bytes = (double)nact * (double)tpm_cuda_moe_expert_bytes(m);
-            S->r.flops = 2.0 * 3.0 * H * (double)Il * T * (p->top_k + p->n_shared);
+            S->r.flops = 2.0 * 3.0 * H * (double)Il * T * (p->top_k + p->n_shared) / o->ep;
             S->r.mem_floor_us = S->r.bytes / (S->hbm_gbps * 1e9) * 1e6;
             S->r.flop_floor_us = S->r.flops / (S->gemm_tflops * 1e12) * 1e6;
             S->r.T = T;
@@ -419,7 +433,7 @@ static void *rank_main(void *argp) {
         /* timing: every rank runs the same sequence (NCCL calls match) */
         double ms[PH_N] = {0};
         for (int ph = 0; ph < PH_N; ph++) {
-            if (ph == PH_ALLREDUCE && tp == 1) continue;
+            if (ph == PH_ALLREDUCE && world == 1) continue;
             pthread_barrier_wait(&S->bar);
             /* --route-stop: the routing phase alone stops early (its outputs are
              * invalid, so only this timing uses it) */
@@ -466,7 +480,8 @@ done:
 /* MARK: command */
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: tpmoe bench moe [--preset P] [--tokens LIST] [--tp N] [--allreduce tpmoe|nccl] [--fuse-shared 0|1|both]\n"
+            "usage: tpmoe bench moe [--preset P] [--tokens LIST] [--tp N] [--ep M] [--allreduce tpmoe|nccl]\n"
+            "                       [--fuse-shared 0|1|both]\n"
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 8|16|32]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
@@ -476,6 +491,9 @@ static void usage(FILE *f) {
             "  --preset P        model preset (default m3)\n"
             "  --tokens LIST     comma list of token counts (default 1,8,32,128,1024,8192)\n"
             "  --tp N            tensor-parallel GPUs, one host thread each (default 1)\n"
+            "  --ep M            expert-parallel groups of tp GPUs (default 1): tp x ep GPUs,\n"
+            "                    rank r = TP rank r %% tp of EP rank r / tp on GPU r; the memory floor\n"
+            "                    is the busiest rank's touched bytes\n"
             "  --allreduce X     TP sum: tpmoe's exact all-reduce (default) or ncclAllReduce (nccl)\n"
             "  --fuse-shared X   shared expert fused as slot E (1), dense beside it (0), or both (default)\n"
             "  --path X          force the decode (<= %d tokens) or prefill path (default auto)\n"
@@ -528,7 +546,7 @@ static int parse(int argc, char **argv, opts *o) {
     const int64_t def[] = {1, 8, 32, 128, 1024, 8192};
     memcpy(o->tokens, def, sizeof def);
     o->nt = 6;
-    o->tp = 1;
+    o->tp = o->ep = 1;
     o->reps = 20;
     o->check = 3;
     o->seed = 1;
@@ -564,6 +582,8 @@ static int parse(int argc, char **argv, opts *o) {
                     return cli_usage_error("bench moe", "--tokens: %lld outside 1..65536", (long long)o->tokens[t]);
         } else if (!strcmp(a, "--tp")) {
             if (int_opt(a, v, 1, MAX_TP, &o->tp)) return 2;
+        } else if (!strcmp(a, "--ep")) {
+            if (int_opt(a, v, 1, MAX_TP, &o->ep)) return 2;
         } else if (!strcmp(a, "--reps")) {
             if (int_opt(a, v, 1, 1000, &o->reps)) return 2;
         } else if (!strcmp(a, "--check")) {
@@ -662,9 +682,13 @@ int cmd_bench_moe(int argc, char **argv) {
     opts o;
     int rc = parse(argc, argv, &o);
     if (rc >= 0) return rc;
+    o.world = o.tp * o.ep;
+    if (o.world > MAX_TP) return cli_usage_error("bench moe", "--tp x --ep = %d GPUs > %d", o.world, MAX_TP);
+    if (o.p->n_experts % o.ep)
+        return cli_usage_error("bench moe", "--ep %d does not divide the %d experts", o.ep, o.p->n_experts);
     int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < o.tp) {
-        fprintf(stderr, "tpmoe bench moe: needs %d GPU(s), found %d\n", o.tp, ndev);
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < o.world) {
+        fprintf(stderr, "tpmoe bench moe: needs %d GPU(s), found %d\n", o.world, ndev);
         return 1;
     }
     const tpm_preset *p = o.p;
@@ -682,7 +706,7 @@ int cmd_bench_moe(int argc, char **argv) {
         return cli_fail("bench moe", "ceilings", st, tpm_err_msg());
     struct cudaDeviceProp prop;
     cudaGetDeviceProperties(&prop, 0);
-    printf("# device %s x%d, HBM read %.0f GB/s, cuBLAS bf16 %.0f TFLOP/s (8192^3)\n", prop.name, o.tp,
+    printf("# device %s x%d, HBM read %.0f GB/s, cuBLAS bf16 %.0f TFLOP/s (8192^3)\n", prop.name, o.world,
            S.hbm_gbps, S.gemm_tflops);
     S.hx = (uint16_t *)malloc((size_t)Tmax * H * 2);
     S.g13 = (uint16_t *)malloc((size_t)2 * p->inter * H * 2);
@@ -691,22 +715,22 @@ int cmd_bench_moe(int argc, char **argv) {
     if (!S.hx || !S.g13 || !S.g2 || !S.rows) return cli_fail("bench moe", "host memory", TPM_ERR_NO_MEMORY, "");
     cli_rng rng = {o.seed * 7919u + 17u};
     for (size_t i = 0; i < (size_t)Tmax * H; i++) S.hx[i] = tpm_f32_to_bf16((float)cli_rng_normal(&rng));
-    if (o.tp > 1) {
+    if (o.world > 1) {
         int devs[MAX_TP];
-        for (int r = 0; r < o.tp; r++) devs[r] = r;
-        if ((st = tpm_cuda_nccl_init_all(o.tp, devs, S.nccl)) != TPM_OK)
+        for (int r = 0; r < o.world; r++) devs[r] = r;
+        if ((st = tpm_cuda_nccl_init_all(o.world, devs, S.nccl)) != TPM_OK)
             return cli_fail("bench moe", "NCCL init", st, tpm_err_msg());
         if (o.ar_tpmoe) { /* the product's all-reduce, as tpm_moe_forward uses it */
             tpm_config cfg = TPM_CONFIG_INIT;
             cfg.backend = TPM_BACKEND_CUDA;
-            if ((st = tpm_comm_init_all(S.ar, o.tp, devs, &cfg)) != TPM_OK)
+            if ((st = tpm_comm_init_all(S.ar, o.world, devs, &cfg)) != TPM_OK)
                 return cli_fail("bench moe", "tpmoe communicator init", st, tpm_err_msg());
         }
     }
     for (int f = 0; f < o.nfuse && !fail; f++) {
         S.fused = o.fuse[f] && p->n_shared;
-        for (int r = 0; r < o.tp; r++) {
-            tpm_cuda_moe_desc d = {p, r, o.tp, r, S.fused, Tmax, S.nccl[r], 1, 0};
+        for (int r = 0; r < o.world; r++) { /* rank r: TP rank r % tp of EP rank r / tp */
+            tpm_cuda_moe_desc d = {p, r, o.tp, r % o.tp, S.fused, Tmax, S.nccl[r], o.ep, r / o.tp};
             if ((st = tpm_cuda_moe_create(&d, &S.moe[r])) != TPM_OK ||
                 (st = tpm_cuda_moe_generate(S.moe[r], o.seed)) != TPM_OK ||
                 (st = tpm_cuda_moe_set_path(S.moe[r], o.path)) != TPM_OK ||
@@ -717,28 +741,28 @@ int cmd_bench_moe(int argc, char **argv) {
             }
         }
         if (fail) break;
-        pthread_barrier_init(&S.bar, NULL, (unsigned)o.tp);
+        pthread_barrier_init(&S.bar, NULL, (unsigned)o.world);
         pthread_t th[MAX_TP];
         rank_arg ra[MAX_TP];
-        for (int r = 0; r < o.tp; r++) {
+        for (int r = 0; r < o.world; r++) {
             ra[r].S = &S;
             ra[r].rank = r;
             pthread_create(&th[r], NULL, rank_main, &ra[r]);
         }
-        for (int r = 0; r < o.tp; r++) pthread_join(th[r], NULL);
+        for (int r = 0; r < o.world; r++) pthread_join(th[r], NULL);
         pthread_barrier_destroy(&S.bar);
-        for (int r = 0; r < o.tp; r++) {
+        for (int r = 0; r < o.world; r++) {
             if (S.st[r] != TPM_OK) fail = 1;
             tpm_cuda_moe_destroy(S.moe[r]);
             S.moe[r] = NULL;
         }
     }
     /* table */
-    if (o.tp > 1) printf("# TP all-reduce: %s\n", o.ar_tpmoe ? "tpmoe (exact, dispatched algorithm)" : "ncclAllReduce");
+    if (o.world > 1) printf("# TP / EP all-reduce: %s\n", o.ar_tpmoe ? "tpmoe (exact, dispatched algorithm)" : "ncclAllReduce");
     printf("# harness: empty captured kernel after the %s flush %.1f us (included in every phase time;\n"
            "# route_net = route_us - that: the routing launch's own time)\n", flush_name(o.flush), S.null_us);
-    printf("\n%-6s %-5s %-7s %-6s %-7s %3s %-6s %4s %4s %9s %9s %9s %9s %9s %9s %9s %9s %6s %9s %5s\n", "tokens", "fused", "path", "plan", "gemm",
-           "dk", "route", "tp", "exp", "route_us", "rnet_us", "expert_us", "comb_us", "ar_us", "total_us", "memfl_us", "flopfl_us",
+    printf("\n%-6s %-5s %-7s %-6s %-7s %3s %-6s %5s %4s %9s %9s %9s %9s %9s %9s %9s %9s %6s %9s %5s\n", "tokens", "fused", "path", "plan", "gemm",
+           "dk", "route", "tpxep", "exp", "route_us", "rnet_us", "expert_us", "comb_us", "ar_us", "total_us", "memfl_us", "flopfl_us",
            "x_flr", "rel_err", "sel!");
     for (int i = 0; i < S.nrows; i++) {
         const row *r = &S.rows[i];
@@ -746,8 +770,10 @@ int cmd_bench_moe(int argc, char **argv) {
         char dk[8], plan[8];
         snprintf(dk, sizeof dk, "%d%s%s", r->decode_kernel, r->pdl ? "p" : "", r->down_kernel ? "s" : "");
         snprintf(plan, sizeof plan, "%s%s", plan_name(r->shared_plan), r->shared_overlap ? "+" : "");
-        printf("%-6d %-5d %-7s %-6s %-7s %3s %-6s %4d %4d %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.2f %9.2e %5d\n", r->T,
-               r->fused, path_name(r->path), plan, gemm_name(r->prefill_gemm), dk, route_name(r->route_mode), o.tp, r->n_active, r->t.route, r->t.route - S.null_us, r->t.experts, r->t.combine, r->t.allreduce,
+        char tpep[16];
+        snprintf(tpep, sizeof tpep, "%dx%d", o.tp, o.ep);
+        printf("%-6d %-5d %-7s %-6s %-7s %3s %-6s %5s %4d %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.2f %9.2e %5d\n", r->T,
+               r->fused, path_name(r->path), plan, gemm_name(r->prefill_gemm), dk, route_name(r->route_mode), tpep, r->n_active, r->t.route, r->t.route - S.null_us, r->t.experts, r->t.combine, r->t.allreduce,
                r->t.total, r->mem_floor_us, r->flop_floor_us, r->t.total / floor, r->max_rel_err, r->sel_mismatch);
         if (!(r->max_rel_err <= 1e-2) || r->sel_mismatch > 0) fail = 1;
     }
@@ -757,7 +783,8 @@ int cmd_bench_moe(int argc, char **argv) {
         json_object_set_new(root, "device", json_string(prop.name));
         json_object_set_new(root, "preset", json_string(p->name));
         json_object_set_new(root, "tp", json_integer(o.tp));
-        json_object_set_new(root, "allreduce", json_string(o.tp > 1 ? (o.ar_tpmoe ? "tpmoe" : "nccl") : "none"));
+        json_object_set_new(root, "ep", json_integer(o.ep));
+        json_object_set_new(root, "allreduce", json_string(o.world > 1 ? (o.ar_tpmoe ? "tpmoe" : "nccl") : "none"));
         json_object_set_new(root, "hbm_read_gbps", json_real(S.hbm_gbps));
         json_object_set_new(root, "gemm_bf16_tflops", json_real(S.gemm_tflops));
         json_object_set_new(root, "reps", json_integer(o.reps));
@@ -815,7 +842,7 @@ int cmd_bench_moe(int argc, char **argv) {
         }
         json_decref(root);
     }
-    for (int r = 0; r < o.tp; r++) {
+    for (int r = 0; r < o.world; r++) {
         if (S.ar[r]) tpm_comm_destroy(S.ar[r]);
         tpm_cuda_nccl_destroy(S.nccl[r]);
     }

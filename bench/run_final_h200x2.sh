@@ -14,7 +14,7 @@
 # of the carried .deps), so the script links that path to the checkout.
 # Run from the repository root:  OUT=/some/dir bash bench/run_final_h200x2.sh
 # (NAME, CODECS, SIZES, MOE_TOKENS, MOE_TP2 override the defaults below;
-# AR_BENCH=0 skips the all-reduce benchmark; MOE_CMP=1 adds the prefill path
+# AR_BENCH=0 skips the all-reduce benchmark; MOE_EP2=0 the EP 2 MoE benchmark; MOE_CMP=1 adds the prefill path
 # with cuBLAS over 4 streams at 128 / 1024 / 8192 tokens for comparison;
 # PART=ar runs the all-reduce half (tests gpu_allreduce gpu_comm_api, the CLI
 # check, bench allreduce), PART=moe the MoE half (gpu_moe gpu_moe_api, bench
@@ -78,6 +78,13 @@ if [ "${MOE_TP2:-1}" = 1 ]; then
   echo "== bench moe tp2 rc=$? ($(el))"
   pack
 fi
+if [ "${MOE_EP2:-1}" = 1 ]; then
+  # expert parallelism over the two GPUs (each GPU half the routed experts, whole)
+  timeout 90 "$B/tpmoe" bench moe --preset m3 --tokens "${MOE_EP_TOKENS:-1,8,128,1024,8192}" --tp 1 --ep 2 \
+    --fuse-shared both --check 1 --json "$R/moe_m3_ep2.json" > "$R/bench_moe_ep2.log" 2>&1
+  echo "== bench moe ep2 rc=$? ($(el))"
+  pack
+fi
 timeout 40 "$B/tpmoe" bench moe --preset m3 --tokens 1,8 --fuse-shared both --flush write \
   --check 1 --json "$R/moe_m3_tp1_writeflush.json" > "$R/bench_moe_tp1_writeflush.log" 2>&1
 echo "== bench moe tp1 write flush rc=$? ($(el))"
@@ -89,4 +96,5 @@ echo "== total $(el)"
 [ ! -f "$R/bench_moe_tp1.log" ] || sed -n '/^# harness/,$p' "$R/bench_moe_tp1.log" | cut -c1-200
 [ ! -f "$R/bench_moe_tp1_streams.log" ] || sed -n '/^tokens/,$p' "$R/bench_moe_tp1_streams.log" | cut -c1-200
 [ ! -f "$R/bench_moe_tp2.log" ] || sed -n '/^tokens/,$p' "$R/bench_moe_tp2.log" | cut -c1-200
+[ ! -f "$R/bench_moe_ep2.log" ] || sed -n '/^tokens/,$p' "$R/bench_moe_ep2.log" | cut -c1-200
 [ ! -f "$R/bench_moe_tp1_writeflush.log" ] || sed -n '/^tokens/,$p' "$R/bench_moe_tp1_writeflush.log" | cut -c1-200

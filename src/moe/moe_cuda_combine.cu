@@ -3,8 +3,9 @@
  *
  * k_combine: y[t][h] = sum over slots s in slot order of
  *   wts[t][s] * (row[inv[t][s]][h] + b2[sel[t][s]][h])   (+ unfused shared[t][h])
- * rounded once to bf16. One thread owns 4 consecutive h of one token; the
- * order of the sum is fixed, so results are bit-reproducible (no atomics).
+ * rounded once to bf16. One thread owns 4 (fp32 rows) or 8 (bf16 rows)
+ * consecutive h of one token; the order of the sum is fixed, so results are
+ * bit-reproducible (no atomics).
  * After decode kernel set 2 it is launched with programmatic dependent
  * launch and starts with griddepcontrol.wait (a no-op in a plain launch).
  * The down bias is added by TP rank 0 only (the all-reduce sums the ranks).
@@ -20,62 +21,86 @@ namespace {
 
 __device__ __forceinline__ float bf(uint16_t v) { return __uint_as_float((uint32_t)v << 16); }
 
-template <typename RowT>
-__device__ __forceinline__ float4 load4(const RowT *p);
+/* V consecutive values of a row: fp32 4 (one 16-byte load), bf16 4 or 8 (one
+ * 8- or 16-byte load). */
+template <typename RowT, int V>
+__device__ __forceinline__ void load_v(const RowT *p, float (&v)[V]);
 template <>
-__device__ __forceinline__ float4 load4<float>(const float *p) {
-    return *reinterpret_cast<const float4 *>(p);
+__device__ __forceinline__ void load_v<float, 4>(const float *p, float (&v)[4]) {
+    const float4 a = *reinterpret_cast<const float4 *>(p);
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
 }
 template <>
-__device__ __forceinline__ float4 load4<uint16_t>(const uint16_t *p) {
-    const uint2 v = *reinterpret_cast<const uint2 *>(p);
-    return make_float4(__uint_as_float(v.x << 16), __uint_as_float(v.x & 0xffff0000u),
-                       __uint_as_float(v.y << 16), __uint_as_float(v.y & 0xffff0000u));
+__device__ __forceinline__ void load_v<uint16_t, 4>(const uint16_t *p, float (&v)[4]) {
+    const uint2 a = *reinterpret_cast<const uint2 *>(p);
+    v[0] = __uint_as_float(a.x << 16), v[1] = __uint_as_float(a.x & 0xffff0000u);
+    v[2] = __uint_as_float(a.y << 16), v[3] = __uint_as_float(a.y & 0xffff0000u);
+}
+template <>
+__device__ __forceinline__ void load_v<uint16_t, 8>(const uint16_t *p, float (&v)[8]) {
+    const uint4 a = *reinterpret_cast<const uint4 *>(p);
+    const uint32_t u[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        v[2 * i] = __uint_as_float(u[i] << 16);
+        v[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
+    }
 }
 
-template <typename RowT>
+/* One thread owns V consecutive h of one token (V = 8 for bf16 rows, the
+ * prefill path: 16-byte loads, half the instructions of V = 4). Every value
+ * is summed in the same order whatever V, so V changes no bit. */
+template <typename RowT, int V>
 __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t *__restrict__ y, int T) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* launched early (programmatic dependent launch after k_down2): wait for it; a no-op otherwise */
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-    const int H4 = d.H / 4;
+    const int HV = d.H / V;
     const size_t gid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (gid >= (size_t)T * H4) return;
-    const int t = (int)(gid / H4), h = (int)(gid - (size_t)t * H4) * 4;
+    if (gid >= (size_t)T * HV) return;
+    const int t = (int)(gid / HV), h = (int)(gid - (size_t)t * HV) * V;
     const bool bias = d.b2 && d.rank == 0;
     const int local = d.ep > 1 ? __ldg(d.offsets + d.E1) : 0; /* EP: rows from here are other ranks' */
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    float acc[V];
+#pragma unroll
+    for (int i = 0; i < V; i++) acc[i] = 0.0f;
     for (int s = 0; s < d.K; s++) {
         const int p = t * d.K + s;
         const float w = d.wts[p];
         const int r = d.inv[p];
         if (d.ep > 1 && r >= local) continue;
-        float4 v = load4<RowT>(rows + (size_t)r * d.H + h);
+        float v[V];
+        load_v<RowT, V>(rows + (size_t)r * d.H + h, v);
         if (bias) {
             const int slot = d.ep > 1 ? d.perm_exp[r] : d.sel[p];
-            const float4 b = *reinterpret_cast<const float4 *>(d.b2 + (size_t)slot * d.H + h);
-            v.x += b.x;
-            v.y += b.y;
-            v.z += b.z;
-            v.w += b.w;
+            const float4 *b = reinterpret_cast<const float4 *>(d.b2 + (size_t)slot * d.H + h);
+#pragma unroll
+            for (int i = 0; i < V / 4; i++) {
+                const float4 bb = b[i];
+                v[4 * i] += bb.x;
+                v[4 * i + 1] += bb.y;
+                v[4 * i + 2] += bb.z;
+                v[4 * i + 3] += bb.w;
+            }
         }
-        acc.x += w * v.x;
-        acc.y += w * v.y;
-        acc.z += w * v.z;
-        acc.w += w * v.w;
+#pragma unroll
+        for (int i = 0; i < V; i++) acc[i] += w * v[i];
     }
     if (!d.fused && d.sh_out) {
-        const float4 v = load4<uint16_t>(d.sh_out + (size_t)t * d.H + h);
-        acc.x += v.x;
-        acc.y += v.y;
-        acc.z += v.z;
-        acc.w += v.w;
+        float v[V];
+        load_v<uint16_t, V>(d.sh_out + (size_t)t * d.H + h, v);
+#pragma unroll
+        for (int i = 0; i < V; i++) acc[i] += v[i];
     }
-    uint2 o;
-    o.x = (uint32_t)tpm_f32_to_bf16(acc.x) | ((uint32_t)tpm_f32_to_bf16(acc.y) << 16);
-    o.y = (uint32_t)tpm_f32_to_bf16(acc.z) | ((uint32_t)tpm_f32_to_bf16(acc.w) << 16);
-    *reinterpret_cast<uint2 *>(y + (size_t)t * d.H + h) = o;
+    uint32_t o[V / 2];
+#pragma unroll
+    for (int i = 0; i < V / 2; i++)
+        o[i] = (uint32_t)tpm_f32_to_bf16(acc[2 * i]) | ((uint32_t)tpm_f32_to_bf16(acc[2 * i + 1]) << 16);
+    if constexpr (V == 8)
+        *reinterpret_cast<uint4 *>(y + (size_t)t * d.H + h) = make_uint4(o[0], o[1], o[2], o[3]);
+    else
+        *reinterpret_cast<uint2 *>(y + (size_t)t * d.H + h) = make_uint2(o[0], o[1]);
 }
 
 __global__ void k_gather(tpm_moe_dev d, const uint16_t *__restrict__ x, int nrows) {
@@ -118,8 +143,9 @@ int grid_for(size_t n, int per_block, int sm_count) {
 
 tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, int pdl, uint16_t *y,
                                   cudaStream_t s) {
-    TPM_ASSERT(d.H % 4 == 0);
-    const size_t n = (size_t)T * (d.H / 4);
+    TPM_ASSERT(d.H % 8 == 0);
+    const int V = rows_bf16 ? 8 : 4;
+    const size_t n = (size_t)T * (d.H / V);
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -130,9 +156,9 @@ tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, in
     cfg.attrs = at;
     cfg.numAttrs = pdl ? 1 : 0;
     if (rows_bf16)
-        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<uint16_t>, d, (const uint16_t *)d.rows_bf, y, T));
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<uint16_t, 8>, d, (const uint16_t *)d.rows_bf, y, T));
     else
-        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<float>, d, (const float *)d.rows_f32, y, T));
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<float, 4>, d, (const float *)d.rows_f32, y, T));
     return TPM_OK;
 }
 
