@@ -254,12 +254,13 @@ TPM_API tpm_status tpm_codec_decode(tpm_codec codec, tpm_dtype dtype,
  * Shared expert: fused (one more slot, weights stacked with the routed
  * experts, top-k + 1) or unfused (a separate dense MLP). Under EP, fused
  * gives token t's shared work to EP rank t % ep_size; unfused shards the
- * shared MLP over all ranks. Auto (-1) follows the policy
+ * shared MLP over all ranks (CPU backend) or runs it on EP rank 0, split
+ * over its TP ranks (CUDA backend). Auto (-1) follows the policy
  * (TPMOE_FUSE_SHARED_EXPERTS; off under EP > 1).
  *
  * Backends: CPU (host arrays, synchronous) and CUDA (one GPU per rank,
- * device arrays, asynchronous on the caller's stream; bf16 activations and
- * ep_size 1 only; the TP sum is tpm_allreduce over a CUDA communicator). */
+ * device arrays, asynchronous on the caller's stream; bf16 activations; the
+ * sum is tpm_allreduce over a CUDA communicator). */
 #define TPM_MOE_CONFIG_VERSION 1u
 
 typedef struct tpm_moe *tpm_moe_t;
