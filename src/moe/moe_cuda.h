@@ -148,10 +148,13 @@ tpm_status tpm_cuda_moe_allreduce(tpm_cuda_moe *m, void *y, int T, void *stream)
 /* MARK: inspection (synchronous) */
 int tpm_cuda_moe_slots(const tpm_cuda_moe *m);     /* slots per token in the grouped launch */
 int tpm_cuda_moe_local_inter(const tpm_cuda_moe *m);
-/* Routing of the last route() call: sel/wts [T x slots], counts [E + n_shared]. */
+/* Routing of the last route() call: sel/wts [T x slots] (global expert ids, the
+ * fused shared expert = E), counts by slot [E1] (E1 = E/ep + n_shared: with EP
+ * the counts of this rank's local slots, the shared slot counting its tokens). */
 tpm_status tpm_cuda_moe_get_routing(tpm_cuda_moe *m, int T, int32_t *sel, float *wts,
                                     int32_t *counts);
-/* bf16 bits of this rank's shard of expert slot e: gate_up [2*Il x H]
+/* bf16 bits of this rank's shard of expert slot e (a local slot: with EP, slot
+ * s < E/ep is expert ep_rank * E/ep + s and slot E/ep the shared expert): gate_up [2*Il x H]
  * (rows 0..Il-1 gate, Il..2Il-1 up, uninterleaved), down [H x Il]. */
 tpm_status tpm_cuda_moe_get_expert(tpm_cuda_moe *m, int slot, uint16_t *gate_up, uint16_t *down);
 /* Bytes of one expert slot's weights on this rank. */
