@@ -485,7 +485,7 @@ static void usage(FILE *f) {
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 8|16|32]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
-            "                       [--down-kernel 0|1] [--shared-overlap 0|1] [--prefill-cluster 0|1]\n"
+            "                       [--down-kernel 0..3] [--shared-overlap 0|1] [--prefill-cluster 0|1]\n"
             "                       [--reps N] [--check N]\n"
             "                       [--seed S] [--json FILE]\n"
             "  --preset P        model preset (default m3)\n"
@@ -500,8 +500,9 @@ static void usage(FILE *f) {
             "  --decode-kernel K decode kernels: 0 two scalar GEMV launches, 1 one persistent\n"
             "                    tensor-core launch, 2 the GEMV launches of set 2 (default: the layer's)\n"
             "  --pdl B           decode kernel 2: programmatic dependent launch on (1) or off (0)\n"
-            "  --down-kernel K   decode kernel 2, <= 8 tokens: down rows through registers (0) or\n"
-            "                    a cp.async.bulk shared-memory ring (1) (default: the layer's)\n"
+            "  --down-kernel K   decode kernel 2, <= 8 tokens: down rows through registers, 2 rows x 4\n"
+            "                    chunks per warp (0), 4 x 2 (2), 1 x 8 (3), or a cp.async.bulk\n"
+            "                    shared-memory ring (1) (default: the layer's)\n"
             "  --route-stop N    diagnostic: the routing launch stops after its logits (1), slice\n"
             "                    sums (2) or selection (3); results invalid, phase times by difference\n"
             "  --decode-max N    path auto: decode up to N tokens (default: the layer's)\n"
@@ -610,7 +611,7 @@ static int parse(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--route-stop")) {
             if (int_opt(a, v, 0, 3, &o->route_stop)) return 2;
         } else if (!strcmp(a, "--down-kernel")) {
-            if (int_opt(a, v, 0, 1, &o->down_kernel)) return 2;
+            if (int_opt(a, v, 0, 3, &o->down_kernel)) return 2;
         } else if (!strcmp(a, "--decode-max")) {
             if (int_opt(a, v, 0, TPM_MOE_DECODE_MAX_NT, &o->decode_max)) return 2;
         } else if (!strcmp(a, "--route-experts")) {
@@ -768,7 +769,8 @@ int cmd_bench_moe(int argc, char **argv) {
         const row *r = &S.rows[i];
         const double floor = r->mem_floor_us > r->flop_floor_us ? r->mem_floor_us : r->flop_floor_us;
         char dk[8], plan[8];
-        snprintf(dk, sizeof dk, "%d%s%s", r->decode_kernel, r->pdl ? "p" : "", r->down_kernel ? "s" : "");
+        snprintf(dk, sizeof dk, "%d%s%s", r->decode_kernel, r->pdl ? "p" : "",
+                 r->down_kernel == 1 ? "s" : r->down_kernel == 2 ? "w" : r->down_kernel == 3 ? "n" : "");
         snprintf(plan, sizeof plan, "%s%s", plan_name(r->shared_plan), r->shared_overlap ? "+" : "");
         char tpep[16];
         snprintf(tpep, sizeof tpep, "%dx%d", o.tp, o.ep);

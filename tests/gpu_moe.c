@@ -593,8 +593,9 @@ static void tp2_equals_tp1(void **state) {
  * input; their partial outputs summed on the host (in fp32, what the
  * all-reduce does) match the fp64 reference; every rank routes alike; the
  * per-slot counts of the ranks add up to the routing's histogram. Fused and
- * unfused, decode and prefill, one tile, several tiles, the router GEMM with
- * the in-block and the separate row scatter. */
+ * unfused, decode (kernel sets 0, 1, 2) and prefill (own wgmma GEMM where it
+ * runs, cuBLAS streams), one tile, several tiles, the router GEMM with the
+ * in-block and the separate row scatter. */
 static void ep_ranks_sum_to_reference(void **state) {
     (void)state;
     static const int marker = 0; /* a communicator the test never uses (no forward / allreduce) */
@@ -623,6 +624,15 @@ static void ep_ranks_sum_to_reference(void **state) {
                         tpm_cuda_moe *m = NULL;
                         assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_OK);
                         assert_int_equal(tpm_cuda_moe_upload(m, &w), TPM_OK);
+                        { /* the other kernel sets too: T = 1 decode kernel 1 (tensor cores), T = 5
+                           * kernel 0, T = 300 the cuBLAS prefill over streams */
+                            tpm_cuda_moe_tuning tu;
+                            assert_int_equal(tpm_cuda_moe_get_tuning(m, &tu), TPM_OK);
+                            if (T == 1) tu.decode_kernel = 1;
+                            if (T == 5) tu.decode_kernel = 0;
+                            if (T == 300) tu.prefill_gemm = TPM_MOE_GEMM_STREAMS;
+                            assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+                        }
                         assert_int_equal(cudaMemset(dy, 0xff, (size_t)T * H * 2), cudaSuccess); /* poison */
                         assert_int_equal(tpm_cuda_moe_route(m, dx, T, NULL), TPM_OK);
                         assert_int_equal(tpm_cuda_moe_experts(m, dx, T, NULL), TPM_OK);
@@ -730,7 +740,7 @@ static void bad_arguments(void **state) {
     tu.decode_kernel = 2;
     tu.down_kernel = 1;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
-    tu.down_kernel = 2;
+    tu.down_kernel = 4;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.down_kernel = 0;
     tu.shared_overlap = 2;
@@ -774,9 +784,10 @@ static void pdl_equals_plain(void **state) {
                 for (int split = 0; split <= 1; split++) {
                     if (split && !fused) continue;
                     /* set 0, set 2 plain, set 2 pdl eager, set 2 pdl graph, then the last
-                     * two with the streaming down kernel (k_down3) */
-                    uint16_t *out[6];
-                    for (int v = 0; v < 6; v++) {
+                     * two with the streaming down kernel (k_down4), then pdl eager and graph
+                     * with k_down2's other shapes (down_kernel 2, 3) */
+                    uint16_t *out[8];
+                    for (int v = 0; v < 8; v++) {
                         tpm_cuda_moe_desc d = {p, 0, 1, 0, fused, T, NULL, 1, 0};
                         tpm_cuda_moe *m = NULL;
                         assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_OK);
@@ -786,7 +797,7 @@ static void pdl_equals_plain(void **state) {
                         assert_int_equal(tpm_cuda_moe_get_tuning(m, &tu), TPM_OK);
                         tu.decode_kernel = v == 0 ? 0 : 2;
                         tu.pdl = v >= 2;
-                        tu.down_kernel = v >= 4;
+                        tu.down_kernel = v < 4 ? 0 : v < 6 ? 1 : v - 4;
                         tu.shared_split_min = split ? 1 : 1 << 20;
                         tu.shared_overlap = v > 0; /* the reference runs the shared MLP after the routing */
                         assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
@@ -797,7 +808,7 @@ static void pdl_equals_plain(void **state) {
                         assert_int_equal(cudaMalloc(&dy, (size_t)T * H * 2), cudaSuccess);
                         assert_int_equal(cudaMemcpy(dx, x, (size_t)T * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
                         out[v] = malloc((size_t)T * H * 2);
-                        const int graph = v == 3 || v == 5, reps = graph ? 2 : 1;
+                        const int graph = v == 3 || v == 5 || v == 7, reps = graph ? 2 : 1;
                         cudaGraphExec_t ge = NULL;
                         if (graph) {
                             cudaGraph_t g = NULL;
@@ -825,10 +836,10 @@ static void pdl_equals_plain(void **state) {
                         cudaStreamDestroy(s);
                         tpm_cuda_moe_destroy(m);
                     }
-                    for (int v = 1; v < 6; v++) assert_memory_equal(out[v], out[0], (size_t)T * H * 2);
-                    printf("  %-17s T=%-3d fused %d split %d: set 2 (plain, pdl, pdl graph; down k_down2 and "
-                           "k_down3) == set 0\n", p->name, T, fused, split);
-                    for (int v = 0; v < 6; v++) free(out[v]);
+                    for (int v = 1; v < 8; v++) assert_memory_equal(out[v], out[0], (size_t)T * H * 2);
+                    printf("  %-17s T=%-3d fused %d split %d: set 2 (plain, pdl, pdl graph; down kernels 0, "
+                           "1, 2, 3) == set 0\n", p->name, T, fused, split);
+                    for (int v = 0; v < 8; v++) free(out[v]);
                 }
             }
             free(x);

@@ -94,7 +94,8 @@ typedef struct tpm_cuda_moe_tuning {
     int down_kernel;       /* decode kernel 2 up to 8 tokens: 0 = k_down2 (work items of 16
                             * rows from a counter, weights through registers), 1 = k_down4
                             * (8-row items copied with cp.async.bulk into a shared-memory ring
-                            * by a producer warp); the same bits */
+                            * by a producer warp), 2 / 3 = k_down2 with 4 rows x 2 chunks /
+                            * 1 row x 8 chunks per warp (2 x 4 in 0); all the same bits */
     int shared_overlap;    /* decode path, split or unfused (dense) shared plan: 1 = the routing
                             * call also issues the shared expert's dense MLP on a side stream,
                             * joined right after the routing launch, so the two overlap (the

@@ -42,6 +42,8 @@
  * block 0 zeroes ctr[1] (fenced) before any block can trigger; k_down2
  * zeroes ctr[0] after its wait. Without pdl these are plain launches.
  *
+ * down_kernel 2 / 3 (up to 8 tokens): k_down2 with 4 rows x 2 chunks or 1
+ * row x 8 chunks per warp instead of 2 x 4 (same bits).
  * k_down4 (tuning down_kernel = 1, up to 8 tokens) replaces k_down2 with a
  * producer warp that copies each item's rows into a shared-memory ring with
  * cp.async.bulk (mbarrier full / empty per stage; see its comment). Same
@@ -513,13 +515,21 @@ cudaError_t launch_ex(void (*k)(P...), int grid, bool pdl, cudaStream_t s, A... 
     return cudaLaunchKernelEx(&cfg, k, args...);
 }
 
+template <int NT, int U2, int RD>
+tpm_status launch_down2(const tpm_moe_dev &d, int skip, bool pdl, cudaStream_t s) {
+    int b2 = 0;
+    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, k_down2<NT, U2, RD>, kThreads, 0));
+    TPM_CUDA_TRY(launch_ex(k_down2<NT, U2, RD>, d.sm_count * (b2 > 0 ? b2 : 1), pdl, s, d, skip));
+    return TPM_OK;
+}
+
 template <int NT>
 tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, bool pdl, int down,
                       cudaStream_t s) {
     constexpr int U1 = NT >= 16 ? 2 : 4;
     constexpr int U2 = NT >= 16 ? 2 : 4;
     constexpr int RD = NT >= 16 ? 1 : 2;
-    int b1 = 0, b2 = 0;
+    int b1 = 0;
     TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, k_gate_up2<NT, U1>, kThreads, 0));
     /* EP: the shared slot holds only this rank's tokens, found by the routing */
     const int pre = d.fused && !skip && d.ep == 1 ? (d.Il + kWarps - 1) / kWarps : 0;
@@ -545,9 +555,14 @@ tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, 
             return TPM_OK;
         }
     }
-    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, k_down2<NT, U2, RD>, kThreads, 0));
-    TPM_CUDA_TRY(launch_ex(k_down2<NT, U2, RD>, d.sm_count * (b2 > 0 ? b2 : 1), pdl, s, d, skip));
-    return TPM_OK;
+    if constexpr (NT <= 8) {
+        /* down_kernel 2 / 3: k_down2 with 4 rows x 2 chunks or 1 row x 8 chunks per warp
+         * (the same 4 KB in flight per warp, items of 32 or 8 rows); every lane still
+         * adds its chunks lane, lane + 32, ... in order, so the bits are k_down2's */
+        if (down == 2) return launch_down2<NT, 2, 4>(d, skip, pdl, s);
+        if (down == 3) return launch_down2<NT, 8, 1>(d, skip, pdl, s);
+    }
+    return launch_down2<NT, U2, RD>(d, skip, pdl, s);
 }
 
 template <int NT>
