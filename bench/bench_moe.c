@@ -72,7 +72,7 @@ typedef struct opts {
     int fuse[2], nfuse;
     tpm_moe_path path;
     int decode_kernel, decode_max, route_gemm_min, route_legacy; /* -1: the layer's default */
-    int down_kernel, route_stop, route_experts;
+    int down_kernel, route_stop, route_experts, gate_up_pairs;
     int ar_tpmoe; /* TP all-reduce: 1 tpmoe's (default), 0 NCCL */
     int shared_split_min, prefill_gemm, pdl, shared_overlap, prefill_cluster, prefill_split_min;       /* -1: the layer's default */
     int flush;                                                     /* 0 write, 1 read */
@@ -86,7 +86,7 @@ typedef struct phase_times {
 
 /* One (fuse, T) measurement. */
 typedef struct row {
-    int fused, T, path, n_active, decode_kernel, pdl, down_kernel, route_mode, shared_plan, prefill_gemm;
+    int fused, T, path, n_active, decode_kernel, pdl, down_kernel, gate_up_pairs, route_mode, shared_plan, prefill_gemm;
     int shared_overlap; /* the shared MLP ran beside the routing (plan printed with a '+') */
     double bytes, flops, mem_floor_us, flop_floor_us;
     phase_times t;
@@ -423,6 +423,7 @@ static void *rank_main(void *argp) {
             S->r.decode_kernel = tu.decode_kernel;
             S->r.pdl = tu.decode_kernel == 2 ? tu.pdl : 0;
             S->r.down_kernel = tu.decode_kernel == 2 && T <= 8 ? tu.down_kernel : 0;
+            S->r.gate_up_pairs = tu.decode_kernel == 2 && T <= 8 ? tu.gate_up_pairs : 1;
             S->r.route_mode = tu.route_legacy ? 0 : T >= tu.route_gemm_min ? 2 : 1;
             S->r.shared_plan = tpm_cuda_moe_shared_plan(m, T);
             S->r.prefill_gemm = tu.prefill_gemm;
@@ -485,7 +486,7 @@ static void usage(FILE *f) {
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 8|16|32]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
-            "                       [--down-kernel 0..3] [--shared-overlap 0|1] [--prefill-cluster 0|1]\n"
+            "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--shared-overlap 0|1] [--prefill-cluster 0|1]\n"
             "                       [--reps N] [--check N]\n"
             "                       [--seed S] [--json FILE]\n"
             "  --preset P        model preset (default m3)\n"
@@ -501,8 +502,10 @@ static void usage(FILE *f) {
             "                    tensor-core launch, 2 the GEMV launches of set 2 (default: the layer's)\n"
             "  --pdl B           decode kernel 2: programmatic dependent launch on (1) or off (0)\n"
             "  --down-kernel K   decode kernel 2, <= 8 tokens: down rows through registers, 2 rows x 4\n"
-            "                    chunks per warp (0), 4 x 2 (2), 1 x 8 (3), or a cp.async.bulk\n"
-            "                    shared-memory ring (1) (default: the layer's)\n"
+            "                    chunks per warp (0), 4 x 2 (2), 1 x 8 (3), 8 x 1 (4), or a\n"
+            "                    cp.async.bulk shared-memory ring (1) (default: the layer's)\n"
+            "  --gate-up-pairs P decode kernel 2, <= 8 tokens: gate/up row pairs per warp, 1 (x 4\n"
+            "                    chunks) or 2 (x 2) (default: the layer's)\n"
             "  --route-stop N    diagnostic: the routing launch stops after its logits (1), slice\n"
             "                    sums (2) or selection (3); results invalid, phase times by difference\n"
             "  --decode-max N    path auto: decode up to N tokens (default: the layer's)\n"
@@ -559,6 +562,7 @@ static int parse(int argc, char **argv, opts *o) {
     o->down_kernel = -1;
     o->route_stop = -1;
     o->route_experts = -1;
+    o->gate_up_pairs = -1;
     o->ar_tpmoe = 1;
     o->flush = 1; /* read: L2 full of clean lines, as after the previous layer's weights streamed */
     o->shared_split_min = o->prefill_gemm = o->pdl = o->shared_overlap = -1;
@@ -611,7 +615,9 @@ static int parse(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--route-stop")) {
             if (int_opt(a, v, 0, 3, &o->route_stop)) return 2;
         } else if (!strcmp(a, "--down-kernel")) {
-            if (int_opt(a, v, 0, 3, &o->down_kernel)) return 2;
+            if (int_opt(a, v, 0, 4, &o->down_kernel)) return 2;
+        } else if (!strcmp(a, "--gate-up-pairs")) {
+            if (int_opt(a, v, 1, 2, &o->gate_up_pairs)) return 2;
         } else if (!strcmp(a, "--decode-max")) {
             if (int_opt(a, v, 0, TPM_MOE_DECODE_MAX_NT, &o->decode_max)) return 2;
         } else if (!strcmp(a, "--route-experts")) {
@@ -669,6 +675,7 @@ static tpm_status apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->route_gemm_min >= 0) t.route_gemm_min = o->route_gemm_min;
     if (o->route_legacy >= 0) t.route_legacy = o->route_legacy;
     if (o->route_experts >= 0) t.route_experts = o->route_experts;
+    if (o->gate_up_pairs >= 0) t.gate_up_pairs = o->gate_up_pairs;
     if (o->shared_split_min >= 0) t.shared_split_min = o->shared_split_min;
     if (o->prefill_split_min >= 0) t.prefill_split_min = o->prefill_split_min;
     if (o->prefill_gemm >= 0) t.prefill_gemm = o->prefill_gemm;
@@ -768,9 +775,10 @@ int cmd_bench_moe(int argc, char **argv) {
     for (int i = 0; i < S.nrows; i++) {
         const row *r = &S.rows[i];
         const double floor = r->mem_floor_us > r->flop_floor_us ? r->mem_floor_us : r->flop_floor_us;
-        char dk[8], plan[8];
-        snprintf(dk, sizeof dk, "%d%s%s", r->decode_kernel, r->pdl ? "p" : "",
-                 r->down_kernel == 1 ? "s" : r->down_kernel == 2 ? "w" : r->down_kernel == 3 ? "n" : "");
+        char dk[24], plan[8];
+        snprintf(dk, sizeof dk, "%d%s%s%s", r->decode_kernel, r->pdl ? "p" : "",
+                 r->down_kernel == 1 ? "s" : r->down_kernel == 2 ? "w" : r->down_kernel == 3 ? "n" : r->down_kernel == 4 ? "x" : "",
+                 r->gate_up_pairs == 2 ? "g" : "");
         snprintf(plan, sizeof plan, "%s%s", plan_name(r->shared_plan), r->shared_overlap ? "+" : "");
         char tpep[16];
         snprintf(tpep, sizeof tpep, "%dx%d", o.tp, o.ep);
@@ -812,6 +820,7 @@ int cmd_bench_moe(int argc, char **argv) {
             json_object_set_new(j, "decode_kernel", json_integer(r->decode_kernel));
             json_object_set_new(j, "pdl", json_integer(r->pdl));
             json_object_set_new(j, "down_kernel", json_integer(r->down_kernel));
+            json_object_set_new(j, "gate_up_pairs", json_integer(r->gate_up_pairs));
             json_object_set_new(j, "route_mode", json_string(route_name(r->route_mode)));
             json_object_set_new(j, "shared_plan", json_string(plan_name(r->shared_plan)));
             json_object_set_new(j, "shared_overlap", json_integer(r->shared_overlap));

@@ -42,8 +42,10 @@
  * block 0 zeroes ctr[1] (fenced) before any block can trigger; k_down2
  * zeroes ctr[0] after its wait. Without pdl these are plain launches.
  *
- * down_kernel 2 / 3 (up to 8 tokens): k_down2 with 4 rows x 2 chunks or 1
- * row x 8 chunks per warp instead of 2 x 4 (same bits).
+ * down_kernel 2 / 3 / 4 (up to 8 tokens): k_down2 with 4 rows x 2 chunks, 1
+ * row x 8 or 8 rows x 1 chunk per warp instead of 2 x 4; gate_up_pairs 2:
+ * k_gate_up2 with 2 row pairs x 2 chunks per warp instead of 1 x 4 (the
+ * same bits: every lane adds its chunks in the same order).
  * k_down4 (tuning down_kernel = 1, up to 8 tokens) replaces k_down2 with a
  * producer warp that copies each item's rows into a shared-memory ring with
  * cp.async.bulk (mbarrier full / empty per stage; see its comment). Same
@@ -120,26 +122,36 @@ __device__ __forceinline__ bool next_item(const tpm_moe_dev &d, int *ctr, int ti
     return true;
 }
 
-/* gate row i and up row i of expert e for its n tokens (s_tok), swiglu epilogue
- * into act_f32[off + j][i]; one warp. */
-template <int NT, int U>
-__device__ __forceinline__ void gate_up_row(const tpm_moe_dev &d, const uint16_t *__restrict__ x, int e, int off,
-                                            int n, int i, const int *s_tok, int lane) {
+/* gate rows i0 .. i0+RP-1 and the same up rows of expert e for its n tokens
+ * (s_tok), swiglu epilogue into act_f32[off + j][i]; one warp. Every lane
+ * adds its chunks lane, lane + 32, ... in order whatever U and RP (so every
+ * shape gives the same bits); the x chunk loaded serves all RP row pairs. */
+template <int NT, int U, int RP>
+__device__ __forceinline__ void gate_up_rows(const tpm_moe_dev &d, const uint16_t *__restrict__ x, int e, int off,
+                                             int n, int i0, const int *s_tok, int lane) {
     const int Il = d.Il, H = d.H, n8 = H / 8;
-    const uint4 *gw = reinterpret_cast<const uint4 *>(d.w13 + ((size_t)e * 2 * Il + i) * H);
-    const uint4 *uw = gw + (size_t)Il * n8;
-    float ag[NT], au[NT];
+    const uint4 *gw[RP], *uw[RP];
 #pragma unroll
-    for (int j = 0; j < NT; j++) ag[j] = au[j] = 0.0f;
+    for (int r = 0; r < RP; r++) {
+        gw[r] = reinterpret_cast<const uint4 *>(d.w13 + ((size_t)e * 2 * Il + min(i0 + r, Il - 1)) * H);
+        uw[r] = gw[r] + (size_t)Il * n8;
+    }
+    float ag[RP][NT], au[RP][NT];
+#pragma unroll
+    for (int r = 0; r < RP; r++)
+#pragma unroll
+        for (int j = 0; j < NT; j++) ag[r][j] = au[r][j] = 0.0f;
     for (int c0 = lane; c0 < n8; c0 += 32 * U) {
-        uint4 g[U], u[U];
+        uint4 g[RP][U], u[RP][U];
 #pragma unroll
         for (int q = 0; q < U; q++) {
             const int c = c0 + q * 32;
-            if (c < n8) {
-                g[q] = ld_stream(gw + c);
-                u[q] = ld_stream(uw + c);
-            }
+#pragma unroll
+            for (int r = 0; r < RP; r++)
+                if (c < n8) {
+                    g[r][q] = ld_stream(gw[r] + c);
+                    u[r][q] = ld_stream(uw[r] + c);
+                }
         }
 #pragma unroll
         for (int j = 0; j < NT; j++) {
@@ -150,23 +162,38 @@ __device__ __forceinline__ void gate_up_row(const tpm_moe_dev &d, const uint16_t
                     const int c = c0 + q * 32;
                     if (c < n8) {
                         const uint4 xv = __ldg(xr + c);
-                        ag[j] = dot8(g[q], xv, ag[j]);
-                        au[j] = dot8(u[q], xv, au[j]);
+#pragma unroll
+                        for (int r = 0; r < RP; r++) {
+                            ag[r][j] = dot8(g[r][q], xv, ag[r][j]);
+                            au[r][j] = dot8(u[r][q], xv, au[r][j]);
+                        }
                     }
                 }
             }
         }
     }
-    const float bg = d.b13 ? d.b13[(size_t)e * 2 * Il + i] : 0.0f;
-    const float bu = d.b13 ? d.b13[(size_t)e * 2 * Il + Il + i] : 0.0f;
 #pragma unroll
-    for (int j = 0; j < NT; j++) {
-        if (j < n) {
-            const float gs = warp_sum(ag[j]) + bg, us = warp_sum(au[j]) + bu;
-            if (lane == 0)
-                d.act_f32[(size_t)(off + j) * Il + i] = tpm_moe_act(d.act, gs, us, d.alpha, d.limit, d.beta);
+    for (int r = 0; r < RP; r++) {
+        const int i = i0 + r;
+        if (i >= Il) break;
+        const float bg = d.b13 ? d.b13[(size_t)e * 2 * Il + i] : 0.0f;
+        const float bu = d.b13 ? d.b13[(size_t)e * 2 * Il + Il + i] : 0.0f;
+#pragma unroll
+        for (int j = 0; j < NT; j++) {
+            if (j < n) {
+                const float gs = warp_sum(ag[r][j]) + bg, us = warp_sum(au[r][j]) + bu;
+                if (lane == 0)
+                    d.act_f32[(size_t)(off + j) * Il + i] = tpm_moe_act(d.act, gs, us, d.alpha, d.limit, d.beta);
+            }
         }
     }
+}
+
+/* gate row i and up row i (set 0). */
+template <int NT, int U>
+__device__ __forceinline__ void gate_up_row(const tpm_moe_dev &d, const uint16_t *__restrict__ x, int e, int off,
+                                            int n, int i, const int *s_tok, int lane) {
+    gate_up_rows<NT, U, 1>(d, x, e, off, n, i, s_tok, lane);
 }
 
 template <int NT, int U>
@@ -277,13 +304,13 @@ __device__ __forceinline__ void pdl_trigger() {
  * Items from pre: the other active slots (active[0 .. n_active-1-nskip], the
  * highest first; nskip = 1 when the shared slot runs as the pre items or
  * dense), read only after the wait, with ld.global.cg. */
-template <int NT, int U>
+template <int NT, int U, int RP>
 __global__ void __launch_bounds__(kThreads, NT <= 2 ? 4 : 1) k_gate_up2(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
                                                        int pre, int nskip) {
     __shared__ int s_item;
     __shared__ int s_tok[NT];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int tiles = (d.Il + kWarps - 1) / kWarps;
+    const int tiles = (d.Il + kWarps * RP - 1) / (kWarps * RP);
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         d.ctr[1] = 0; /* k_down2's counter, before k_down2 can launch (after our trigger) */
         __threadfence();
@@ -317,8 +344,8 @@ __global__ void __launch_bounds__(kThreads, NT <= 2 ? 4 : 1) k_gate_up2(tpm_moe_
             if (threadIdx.x < n) s_tok[threadIdx.x] = __ldcg(d.perm_tok + off + threadIdx.x);
         }
         __syncthreads();
-        const int i = tile * kWarps + warp;
-        if (i < d.Il) gate_up_row<NT, U>(d, x, e, off, n, i, s_tok, lane);
+        const int i0 = (tile * kWarps + warp) * RP;
+        if (i0 < d.Il) gate_up_rows<NT, U, RP>(d, x, e, off, n, i0, s_tok, lane);
         __syncthreads(); /* s_tok / s_item reused by the next item */
     }
 }
@@ -523,18 +550,28 @@ tpm_status launch_down2(const tpm_moe_dev &d, int skip, bool pdl, cudaStream_t s
     return TPM_OK;
 }
 
+template <int NT, int U1, int RP>
+tpm_status launch_gate_up2(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, bool pdl, cudaStream_t s) {
+    int b1 = 0;
+    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, k_gate_up2<NT, U1, RP>, kThreads, 0));
+    /* EP: the shared slot holds only this rank's tokens, found by the routing */
+    const int pre = d.fused && !skip && d.ep == 1 ? (d.Il + kWarps * RP - 1) / (kWarps * RP) : 0;
+    const int nskip = pre > 0 || skip ? 1 : 0; /* the shared slot: the last active one */
+    TPM_CUDA_TRY(launch_ex(k_gate_up2<NT, U1, RP>, d.sm_count * (b1 > 0 ? b1 : 1), pdl, s, d, x, T, pre, nskip));
+    return TPM_OK;
+}
+
 template <int NT>
-tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, bool pdl, int down,
+tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, bool pdl, int down, int gpairs,
                       cudaStream_t s) {
     constexpr int U1 = NT >= 16 ? 2 : 4;
     constexpr int U2 = NT >= 16 ? 2 : 4;
     constexpr int RD = NT >= 16 ? 1 : 2;
-    int b1 = 0;
-    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, k_gate_up2<NT, U1>, kThreads, 0));
-    /* EP: the shared slot holds only this rank's tokens, found by the routing */
-    const int pre = d.fused && !skip && d.ep == 1 ? (d.Il + kWarps - 1) / kWarps : 0;
-    const int nskip = pre > 0 || skip ? 1 : 0; /* the shared slot: the last active one */
-    TPM_CUDA_TRY(launch_ex(k_gate_up2<NT, U1>, d.sm_count * (b1 > 0 ? b1 : 1), pdl, s, d, x, T, pre, nskip));
+    /* gate_up_pairs 2 (<= 8 tokens): 2 row pairs x 2 chunks per warp, the same bits */
+    bool pairs2 = false;
+    if constexpr (NT <= 8) pairs2 = gpairs == 2;
+    if (pairs2) TPM_TRY((launch_gate_up2<NT, 2, NT <= 8 ? 2 : 1>(d, x, T, skip, pdl, s)));
+    else TPM_TRY((launch_gate_up2<NT, U1, 1>(d, x, T, skip, pdl, s)));
     if constexpr (NT <= 8) {
         const size_t stage = (size_t)kD4Rows * d.Il * 2;
         const int nst = (int)min((size_t)kD4MaxStages, kD4RingBytes / stage);
@@ -561,6 +598,7 @@ tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, 
          * adds its chunks lane, lane + 32, ... in order, so the bits are k_down2's */
         if (down == 2) return launch_down2<NT, 2, 4>(d, skip, pdl, s);
         if (down == 3) return launch_down2<NT, 8, 1>(d, skip, pdl, s);
+        if (down == 4) return launch_down2<NT, 1, 8>(d, skip, pdl, s);
     }
     return launch_down2<NT, U2, RD>(d, skip, pdl, s);
 }
@@ -597,16 +635,16 @@ tpm_status tpm_moe_launch_decode(const tpm_moe_dev &d, const uint16_t *x, int T,
 }
 
 tpm_status tpm_moe_launch_decode2(const tpm_moe_dev &d, const uint16_t *x, int T, int skip_shared, int pdl,
-                                  int down, cudaStream_t s) {
+                                  int down, int gpairs, cudaStream_t s) {
     TPM_ASSERT(d.H % 8 == 0 && d.Il % 8 == 0);
     const int skip = skip_shared ? 1 : 0;
     const bool p = pdl != 0;
-    if (T <= 1) return launch2_nt<1>(d, x, T, skip, p, down, s);
-    if (T <= 2) return launch2_nt<2>(d, x, T, skip, p, down, s);
-    if (T <= 4) return launch2_nt<4>(d, x, T, skip, p, down, s);
-    if (T <= 8) return launch2_nt<8>(d, x, T, skip, p, down, s);
-    if (T <= 16) return launch2_nt<16>(d, x, T, skip, p, down, s);
-    if (T <= 32) return launch2_nt<32>(d, x, T, skip, p, down, s);
+    if (T <= 1) return launch2_nt<1>(d, x, T, skip, p, down, gpairs, s);
+    if (T <= 2) return launch2_nt<2>(d, x, T, skip, p, down, gpairs, s);
+    if (T <= 4) return launch2_nt<4>(d, x, T, skip, p, down, gpairs, s);
+    if (T <= 8) return launch2_nt<8>(d, x, T, skip, p, down, gpairs, s);
+    if (T <= 16) return launch2_nt<16>(d, x, T, skip, p, down, gpairs, s);
+    if (T <= 32) return launch2_nt<32>(d, x, T, skip, p, down, gpairs, s);
     return tpm_err(TPM_ERR_INVALID_ARG, "decode path takes at most %d tokens (got %d)",
                    TPM_MOE_DECODE_MAX_NT, T);
 }

@@ -119,9 +119,11 @@ tpm_status tpm_moe_launch_decode(const tpm_moe_dev &d, const uint16_t *x, int T,
  * kernel), k_down2 loads its first weights before its wait; pdl: launch both
  * with programmatic dependent launch (else plain launches, same results).
  * down = 1 (T <= 8): k_down4, the down rows through a shared-memory ring
- * filled by cp.async.bulk, instead of k_down2; the same bits. */
+ * filled by cp.async.bulk, instead of k_down2; 2 / 3 / 4: k_down2 with 4 x 2,
+ * 1 x 8 or 8 x 1 rows x chunks per warp (0: 2 x 4); gpairs 2 (T <= 8):
+ * k_gate_up2 with 2 row pairs x 2 chunks per warp (1: 1 x 4). The same bits. */
 tpm_status tpm_moe_launch_decode2(const tpm_moe_dev &d, const uint16_t *x, int T, int skip_shared, int pdl,
-                                  int down, cudaStream_t s);
+                                  int down, int gpairs, cudaStream_t s);
 /* moe_cuda_decode_mma.cu: the same in one persistent launch on tensor cores (mma.sync);
  * needs H % 32 == 0 and Il % 32 == 0. */
 int tpm_moe_decode_mma_ok(const tpm_moe_dev &d);

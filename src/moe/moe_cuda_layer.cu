@@ -289,6 +289,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.down_kernel = TPM_MOE_DOWN_KERNEL;
     m->tune.route_stop = 0;
     m->tune.route_experts = TPM_MOE_ROUTE_EXPERTS;
+    m->tune.gate_up_pairs = 1;
     *out = m;
     return TPM_OK;
 fail:
@@ -438,7 +439,8 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   t->prefill_cluster);
     TPM_ARG_CHECK(t->prefill_split_min >= 1, "prefill_split_min %d < 1", t->prefill_split_min);
     TPM_ARG_CHECK(t->pdl == 0 || t->pdl == 1, "pdl %d is not 0 or 1", t->pdl);
-    TPM_ARG_CHECK(t->down_kernel >= 0 && t->down_kernel <= 3, "down_kernel %d is not 0..3", t->down_kernel);
+    TPM_ARG_CHECK(t->down_kernel >= 0 && t->down_kernel <= 4, "down_kernel %d is not 0..4", t->down_kernel);
+    TPM_ARG_CHECK(t->gate_up_pairs == 1 || t->gate_up_pairs == 2, "gate_up_pairs %d is not 1 or 2", t->gate_up_pairs);
     TPM_ARG_CHECK(t->route_stop >= 0 && t->route_stop <= 3, "route_stop %d is not 0..3", t->route_stop);
     TPM_ARG_CHECK(t->route_experts == 8 || t->route_experts == 16 || t->route_experts == 32,
                   "route_experts %d is not 8, 16 or 32", t->route_experts);
@@ -553,7 +555,8 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
             TPM_TRY(tpm_moe_shared_split(d, m->blas, (const uint16_t *)x, T, s));
         }
         if (m->tune.decode_kernel == 2)
-            return tpm_moe_launch_decode2(d, (const uint16_t *)x, T, split, use_pdl(m, s), m->tune.down_kernel, s);
+            return tpm_moe_launch_decode2(d, (const uint16_t *)x, T, split, use_pdl(m, s), m->tune.down_kernel,
+                                          m->tune.gate_up_pairs, s);
         return tpm_moe_launch_decode(d, (const uint16_t *)x, T, split, s);
     }
     if (m->tune.prefill_gemm == TPM_MOE_GEMM_WGMMA) {
