@@ -82,9 +82,19 @@
 #define TPM_MOE_SHARED_OVERLAP 1
 /* Decode kernel set 2 with programmatic dependent launch (round 4, above). */
 #define TPM_MOE_PDL 1
-/* Down kernel of set 2 up to 8 tokens: 0 = k_down2 (round 4), 1 = k_down4
- * (bulk-copy ring, round 5; docs/moe_cuda.md). */
-#define TPM_MOE_DOWN_KERNEL 0
+/* Down kernel of set 2 up to 8 tokens: 0 = k_down2 with 2 rows x 4 chunks per
+ * warp (round 4), 1 = k_down4 (bulk-copy ring, round 5; docs/moe_cuda.md), 2 /
+ * 3 / 4 = k_down2 with 4 x 2, 1 x 8, 8 x 1; gate/up row pairs per warp of
+ * k_gate_up2 (1 x 4 chunks or 2 x 2). All the same bits. Rounds 24-25 (one
+ * H200, bench/results/r24, r25, two passes each, fused layer, us):
+ *   tokens            1       2       4       8
+ *   down 0, pairs 1   145.7   229.4   449.4   874.0
+ *   down 2, pairs 1   143.2   222.4   441.5   843.4
+ *   down 2, pairs 2   142.5   222.3   437.5   822.8
+ *   down 4, pairs 1   150.5   221.7   456.1   952.6   (down 3: 152.6 .. 906.8, r24)
+ * Each warp's rows longer and fewer items per expert: down 2 + pairs 2. */
+#define TPM_MOE_DOWN_KERNEL 2
+#define TPM_MOE_GATE_UP_PAIRS 2
 
 struct tpm_cuda_moe {
     tpm_cuda_moe_desc desc;
@@ -289,7 +299,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.down_kernel = TPM_MOE_DOWN_KERNEL;
     m->tune.route_stop = 0;
     m->tune.route_experts = TPM_MOE_ROUTE_EXPERTS;
-    m->tune.gate_up_pairs = 1;
+    m->tune.gate_up_pairs = TPM_MOE_GATE_UP_PAIRS;
     *out = m;
     return TPM_OK;
 fail:
