@@ -486,7 +486,7 @@ static void usage(FILE *f) {
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 8|16|32]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
-            "                       [--down-kernel 0..4] [--gate-up-pairs 1..3] [--shared-overlap 0|1] [--prefill-cluster 0|1]\n"
+            "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--shared-overlap 0|1] [--prefill-cluster 0|1]\n"
             "                       [--reps N] [--check N]\n"
             "                       [--seed S] [--json FILE]\n"
             "  --preset P        model preset (default m3)\n"
@@ -505,8 +505,7 @@ static void usage(FILE *f) {
             "                    chunks per warp (0), 4 x 2 (2), 1 x 8 (3), 8 x 1 (4), or a\n"
             "                    cp.async.bulk shared-memory ring (1) (default: the layer's)\n"
             "  --gate-up-pairs P decode kernel 2, <= 8 tokens: gate/up row pairs per warp, 1 (x 4\n"
-            "                    chunks) or 2 (x 2), 3: 2 x 2 and 1 x 4 for the shared slot's items\n"
-            "                    beside the routing (default: the layer's)\n"
+            "                    chunks) or 2 (x 2) (default: the layer's)\n"
             "  --route-stop N    diagnostic: the routing launch stops after its logits (1), slice\n"
             "                    sums (2) or selection (3); results invalid, phase times by difference\n"
             "  --decode-max N    path auto: decode up to N tokens (default: the layer's)\n"
@@ -618,7 +617,7 @@ static int parse(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--down-kernel")) {
             if (int_opt(a, v, 0, 4, &o->down_kernel)) return 2;
         } else if (!strcmp(a, "--gate-up-pairs")) {
-            if (int_opt(a, v, 1, 3, &o->gate_up_pairs)) return 2;
+            if (int_opt(a, v, 1, 2, &o->gate_up_pairs)) return 2;
         } else if (!strcmp(a, "--decode-max")) {
             if (int_opt(a, v, 0, TPM_MOE_DECODE_MAX_NT, &o->decode_max)) return 2;
         } else if (!strcmp(a, "--route-experts")) {
@@ -779,7 +778,7 @@ int cmd_bench_moe(int argc, char **argv) {
         char dk[24], plan[8];
         snprintf(dk, sizeof dk, "%d%s%s%s", r->decode_kernel, r->pdl ? "p" : "",
                  r->down_kernel == 1 ? "s" : r->down_kernel == 2 ? "w" : r->down_kernel == 3 ? "n" : r->down_kernel == 4 ? "x" : "",
-                 r->gate_up_pairs == 2 ? "g" : r->gate_up_pairs == 3 ? "G" : "");
+                 r->gate_up_pairs == 2 ? "g" : "");
         snprintf(plan, sizeof plan, "%s%s", plan_name(r->shared_plan), r->shared_overlap ? "+" : "");
         char tpep[16];
         snprintf(tpep, sizeof tpep, "%dx%d", o.tp, o.ep);

@@ -107,9 +107,7 @@ typedef struct tpm_cuda_moe_tuning {
                             * its rows where the slot's would be, the routed experts in the
                             * own kernel; below it the slot is one more expert of that kernel */
     int gate_up_pairs;     /* decode kernel 2 up to 8 tokens: gate/up row pairs per warp of
-                            * k_gate_up2, 1 (x 4 chunks per lane) or 2 (x 2), or 3: 2 x 2 for
-                            * the routed items, 1 x 4 for the fused shared slot's items that
-                            * run beside the routing; the same bits */
+                            * k_gate_up2, 1 (x 4 chunks per lane) or 2 (x 2); the same bits */
     int route_experts;     /* routing modes 0 and 1: router experts per logits block (8, 16 or
                             * 32; with up to 16 slices of H the grid has E/route_experts x
                             * ceil(T/8) x slices blocks) */

@@ -44,8 +44,7 @@
  *
  * down_kernel 2 / 3 / 4 (up to 8 tokens): k_down2 with 4 rows x 2 chunks, 1
  * row x 8 or 8 rows x 1 chunk per warp instead of 2 x 4; gate_up_pairs 2:
- * k_gate_up2 with 2 row pairs x 2 chunks per warp instead of 1 x 4, 3: 2 x 2
- * for the routed items and 1 x 4 for the shared slot's pre-routing items (the
+ * k_gate_up2 with 2 row pairs x 2 chunks per warp instead of 1 x 4 (the
  * same bits: every lane adds its chunks in the same order).
  * k_down4 (tuning down_kernel = 1, up to 8 tokens) replaces k_down2 with a
  * producer warp that copies each item's rows into a shared-memory ring with
@@ -305,7 +304,7 @@ __device__ __forceinline__ void pdl_trigger() {
  * Items from pre: the other active slots (active[0 .. n_active-1-nskip], the
  * highest first; nskip = 1 when the shared slot runs as the pre items or
  * dense), read only after the wait, with ld.global.cg. */
-template <int NT, int U, int RP, int PU, int PRP>
+template <int NT, int U, int RP>
 __global__ void __launch_bounds__(kThreads, NT <= 2 ? 4 : 1) k_gate_up2(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
                                                        int pre, int nskip) {
     __shared__ int s_item;
@@ -345,13 +344,8 @@ __global__ void __launch_bounds__(kThreads, NT <= 2 ? 4 : 1) k_gate_up2(tpm_moe_
             if (threadIdx.x < n) s_tok[threadIdx.x] = __ldcg(d.perm_tok + off + threadIdx.x);
         }
         __syncthreads();
-        if (item < pre) { /* the pre-routing items may have their own shape (PRP x PU) */
-            const int i0 = (tile * kWarps + warp) * PRP;
-            if (i0 < d.Il) gate_up_rows<NT, PU, PRP>(d, x, e, off, n, i0, s_tok, lane);
-        } else {
-            const int i0 = (tile * kWarps + warp) * RP;
-            if (i0 < d.Il) gate_up_rows<NT, U, RP>(d, x, e, off, n, i0, s_tok, lane);
-        }
+        const int i0 = (tile * kWarps + warp) * RP;
+        if (i0 < d.Il) gate_up_rows<NT, U, RP>(d, x, e, off, n, i0, s_tok, lane);
         __syncthreads(); /* s_tok / s_item reused by the next item */
     }
 }
@@ -556,15 +550,14 @@ tpm_status launch_down2(const tpm_moe_dev &d, int skip, bool pdl, cudaStream_t s
     return TPM_OK;
 }
 
-template <int NT, int U1, int RP, int PU, int PRP>
+template <int NT, int U1, int RP>
 tpm_status launch_gate_up2(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, bool pdl, cudaStream_t s) {
     int b1 = 0;
-    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, k_gate_up2<NT, U1, RP, PU, PRP>, kThreads, 0));
+    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, k_gate_up2<NT, U1, RP>, kThreads, 0));
     /* EP: the shared slot holds only this rank's tokens, found by the routing */
-    const int pre = d.fused && !skip && d.ep == 1 ? (d.Il + kWarps * PRP - 1) / (kWarps * PRP) : 0;
+    const int pre = d.fused && !skip && d.ep == 1 ? (d.Il + kWarps * RP - 1) / (kWarps * RP) : 0;
     const int nskip = pre > 0 || skip ? 1 : 0; /* the shared slot: the last active one */
-    TPM_CUDA_TRY(launch_ex(k_gate_up2<NT, U1, RP, PU, PRP>, d.sm_count * (b1 > 0 ? b1 : 1), pdl, s, d, x, T, pre,
-                           nskip));
+    TPM_CUDA_TRY(launch_ex(k_gate_up2<NT, U1, RP>, d.sm_count * (b1 > 0 ? b1 : 1), pdl, s, d, x, T, pre, nskip));
     return TPM_OK;
 }
 
@@ -575,13 +568,10 @@ tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, 
     constexpr int U2 = NT >= 16 ? 2 : 4;
     constexpr int RD = NT >= 16 ? 1 : 2;
     /* gate_up_pairs 2 (<= 8 tokens): 2 row pairs x 2 chunks per warp, the same bits */
-    /* gpairs 3: 2 x 2 for the routed items, 1 x 4 (finer, more of them) for the
-     * shared slot's items that run beside the routing */
-    int g = 1;
-    if constexpr (NT <= 8) g = gpairs;
-    if (g == 2) TPM_TRY((launch_gate_up2<NT, 2, 2, 2, 2>(d, x, T, skip, pdl, s)));
-    else if (g == 3) TPM_TRY((launch_gate_up2<NT, 2, 2, 4, 1>(d, x, T, skip, pdl, s)));
-    else TPM_TRY((launch_gate_up2<NT, U1, 1, U1, 1>(d, x, T, skip, pdl, s)));
+    bool pairs2 = false;
+    if constexpr (NT <= 8) pairs2 = gpairs == 2;
+    if (pairs2) TPM_TRY((launch_gate_up2<NT, 2, NT <= 8 ? 2 : 1>(d, x, T, skip, pdl, s)));
+    else TPM_TRY((launch_gate_up2<NT, U1, 1>(d, x, T, skip, pdl, s)));
     if constexpr (NT <= 8) {
         const size_t stage = (size_t)kD4Rows * d.Il * 2;
         const int nst = (int)min((size_t)kD4MaxStages, kD4RingBytes / stage);
