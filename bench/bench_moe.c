@@ -486,7 +486,7 @@ static void usage(FILE *f) {
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 8|16|32]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
-            "                       [--down-kernel 0..5] [--gate-up-pairs 1..3] [--shared-overlap 0|1] [--prefill-cluster 0|1]\n"
+            "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--shared-overlap 0|1] [--prefill-cluster 0|1]\n"
             "                       [--reps N] [--check N]\n"
             "                       [--seed S] [--json FILE]\n"
             "  --preset P        model preset (default m3)\n"
@@ -502,10 +502,10 @@ static void usage(FILE *f) {
             "                    tensor-core launch, 2 the GEMV launches of set 2 (default: the layer's)\n"
             "  --pdl B           decode kernel 2: programmatic dependent launch on (1) or off (0)\n"
             "  --down-kernel K   decode kernel 2, <= 8 tokens: down rows through registers, 2 rows x 4\n"
-            "                    chunks per warp (0), 4 x 2 (2), 1 x 8 (3), 8 x 1 (4), 6 x 2 (5), or a\n"
+            "                    chunks per warp (0), 4 x 2 (2), 1 x 8 (3), 8 x 1 (4), or a\n"
             "                    cp.async.bulk shared-memory ring (1) (default: the layer's)\n"
             "  --gate-up-pairs P decode kernel 2, <= 8 tokens: gate/up row pairs per warp, 1 (x 4\n"
-            "                    chunks), 2 or 3 (x 2) (default: the layer's)\n"
+            "                    chunks) or 2 (x 2) (default: the layer's)\n"
             "  --route-stop N    diagnostic: the routing launch stops after its logits (1), slice\n"
             "                    sums (2) or selection (3); results invalid, phase times by difference\n"
             "  --decode-max N    path auto: decode up to N tokens (default: the layer's)\n"
@@ -615,9 +615,9 @@ static int parse(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--route-stop")) {
             if (int_opt(a, v, 0, 3, &o->route_stop)) return 2;
         } else if (!strcmp(a, "--down-kernel")) {
-            if (int_opt(a, v, 0, 5, &o->down_kernel)) return 2;
+            if (int_opt(a, v, 0, 4, &o->down_kernel)) return 2;
         } else if (!strcmp(a, "--gate-up-pairs")) {
-            if (int_opt(a, v, 1, 3, &o->gate_up_pairs)) return 2;
+            if (int_opt(a, v, 1, 2, &o->gate_up_pairs)) return 2;
         } else if (!strcmp(a, "--decode-max")) {
             if (int_opt(a, v, 0, TPM_MOE_DECODE_MAX_NT, &o->decode_max)) return 2;
         } else if (!strcmp(a, "--route-experts")) {
@@ -777,8 +777,8 @@ int cmd_bench_moe(int argc, char **argv) {
         const double floor = r->mem_floor_us > r->flop_floor_us ? r->mem_floor_us : r->flop_floor_us;
         char dk[24], plan[8];
         snprintf(dk, sizeof dk, "%d%s%s%s", r->decode_kernel, r->pdl ? "p" : "",
-                 r->down_kernel == 1 ? "s" : r->down_kernel == 2 ? "w" : r->down_kernel == 3 ? "n" : r->down_kernel == 4 ? "x" : r->down_kernel == 5 ? "y" : "",
-                 r->gate_up_pairs == 2 ? "g" : r->gate_up_pairs == 3 ? "G" : "");
+                 r->down_kernel == 1 ? "s" : r->down_kernel == 2 ? "w" : r->down_kernel == 3 ? "n" : r->down_kernel == 4 ? "x" : "",
+                 r->gate_up_pairs == 2 ? "g" : "");
         snprintf(plan, sizeof plan, "%s%s", plan_name(r->shared_plan), r->shared_overlap ? "+" : "");
         char tpep[16];
         snprintf(tpep, sizeof tpep, "%dx%d", o.tp, o.ep);

@@ -740,10 +740,10 @@ static void bad_arguments(void **state) {
     tu.decode_kernel = 2;
     tu.down_kernel = 1;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
-    tu.down_kernel = 6;
+    tu.down_kernel = 5;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.down_kernel = 0;
-    tu.gate_up_pairs = 4;
+    tu.gate_up_pairs = 3;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.gate_up_pairs = 1;
     tu.shared_overlap = 2;
@@ -789,7 +789,7 @@ static void pdl_equals_plain(void **state) {
                     /* set 0, set 2 plain, set 2 pdl eager, set 2 pdl graph, then the last
                      * two with the streaming down kernel (k_down4), then pdl eager and graph
                      * with k_down2's other shapes (down_kernel 2, 3), then 2 gate/up row pairs
-                     * per warp with down_kernel 4 (graph) and 3 pairs with down_kernel 5 (eager) */
+                     * per warp with down_kernel 4 (graph) and 2 (eager) */
                     uint16_t *out[10];
                     for (int v = 0; v < 10; v++) {
                         tpm_cuda_moe_desc d = {p, 0, 1, 0, fused, T, NULL, 1, 0};
@@ -801,8 +801,8 @@ static void pdl_equals_plain(void **state) {
                         assert_int_equal(tpm_cuda_moe_get_tuning(m, &tu), TPM_OK);
                         tu.decode_kernel = v == 0 ? 0 : 2;
                         tu.pdl = v >= 2;
-                        tu.down_kernel = v < 4 ? 0 : v < 6 ? 1 : v < 8 ? v - 4 : v == 8 ? 4 : 5;
-                        tu.gate_up_pairs = v == 8 ? 2 : v == 9 ? 3 : 1;
+                        tu.down_kernel = v < 4 ? 0 : v < 6 ? 1 : v < 8 ? v - 4 : v == 8 ? 4 : 2;
+                        tu.gate_up_pairs = v >= 8 ? 2 : 1;
                         tu.shared_split_min = split ? 1 : 1 << 20;
                         tu.shared_overlap = v > 0; /* the reference runs the shared MLP after the routing */
                         assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
@@ -842,8 +842,8 @@ static void pdl_equals_plain(void **state) {
                         tpm_cuda_moe_destroy(m);
                     }
                     for (int v = 1; v < 10; v++) assert_memory_equal(out[v], out[0], (size_t)T * H * 2);
-                    printf("  %-17s T=%-3d fused %d split %d: set 2 (plain, pdl, pdl graph; down kernels 0..5, "
-                           "1, 2 and 3 gate/up row pairs per warp) == set 0\n", p->name, T, fused, split);
+                    printf("  %-17s T=%-3d fused %d split %d: set 2 (plain, pdl, pdl graph; down kernels 0..4, "
+                           "1 and 2 gate/up row pairs per warp) == set 0\n", p->name, T, fused, split);
                     for (int v = 0; v < 10; v++) free(out[v]);
                 }
             }

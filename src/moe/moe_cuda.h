@@ -94,8 +94,8 @@ typedef struct tpm_cuda_moe_tuning {
     int down_kernel;       /* decode kernel 2 up to 8 tokens: 0 = k_down2 (work items of 16
                             * rows from a counter, weights through registers), 1 = k_down4
                             * (8-row items copied with cp.async.bulk into a shared-memory ring
-                            * by a producer warp), 2 / 3 / 4 / 5 = k_down2 with 4 rows x 2
-                            * chunks / 1 x 8 / 8 x 1 / 6 x 2 per warp (2 x 4 in 0); the same bits */
+                            * by a producer warp), 2 / 3 / 4 = k_down2 with 4 rows x 2 chunks /
+                            * 1 row x 8 / 8 rows x 1 per warp (2 x 4 in 0); all the same bits */
     int shared_overlap;    /* decode path, split or unfused (dense) shared plan: 1 = the routing
                             * call also issues the shared expert's dense MLP on a side stream,
                             * joined right after the routing launch, so the two overlap (the
@@ -107,7 +107,7 @@ typedef struct tpm_cuda_moe_tuning {
                             * its rows where the slot's would be, the routed experts in the
                             * own kernel; below it the slot is one more expert of that kernel */
     int gate_up_pairs;     /* decode kernel 2 up to 8 tokens: gate/up row pairs per warp of
-                            * k_gate_up2, 1 (x 4 chunks per lane), 2 or 3 (x 2); the same bits */
+                            * k_gate_up2, 1 (x 4 chunks per lane) or 2 (x 2); the same bits */
     int route_experts;     /* routing modes 0 and 1: router experts per logits block (8, 16 or
                             * 32; with up to 16 slices of H the grid has E/route_experts x
                             * ceil(T/8) x slices blocks) */

@@ -42,11 +42,10 @@
  * block 0 zeroes ctr[1] (fenced) before any block can trigger; k_down2
  * zeroes ctr[0] after its wait. Without pdl these are plain launches.
  *
- * down_kernel 2 / 3 / 4 / 5 (up to 8 tokens): k_down2 with 4 rows x 2 chunks, 1
- * row x 8, 8 rows x 1 or (5) 6 rows x 2 chunks per warp instead of 2 x 4;
- * gate_up_pairs 2 / 3: k_gate_up2 with 2 / 3 row pairs x 2 chunks per warp
- * instead of 1 x 4 (the same bits: every lane adds its chunks in the same
- * order).
+ * down_kernel 2 / 3 / 4 (up to 8 tokens): k_down2 with 4 rows x 2 chunks, 1
+ * row x 8 or 8 rows x 1 chunk per warp instead of 2 x 4; gate_up_pairs 2:
+ * k_gate_up2 with 2 row pairs x 2 chunks per warp instead of 1 x 4 (the
+ * same bits: every lane adds its chunks in the same order).
  * k_down4 (tuning down_kernel = 1, up to 8 tokens) replaces k_down2 with a
  * producer warp that copies each item's rows into a shared-memory ring with
  * cp.async.bulk (mbarrier full / empty per stage; see its comment). Same
@@ -306,7 +305,7 @@ __device__ __forceinline__ void pdl_trigger() {
  * highest first; nskip = 1 when the shared slot runs as the pre items or
  * dense), read only after the wait, with ld.global.cg. */
 template <int NT, int U, int RP>
-__global__ void __launch_bounds__(kThreads, NT <= 2 ? (RP >= 3 ? 3 : 4) : 1) k_gate_up2(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
+__global__ void __launch_bounds__(kThreads, NT <= 2 ? 4 : 1) k_gate_up2(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
                                                        int pre, int nskip) {
     __shared__ int s_item;
     __shared__ int s_tok[NT];
@@ -569,10 +568,9 @@ tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, 
     constexpr int U2 = NT >= 16 ? 2 : 4;
     constexpr int RD = NT >= 16 ? 1 : 2;
     /* gate_up_pairs 2 (<= 8 tokens): 2 row pairs x 2 chunks per warp, the same bits */
-    int g = 1;
-    if constexpr (NT <= 8) g = gpairs;
-    if (g == 2) TPM_TRY((launch_gate_up2<NT, 2, 2>(d, x, T, skip, pdl, s)));
-    else if (g == 3) TPM_TRY((launch_gate_up2<NT, 2, 3>(d, x, T, skip, pdl, s)));
+    bool pairs2 = false;
+    if constexpr (NT <= 8) pairs2 = gpairs == 2;
+    if (pairs2) TPM_TRY((launch_gate_up2<NT, 2, NT <= 8 ? 2 : 1>(d, x, T, skip, pdl, s)));
     else TPM_TRY((launch_gate_up2<NT, U1, 1>(d, x, T, skip, pdl, s)));
     if constexpr (NT <= 8) {
         const size_t stage = (size_t)kD4Rows * d.Il * 2;
@@ -601,7 +599,6 @@ tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, 
         if (down == 2) return launch_down2<NT, 2, 4>(d, skip, pdl, s);
         if (down == 3) return launch_down2<NT, 8, 1>(d, skip, pdl, s);
         if (down == 4) return launch_down2<NT, 1, 8>(d, skip, pdl, s);
-        if (down == 5) return launch_down2<NT, 2, 6>(d, skip, pdl, s);
     }
     return launch_down2<NT, U2, RD>(d, skip, pdl, s);
 }

@@ -119,9 +119,9 @@ tpm_status tpm_moe_launch_decode(const tpm_moe_dev &d, const uint16_t *x, int T,
  * kernel), k_down2 loads its first weights before its wait; pdl: launch both
  * with programmatic dependent launch (else plain launches, same results).
  * down = 1 (T <= 8): k_down4, the down rows through a shared-memory ring
- * filled by cp.async.bulk, instead of k_down2; 2 / 3 / 4 / 5: k_down2 with 4 x 2,
- * 1 x 8, 8 x 1 or 6 x 2 rows x chunks per warp (0: 2 x 4); gpairs 2 / 3 (T <= 8):
- * k_gate_up2 with 2 / 3 row pairs x 2 chunks per warp (1: 1 x 4). The same bits. */
+ * filled by cp.async.bulk, instead of k_down2; 2 / 3 / 4: k_down2 with 4 x 2,
+ * 1 x 8 or 8 x 1 rows x chunks per warp (0: 2 x 4); gpairs 2 (T <= 8):
+ * k_gate_up2 with 2 row pairs x 2 chunks per warp (1: 1 x 4). The same bits. */
 tpm_status tpm_moe_launch_decode2(const tpm_moe_dev &d, const uint16_t *x, int T, int skip_shared, int pdl,
                                   int down, int gpairs, cudaStream_t s);
 /* moe_cuda_decode_mma.cu: the same in one persistent launch on tensor cores (mma.sync);

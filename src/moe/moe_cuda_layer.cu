@@ -449,8 +449,8 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   t->prefill_cluster);
     TPM_ARG_CHECK(t->prefill_split_min >= 1, "prefill_split_min %d < 1", t->prefill_split_min);
     TPM_ARG_CHECK(t->pdl == 0 || t->pdl == 1, "pdl %d is not 0 or 1", t->pdl);
-    TPM_ARG_CHECK(t->down_kernel >= 0 && t->down_kernel <= 5, "down_kernel %d is not 0..5", t->down_kernel);
-    TPM_ARG_CHECK(t->gate_up_pairs >= 1 && t->gate_up_pairs <= 3, "gate_up_pairs %d is not 1, 2 or 3", t->gate_up_pairs);
+    TPM_ARG_CHECK(t->down_kernel >= 0 && t->down_kernel <= 4, "down_kernel %d is not 0..4", t->down_kernel);
+    TPM_ARG_CHECK(t->gate_up_pairs == 1 || t->gate_up_pairs == 2, "gate_up_pairs %d is not 1 or 2", t->gate_up_pairs);
     TPM_ARG_CHECK(t->route_stop >= 0 && t->route_stop <= 3, "route_stop %d is not 0..3", t->route_stop);
     TPM_ARG_CHECK(t->route_experts == 8 || t->route_experts == 16 || t->route_experts == 32,
                   "route_experts %d is not 8, 16 or 32", t->route_experts);
