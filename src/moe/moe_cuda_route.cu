@@ -73,7 +73,7 @@ constexpr int kScatterInBlock = 4096; /* k_select: rows the last block scatters 
  * 4 x 8 accumulators over float4 chunks c = lane, lane + 32, ... of its
  * slice, the warp reduces with a fixed butterfly, k_select sums the slices
  * in slice order. */
-template <int kLogitEpw>
+template <int kLogitEpw, int TOK = kLogitTokens>
 __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, const float *__restrict__ wr,
                                             float *__restrict__ part, int T, int H, int E) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -82,19 +82,19 @@ __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, cons
     const int split = blockIdx.z, nsplit = gridDim.z;
     const int n4 = H / 4;
     const int cb = (int)((int64_t)n4 * split / nsplit), ce = (int)((int64_t)n4 * (split + 1) / nsplit);
-    const int nt = min(kLogitTokens, T - t0);
-    float acc[kLogitEpw][kLogitTokens];
+    const int nt = min(TOK, T - t0);
+    float acc[kLogitEpw][TOK];
 #pragma unroll
     for (int i = 0; i < kLogitEpw; i++)
 #pragma unroll
-        for (int j = 0; j < kLogitTokens; j++) acc[i][j] = 0.0f;
+        for (int j = 0; j < TOK; j++) acc[i][j] = 0.0f;
     /* groups of kLogitChunks chunks per lane: every weight and x load of a
      * group is issued before its first FMA (x rows are read once per block,
      * so an x load after an FMA would be one more dependent trip to L2/HBM per
      * token); each accumulator still takes its chunks in increasing c */
     for (int c0 = cb + lane; c0 < ce; c0 += 32 * kLogitChunks) {
         float4 w[kLogitChunks][kLogitEpw];
-        uint2 xv[kLogitChunks][kLogitTokens];
+        uint2 xv[kLogitChunks][TOK];
 #pragma unroll
         for (int u = 0; u < kLogitChunks; u++) {
             const int c = c0 + 32 * u;
@@ -103,7 +103,7 @@ __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, cons
                 w[u][i] = c < ce && e0 + i < E ? __ldg(reinterpret_cast<const float4 *>(wr + (size_t)(e0 + i) * H) + c)
                                                 : make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-            for (int j = 0; j < kLogitTokens; j++)
+            for (int j = 0; j < TOK; j++)
                 xv[u][j] = c < ce && j < nt ? __ldg(reinterpret_cast<const uint2 *>(x + (size_t)(t0 + j) * H) + c)
                                             : make_uint2(0u, 0u);
         }
@@ -111,7 +111,7 @@ __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, cons
         for (int u = 0; u < kLogitChunks; u++) {
             if (c0 + 32 * u >= ce) break;
 #pragma unroll
-            for (int j = 0; j < kLogitTokens; j++) {
+            for (int j = 0; j < TOK; j++) {
                 if (j < nt) {
                     const float x0 = __uint_as_float(xv[u][j].x << 16), x1 = __uint_as_float(xv[u][j].x & 0xffff0000u);
                     const float x2 = __uint_as_float(xv[u][j].y << 16), x3 = __uint_as_float(xv[u][j].y & 0xffff0000u);
@@ -127,13 +127,13 @@ __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, cons
         }
     }
 #pragma unroll
-    for (int j = 0; j < kLogitTokens; j++) {
+    for (int j = 0; j < TOK; j++) {
         if (j >= nt) break; /* warp-uniform: no butterflies for absent tokens */
 #pragma unroll
         for (int i = 0; i < kLogitEpw; i++) {
 #pragma unroll
             for (int o = 16; o > 0; o >>= 1) acc[i][j] += __shfl_xor_sync(0xffffffffu, acc[i][j], o);
-            if (lane == i * kLogitTokens + j && e0 + i < E) part[((size_t)split * T + t0 + j) * E + e0 + i] = acc[i][j];
+            if (lane == i * TOK + j && e0 + i < E) part[((size_t)split * T + t0 + j) * E + e0 + i] = acc[i][j];
         }
     }
 }
@@ -565,7 +565,7 @@ __device__ void build_permutation_direct(const tpm_moe_dev &d, int T, int *sel_s
 
 /* Mode 1: the whole routing in one launch (see the top of the file);
  * kLogitEpw experts per warp (8 warps). */
-template <int kLogitEpw>
+template <int kLogitEpw, int TOK>
 __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d, const uint16_t *__restrict__ x,
                                                                   int T, int stop) {
     __shared__ float sc[kLogitWarps][256];
@@ -584,7 +584,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     /* the selection bias, loaded with the logits' loads (only the last block
      * uses it: it lands in shared memory there, off the selection's path) */
     const float my_br = d.br && (int)threadIdx.x < d.E ? __ldg(d.br + threadIdx.x) : 0.0f;
-    logits_tile<kLogitEpw>(x, d.wr, d.logits, T, d.H, d.E);
+    logits_tile<kLogitEpw, TOK>(x, d.wr, d.logits, T, d.H, d.E);
     if (stop == 1) return; /* diagnostic stops (tuning.route_stop): results invalid */
     const int tile = blockIdx.y, per_tile = (int)(gridDim.x * gridDim.z);
     __threadfence();
@@ -707,9 +707,12 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
     const int scatter = (size_t)T * d.K <= (size_t)kScatterInBlock;
     if (mode == 1 && tpm_moe_route_fused_ok(d, T)) {
         const dim3 g = logit_grid(d, T, epw);
-        if (epw == 1) k_route_fused<1><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
-        else if (epw == 2) k_route_fused<2><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
-        else k_route_fused<4><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        /* one token: the logits blocks keep 1 token's accumulators and x loads instead of 8
+         * (fewer registers; the same bits) */
+        if (T == 1 && epw == 4) k_route_fused<4, 1><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (epw == 1) k_route_fused<1, kLogitTokens><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (epw == 2) k_route_fused<2, kLogitTokens><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else k_route_fused<4, kLogitTokens><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
         TPM_CUDA_LAUNCHED();
         return TPM_OK;
     }
