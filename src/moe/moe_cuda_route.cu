@@ -2,8 +2,9 @@
  * moe_cuda_route.cu - MoE routing on the GPU: logits, top-k, counts, offsets
  * and the token permutation. Three modes (moe_cuda_kernels.h):
  *
- * mode 1, small T (one launch), k_route_fused<EPW>: grid (E/(8 EPW),
- *    ceil(T/8), S), 8 warps of EPW experts (tuning.route_experts = 8 EPW).
+ * mode 1, small T (one launch), k_route_fused<EPW, TOK>: grid (E/(8 EPW),
+ *    ceil(T/8), S), 8 warps of EPW experts (tuning.route_experts = 8 EPW);
+ *    TOK = 8 tokens of registers per block, 1 when T = 1 (the same bits).
  *    Every block computes partial logits of 8 EPW experts x 8 tokens x one
  *    of S slices of H (logits_tile below). Block-done tickets then chain the
  *    rest inside the same launch: the last block of an 8-token tile (atomic
