@@ -593,9 +593,9 @@ tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, 
         }
     }
     if constexpr (NT <= 8) {
-        /* down_kernel 2 / 3: k_down2 with 4 rows x 2 chunks or 1 row x 8 chunks per warp
-         * (the same 4 KB in flight per warp, items of 32 or 8 rows); every lane still
-         * adds its chunks lane, lane + 32, ... in order, so the bits are k_down2's */
+        /* down_kernel 2 / 3 / 4: k_down2 with 4 rows x 2 chunks, 1 x 8 or 8 x 1 per warp
+         * (the same 4 KB in flight per warp, items of 32, 8 or 64 rows); every lane
+         * still adds its chunks lane, lane + 32, ... in order, so the bits are k_down2's */
         if (down == 2) return launch_down2<NT, 2, 4>(d, skip, pdl, s);
         if (down == 3) return launch_down2<NT, 8, 1>(d, skip, pdl, s);
         if (down == 4) return launch_down2<NT, 1, 8>(d, skip, pdl, s);
