@@ -190,6 +190,39 @@ __device__ __forceinline__ unsigned order_key(float v) {
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
+/* Warp 0 of a permutation builder: the exclusive scan of the NB bucket
+ * counts in cnt (shared memory, replaced by the offsets), offsets[0 .. E1]
+ * (the drop bucket E1, with EP, is the last: its offset is the local row
+ * total), the touched-slot list in increasing order and its length. */
+__device__ void scan_buckets(const tpm_moe_dev &d, int NB, int *cnt) {
+    const int lane = threadIdx.x & 31, E1 = d.E1;
+    int base = 0, nact = 0;
+    for (int e0 = 0; e0 < NB; e0 += 32) {
+        const int e = e0 + lane;
+        const int c = e < NB ? cnt[e] : 0;
+        int inc = c;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const int v = __shfl_up_sync(0xffffffffu, inc, o);
+            if (lane >= o) inc += v;
+        }
+        __syncwarp();
+        if (e < NB) {
+            cnt[e] = base + inc - c;
+            if (e <= E1) d.offsets[e] = base + inc - c;
+        }
+        const bool act = c > 0 && e < E1;
+        const unsigned m = __ballot_sync(0xffffffffu, act);
+        if (act) d.active[nact + __popc(m & ((1u << lane) - 1u))] = e;
+        nact += __popc(m);
+        base += __shfl_sync(0xffffffffu, inc, 31);
+    }
+    if (lane == 0) {
+        if (NB == E1) d.offsets[E1] = base;
+        *d.n_active = nact;
+    }
+}
+
 /* The permutation's per-expert prefixes, run by the last block of k_select
  * (every block has written its word bits[e][b] of every expert): the words
  * of an expert are cut into nseg segments, one thread per (expert,
@@ -229,34 +262,7 @@ __device__ void build_permutation(const tpm_moe_dev &d, int T, bool scatter, int
             run += __popc(__ldcg(d.bits + (size_t)e * Wt + w));
         }
     }
-    if (tid < 32) { /* warp 0: exclusive scan of counts, list of touched experts (the drop
-                     * bucket, E1, is the last bucket: its offset is the local row total) */
-        int base = 0, nact = 0;
-        for (int e0 = 0; e0 < NB; e0 += 32) {
-            const int ee = e0 + tid;
-            const int c = ee < NB ? s_cnt[ee] : 0;
-            int inc = c;
-#pragma unroll
-            for (int o = 1; o < 32; o <<= 1) {
-                const int v = __shfl_up_sync(0xffffffffu, inc, o);
-                if (tid >= o) inc += v;
-            }
-            __syncwarp();
-            if (ee < NB) {
-                if (ee <= E1) d.offsets[ee] = base + inc - c;
-                s_cnt[ee] = base + inc - c; /* now the offset */
-            }
-            const bool act = c > 0 && ee < E1;
-            const unsigned m = __ballot_sync(0xffffffffu, act);
-            if (act) d.active[nact + __popc(m & ((1u << tid) - 1u))] = ee;
-            nact += __popc(m);
-            base += __shfl_sync(0xffffffffu, inc, 31);
-        }
-        if (tid == 0) {
-            if (NB == E1) d.offsets[E1] = base;
-            *d.n_active = nact;
-        }
-    }
+    if (tid < 32) scan_buckets(d, NB, s_cnt); /* s_cnt: counts -> offsets */
     if (tid == 0) d.ctr[2] = 0; /* ticket, for the next replay */
     if (!scatter) return;
     __syncthreads();
@@ -306,34 +312,7 @@ __device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *b
         if (e < E1) d.counts[e] = run;
     }
     __syncthreads();
-    if (tid < 32) { /* warp 0: exclusive scan of counts, list of touched experts (the drop
-                     * bucket E1 last: its offset is the local row total) */
-        int base = 0, nact = 0;
-        for (int e0 = 0; e0 < NB; e0 += 32) {
-            const int e = e0 + tid;
-            const int c = e < NB ? s_off[e] : 0;
-            int inc = c;
-#pragma unroll
-            for (int o = 1; o < 32; o <<= 1) {
-                const int v = __shfl_up_sync(0xffffffffu, inc, o);
-                if (tid >= o) inc += v;
-            }
-            __syncwarp();
-            if (e < NB) {
-                s_off[e] = base + inc - c;
-                if (e <= E1) d.offsets[e] = base + inc - c;
-            }
-            const bool act = c > 0 && e < E1;
-            const unsigned m = __ballot_sync(0xffffffffu, act);
-            if (act) d.active[nact + __popc(m & ((1u << tid) - 1u))] = e;
-            nact += __popc(m);
-            base += __shfl_sync(0xffffffffu, inc, 31);
-        }
-        if (tid == 0) {
-            if (NB == E1) d.offsets[E1] = base;
-            *d.n_active = nact;
-        }
-    }
+    if (tid < 32) scan_buckets(d, NB, s_off); /* s_off: counts -> offsets */
     __syncthreads();
     for (int p = tid; p < T * K; p += nth) {
         const int t = p / K, e = slot_of(d, __ldcg(d.sel + p), t), w = t >> 5;
