@@ -5,7 +5,8 @@
  *   tpmoe bench moe --preset m3 --tokens 1,8,32,128,1024,8192 [--tp 2] [--ep 2]
  *                   [--fuse-shared 0|1|both] [--path auto|decode|prefill]
  *                   [--decode-kernel 0|1|2] [--pdl 0|1] [--decode-max N] [--route-gemm-min N]
- *                   [--route-legacy 0|1] [--route-experts 8|16|32] [--shared-plan auto|slot|split]
+ *                   [--route-legacy 0|1] [--route-experts 8|16|32] [--route-tc MIN:MAX]
+ *                   [--shared-plan auto|slot|split]
  *                   [--prefill-gemm loop|grouped|streams] [--flush write|read|none] [--reps N]
  *                   [--check N] [--seed S] [--json FILE]
  *
@@ -72,7 +73,7 @@ typedef struct opts {
     int fuse[2], nfuse;
     tpm_moe_path path;
     int decode_kernel, decode_max, route_gemm_min, route_legacy; /* -1: the layer's default */
-    int down_kernel, route_stop, route_experts, gate_up_pairs;
+    int down_kernel, route_stop, route_experts, gate_up_pairs, route_tc_min, route_tc_max;
     int ar_tpmoe; /* TP all-reduce: 1 tpmoe's (default), 0 NCCL */
     int shared_split_min, prefill_gemm, pdl, shared_overlap, prefill_cluster, prefill_split_min;       /* -1: the layer's default */
     int flush;                                                     /* 0 write, 1 read */
@@ -424,7 +425,7 @@ static void *rank_main(void *argp) {
             S->r.pdl = tu.decode_kernel == 2 ? tu.pdl : 0;
             S->r.down_kernel = tu.decode_kernel == 2 && T <= 8 ? tu.down_kernel : 0;
             S->r.gate_up_pairs = tu.decode_kernel == 2 && T <= 8 ? tu.gate_up_pairs : 1;
-            S->r.route_mode = tu.route_legacy ? 0 : T >= tu.route_gemm_min ? 2 : 1;
+            S->r.route_mode = tpm_cuda_moe_route_mode(m, T);
             S->r.shared_plan = tpm_cuda_moe_shared_plan(m, T);
             S->r.prefill_gemm = tu.prefill_gemm;
             S->r.shared_overlap = tu.shared_overlap && S->r.path == TPM_MOE_PATH_DECODE && tu.decode_kernel != 1 &&
@@ -485,6 +486,7 @@ static void usage(FILE *f) {
             "                       [--fuse-shared 0|1|both]\n"
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 8|16|32]\n"
+            "                       [--route-tc MIN:MAX]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
             "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--shared-overlap 0|1] [--prefill-cluster 0|1]\n"
             "                       [--reps N] [--check N]\n"
@@ -512,6 +514,8 @@ static void usage(FILE *f) {
             "  --route-gemm-min N  router as a tensor-core GEMM from N tokens, one fused launch below\n"
             "  --route-legacy B  1: the older two-launch routing (for comparison)\n"
             "  --route-experts N router experts per logits block, 8, 16 or 32 (default: the layer's)\n"
+            "  --route-tc MIN:MAX  one-launch tensor-core routing (mode 3) from MIN to MAX tokens\n"
+            "                    (0:0 = off; default: the layer's)\n"
             "  --shared-plan X   fused layer, decode path and wgmma prefill: shared slot inside the\n"
             "                    routed launches (slot), as dense cuBLAS GEMMs (split), or the layer's\n"
             "                    per-call plan (auto)\n"
@@ -562,6 +566,7 @@ static int parse(int argc, char **argv, opts *o) {
     o->down_kernel = -1;
     o->route_stop = -1;
     o->route_experts = -1;
+    o->route_tc_min = o->route_tc_max = -1;
     o->gate_up_pairs = -1;
     o->ar_tpmoe = 1;
     o->flush = 1; /* read: L2 full of clean lines, as after the previous layer's weights streamed */
@@ -622,6 +627,13 @@ static int parse(int argc, char **argv, opts *o) {
             if (int_opt(a, v, 0, TPM_MOE_DECODE_MAX_NT, &o->decode_max)) return 2;
         } else if (!strcmp(a, "--route-experts")) {
             if (int_opt(a, v, 8, 32, &o->route_experts)) return 2;
+        } else if (!strcmp(a, "--route-tc")) {
+            if (sscanf(v, "%d:%d", &o->route_tc_min, &o->route_tc_max) != 2 || o->route_tc_min < 0 ||
+                o->route_tc_max < 0) {
+                fprintf(stderr, "tpmoe bench moe: --route-tc wants MIN:MAX, got '%s'\n", v);
+                return 2;
+            }
+            if (o->route_tc_min == 0) o->route_tc_min = 1, o->route_tc_max = 0; /* 0:0 = off */
         } else if (!strcmp(a, "--route-gemm-min")) {
             if (int_opt(a, v, 1, 1 << 20, &o->route_gemm_min)) return 2;
         } else if (!strcmp(a, "--route-legacy")) {
@@ -659,7 +671,7 @@ static int parse(int argc, char **argv, opts *o) {
 }
 
 static const char *path_name(int p) { return p == TPM_MOE_PATH_PREFILL ? "prefill" : "decode"; }
-static const char *route_name(int m) { return m == 0 ? "legacy" : m == 1 ? "fused" : "gemm"; }
+static const char *route_name(int m) { return m == 0 ? "legacy" : m == 1 ? "fused" : m == 2 ? "gemm" : "tc"; }
 static const char *plan_name(int p) {
     return p == TPM_MOE_SHARED_SLOT ? "slot" : p == TPM_MOE_SHARED_SPLIT ? "split" : p == TPM_MOE_SHARED_DENSE ? "dense" : "none";
 }
@@ -675,6 +687,8 @@ static tpm_status apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->route_gemm_min >= 0) t.route_gemm_min = o->route_gemm_min;
     if (o->route_legacy >= 0) t.route_legacy = o->route_legacy;
     if (o->route_experts >= 0) t.route_experts = o->route_experts;
+    if (o->route_tc_min >= 0) t.route_tc_min = o->route_tc_min;
+    if (o->route_tc_max >= 0) t.route_tc_max = o->route_tc_max;
     if (o->gate_up_pairs >= 0) t.gate_up_pairs = o->gate_up_pairs;
     if (o->shared_split_min >= 0) t.shared_split_min = o->shared_split_min;
     if (o->prefill_split_min >= 0) t.prefill_split_min = o->prefill_split_min;

@@ -118,8 +118,9 @@ static void expert_ref(const tpm_moe_weights *w, const tpm_expert_weights *x, co
 /* Tuning overrides of the next run_gpu calls (-1: the layer's default). */
 static int tune_decode_kernel = -1, tune_route_gemm_min = -1, tune_route_legacy = -1;
 static int tune_shared_split_min = -1, tune_prefill_gemm = -1, tune_pdl = -1, tune_prefill_cluster = -1;
-static int tune_prefill_split_min = -1, tune_route_experts = -1;
-static int last_plan = -1; /* tpm_cuda_moe_shared_plan of the last run_gpu call */
+static int tune_prefill_split_min = -1, tune_route_experts = -1, tune_route_tc_min = -1, tune_route_tc_max = -1;
+static int last_plan = -1;       /* tpm_cuda_moe_shared_plan of the last run_gpu call */
+static int last_route_mode = -1; /* tpm_cuda_moe_route_mode of the last run_gpu call */
 
 typedef struct gpu_run {
     int T, K;
@@ -147,8 +148,11 @@ static void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fuse
     if (tune_prefill_cluster >= 0) tu.prefill_cluster = tune_prefill_cluster;
     if (tune_prefill_split_min >= 0) tu.prefill_split_min = tune_prefill_split_min;
     if (tune_route_experts >= 0) tu.route_experts = tune_route_experts;
+    if (tune_route_tc_min >= 0) tu.route_tc_min = tune_route_tc_min;
+    if (tune_route_tc_max >= 0) tu.route_tc_max = tune_route_tc_max;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     last_plan = tpm_cuda_moe_shared_plan(m, T);
+    last_route_mode = tpm_cuda_moe_route_mode(m, T);
     void *dx = NULL, *dy = NULL;
     assert_int_equal(cudaMalloc(&dx, (size_t)T * H * 2), cudaSuccess);
     assert_int_equal(cudaMalloc(&dy, (size_t)T * H * 2), cudaSuccess);
@@ -280,12 +284,12 @@ static void presets_vs_reference(void **state) {
     }
 }
 
-/* The three decode kernel sets (scalar GEMV, persistent tensor-core, GEMV set 2) and the three
- * routing modes (legacy two launches, one fused launch, router GEMM) against
- * the reference, the first two with 8, 16 and 32 router experts per logits
- * block; for each block size the fused launch gives the legacy routing bit
- * for bit (same arithmetic); a NaN router row is never selected by any mode;
- * 1500 tokens take k_select's separate row scatter (T*K > 4096). */
+/* The three decode kernel sets (scalar GEMV, persistent tensor-core, GEMV set 2) and the four
+ * routing modes (legacy two launches, one fused launch, router GEMM, one launch on tensor
+ * cores up to 256 tokens) against the reference, the first two with 8, 16 and 32 router
+ * experts per logits block; for each block size the fused launch gives the legacy routing
+ * bit for bit (same arithmetic); a NaN router row is never selected by any mode; 1500
+ * tokens take k_select's separate row scatter (T*K > 4096). */
 static void variants_vs_reference(void **state) {
     (void)state;
     const char *names[] = {"m3-mini", "deepseek-v3-mini", "gpt-oss-mini"};
@@ -310,14 +314,24 @@ static void variants_vs_reference(void **state) {
                 }
             }
             for (int re = 8; re <= 32; re *= 2) {
-                gpu_run rm[3];
-                for (int mode = 0; mode < 3; mode++) {
-                    if (mode == 2 && re != 8) break; /* the router GEMM has no logits blocks */
+                gpu_run rm[4];
+                for (int mode = 0; mode < 4; mode++) {
+                    if (mode >= 2 && re != 8) break; /* the router GEMM and mode 3 have no logits blocks */
+                    if (mode == 3 && T > 256) break;
                     tune_route_legacy = mode == 0;
                     tune_route_gemm_min = mode == 2 ? 1 : 1 << 20;
                     tune_route_experts = re;
+                    tune_route_tc_min = 1;
+                    tune_route_tc_max = mode == 3 ? 256 : 0;
                     run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rm[mode]);
+                    if (mode == 3 && last_route_mode != 3) { /* no 9.0 device: mode 3 cannot run */
+                        printf("  %-17s T=%-4d route mode 3 not available here (mode %d ran)\n", p->name, T,
+                               last_route_mode);
+                    } else {
+                        assert_int_equal(last_route_mode, mode);
+                    }
                     tune_route_legacy = tune_route_gemm_min = tune_route_experts = -1;
+                    tune_route_tc_min = tune_route_tc_max = -1;
                     for (int t = 0; t < T; t++)
                         for (int sl = 0; sl < p->top_k; sl++)
                             assert_int_not_equal(rm[mode].sel[(size_t)t * rm[mode].K + sl], 5);
@@ -328,7 +342,7 @@ static void variants_vs_reference(void **state) {
                 const size_t nk = (size_t)T * rm[0].K;
                 assert_memory_equal(rm[0].sel, rm[1].sel, nk * sizeof(int32_t));
                 assert_memory_equal(rm[0].wts, rm[1].wts, nk * sizeof(float));
-                for (int mode = 0; mode < (re == 8 ? 3 : 2); mode++) free_run(&rm[mode]);
+                for (int mode = 0; mode < (re != 8 ? 2 : T > 256 ? 3 : 4); mode++) free_run(&rm[mode]);
             }
             free(x);
         }
@@ -758,7 +772,15 @@ static void bad_arguments(void **state) {
     tu.route_experts = 12;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_experts = 16;
+    tu.route_tc_min = 0;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.route_tc_min = 9;
+    tu.route_tc_max = -1;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.route_tc_max = 0; /* mode 3 off */
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+    assert_int_not_equal(tpm_cuda_moe_route_mode(m, 8), 3);
+    assert_int_equal(tpm_cuda_moe_route_mode(NULL, 8), -1);
     assert_int_equal(tpm_cuda_moe_shared_plan(NULL, 1), TPM_MOE_SHARED_NONE);
     cudaFree(dx);
     tpm_cuda_moe_destroy(m);

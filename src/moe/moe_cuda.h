@@ -111,6 +111,9 @@ typedef struct tpm_cuda_moe_tuning {
     int route_experts;     /* routing modes 0 and 1: router experts per logits block (8, 16 or
                             * 32; with up to 16 slices of H the grid has E/route_experts x
                             * ceil(T/8) x slices blocks) */
+    int route_tc_min, route_tc_max; /* routing mode 3 (one launch, router on tensor cores, clusters;
+                            * a 9.0 device, E <= 256, hidden % 32 == 0, T <= 256) for
+                            * route_tc_min <= T <= route_tc_max; 0 = never; else modes 1 / 2 */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */
@@ -136,6 +139,9 @@ tpm_status tpm_cuda_moe_get_tuning(const tpm_cuda_moe *m, tpm_cuda_moe_tuning *t
 /* Path AUTO picks for T tokens; 1 if that call can be captured in a graph. */
 tpm_moe_path tpm_cuda_moe_path_for(const tpm_cuda_moe *m, int T);
 int tpm_cuda_moe_capturable(const tpm_cuda_moe *m, int T);
+/* The routing mode a call with T tokens (16-byte aligned input) runs: 0 legacy, 1 one launch,
+ * 2 router GEMM + select, 3 one launch on tensor cores. */
+int tpm_cuda_moe_route_mode(const tpm_cuda_moe *m, int T);
 /* The shared-expert plan a call with T tokens runs (tpm_moe_shared_plan). */
 int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T);
 

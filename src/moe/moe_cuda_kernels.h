@@ -68,6 +68,7 @@ struct tpm_moe_dev {
     uint16_t *sh_h13, *sh_act, *sh_out;     /* [T][2Il], [T][Il], [T][H]; fused layer: sh_h13 and
                                              * sh_act only, [Td][..] for the split plan (Td = decode rows) */
     int sm_count;
+    int tc_clusters[2];      /* route mode 3: clusters of 8 resident at once (Ep <= 128 / <= 256); 0 = off */
 };
 
 /* Prefill on several streams / grouped GEMM: the extra state the layer owns. */
@@ -100,7 +101,8 @@ struct tpm_moe_wg_ctx {
 
 /* moe_cuda_route.cu: logits, top-k (+ shared slot), counts/offsets/permutation.
  * mode 0: legacy two launches (k_logits, k_select); 1: one launch (route_fused,
- * small T); 2: router GEMM on tensor cores (cuBLAS, blas bound to s) + k_select.
+ * small T); 2: router GEMM on tensor cores (cuBLAS, blas bound to s) + k_select;
+ * 3: tpm_moe_launch_route_tc below (the layer calls it directly).
  * stop (mode 1, diagnostic): 0, or the phase after which the launch stops
  * (tpm_cuda_moe_tuning.route_stop); epw: router experts per warp of the
  * logits blocks (1, 2 or 4; tpm_cuda_moe_tuning.route_experts / 8). */
@@ -108,6 +110,13 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
                                 int stop, int epw, cudaStream_t s);
 /* 1 if route mode 1 (one launch) can take T tokens. */
 int tpm_moe_route_fused_ok(const tpm_moe_dev &d, int T);
+/* moe_cuda_route_tc.cu, mode 3: the whole routing of up to 256 tokens in one launch, the
+ * router on tensor cores (clusters of 8 CTAs; a 9.0 device). setup (at layer creation, the
+ * device current): kernel attributes and resident clusters (d.tc_clusters; 0 = mode 3 off).
+ * stop as mode 1's. */
+tpm_status tpm_moe_route_tc_setup(tpm_moe_dev &d, int device);
+int tpm_moe_route_tc_ok(const tpm_moe_dev &d, const void *x, int T);
+tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int stop, cudaStream_t s);
 /* wr3 = the 3-way bf16 split of wr (after wr changed). */
 tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s);
 /* moe_cuda_decode.cu: gate_up + activation, then down (persistent, one pass over weights).

@@ -51,6 +51,9 @@
  * More blocks shave ~0.5 us off the routing alone but take SM slots from the
  * shared slot's gate_up items that overlap it: 32. */
 #define TPM_MOE_ROUTE_EXPERTS 32
+/* Routing mode 3 (moe_cuda_route_tc.cu) from / up to this many tokens. */
+#define TPM_MOE_ROUTE_TC_MIN 9
+#define TPM_MOE_ROUTE_TC_MAX 256
 /* Shared-expert plan of a fused layer on the decode path (kernel 0): from
  * this many tokens the shared slot runs as dense cuBLAS GEMMs (split plan).
  * The GEMV's multi-token shared slot is issue-bound (per 16-byte weight load
@@ -191,6 +194,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         cudaGetDevice(&dev);
         cudaDeviceGetAttribute(&d.sm_count, cudaDevAttrMultiProcessorCount, dev);
     }
+    if ((st = tpm_moe_route_tc_setup(d, desc->device)) != TPM_OK) goto fail;
     {
         const size_t T = (size_t)desc->max_tokens, R = T * d.K, H = d.H, Il = d.Il, E1 = d.E1;
         const size_t Wt = (T + 31) / 32;
@@ -299,6 +303,8 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.down_kernel = TPM_MOE_DOWN_KERNEL;
     m->tune.route_stop = 0;
     m->tune.route_experts = TPM_MOE_ROUTE_EXPERTS;
+    m->tune.route_tc_min = TPM_MOE_ROUTE_TC_MIN;
+    m->tune.route_tc_max = TPM_MOE_ROUTE_TC_MAX;
     m->tune.gate_up_pairs = TPM_MOE_GATE_UP_PAIRS;
     *out = m;
     return TPM_OK;
@@ -454,6 +460,8 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->route_stop >= 0 && t->route_stop <= 3, "route_stop %d is not 0..3", t->route_stop);
     TPM_ARG_CHECK(t->route_experts == 8 || t->route_experts == 16 || t->route_experts == 32,
                   "route_experts %d is not 8, 16 or 32", t->route_experts);
+    TPM_ARG_CHECK(t->route_tc_min >= 1 && t->route_tc_max >= 0, "route_tc_min %d < 1 or route_tc_max %d < 0",
+                  t->route_tc_min, t->route_tc_max);
     m->tune = *t;
     return TPM_OK;
 }
@@ -515,6 +523,18 @@ static tpm_status shared_mlp(tpm_cuda_moe *m, void *h, const void *x, int T, cud
     return tpm_moe_shared_split(m->d, h, (const uint16_t *)x, T, s);
 }
 
+/* The routing mode of a call (tpm_cuda_moe_route_mode). */
+static int route_mode_x(const tpm_cuda_moe *m, const void *x, int T) {
+    if (m->tune.route_legacy) return 0;
+    if (T >= m->tune.route_tc_min && T <= m->tune.route_tc_max && tpm_moe_route_tc_ok(m->d, x, T)) return 3;
+    return T >= m->tune.route_gemm_min ? 2 : 1;
+}
+
+int tpm_cuda_moe_route_mode(const tpm_cuda_moe *m, int T) {
+    static const uint4 aligned_probe = {0, 0, 0, 0}; /* any 16-byte aligned address */
+    return m ? route_mode_x(m, &aligned_probe, T) : -1;
+}
+
 /* Whether this call's shared MLP overlaps the routing (tune.shared_overlap). */
 static int overlap_shared(const tpm_cuda_moe *m, int T, cudaStream_t s) {
     const int plan = tpm_cuda_moe_shared_plan(m, T);
@@ -527,7 +547,7 @@ tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *strea
     TPM_TRY(check_call(m, x, T));
     TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
     cudaStream_t s = (cudaStream_t)stream;
-    const int mode = m->tune.route_legacy ? 0 : T >= m->tune.route_gemm_min ? 2 : 1;
+    const int mode = route_mode_x(m, x, T);
     m->shared_issued = 0;
     const int ovl = overlap_shared(m, T, s);
     if (ovl) { /* fork: the shared MLP on aux stream 0 beside the routing launch */
@@ -536,8 +556,11 @@ tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *strea
         TPM_TRY(shared_mlp(m, m->pf.blas_aux[0], x, T, m->pf.aux[0]));
     }
     if (mode == 2) TPM_TRY(bind_blas(m, s));
-    TPM_TRY(tpm_moe_launch_route(m->d, m->blas, (const uint16_t *)x, T, mode, m->tune.route_stop,
-                                  m->tune.route_experts / 8, s));
+    if (mode == 3)
+        TPM_TRY(tpm_moe_launch_route_tc(m->d, (const uint16_t *)x, T, m->tune.route_stop, s));
+    else
+        TPM_TRY(tpm_moe_launch_route(m->d, m->blas, (const uint16_t *)x, T, mode, m->tune.route_stop,
+                                      m->tune.route_experts / 8, s));
     if (ovl) { /* join before the experts (which do not read the shared rows, but a phase must join) */
         TPM_CUDA_TRY(cudaEventRecord(m->pf.ev_join[0], m->pf.aux[0]));
         TPM_CUDA_TRY(cudaStreamWaitEvent(s, m->pf.ev_join[0], 0));

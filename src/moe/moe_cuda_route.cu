@@ -53,6 +53,7 @@
  *    block timing.
  */
 #include "moe_cuda_kernels.h"
+#include "moe_cuda_route_sel.cuh"
 
 #include <cublas_v2.h>
 #include <float.h>
@@ -65,9 +66,6 @@ constexpr int kLogitTokens = 8;  /* tokens per block */
 constexpr int kLogitChunks = 3;  /* 16-byte chunks per lane whose loads are issued together */
 constexpr int kMaxSplits = 16;
 constexpr int kSelThreads = 1024; /* the last block builds the permutation with all of them */
-constexpr int kMaxPerLane = 8; /* E <= 256 */
-constexpr int kPermSmemWords = 4096; /* route_fused: bitmap [E1][ceil(T/32)] in shared memory */
-constexpr int kMaxE1 = 257;
 constexpr int kScatterInBlock = 4096; /* k_select: rows the last block scatters itself */
 
 /* Partial logits of a (32 experts x 8 tokens x H-slice) tile: each lane keeps
@@ -146,83 +144,6 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_logits(const uint16_t *__r
     logits_tile<kLogitEpw>(x, wr, part, T, H, E);
 }
 
-/* The expert slot of token t's selection e (a global id; E = the fused
- * shared expert): e itself without EP; with EP the local slot, or the drop
- * bucket E1 for another rank's expert or another rank's shared token. */
-__device__ __forceinline__ int slot_of(const tpm_moe_dev &d, int e, int t) {
-    if (d.ep == 1) return e;
-    if (e == d.E) return t % d.ep == d.ep_rank ? d.Es : d.E1;
-    const int l = e - d.e0;
-    return (unsigned)l < (unsigned)d.Eloc ? l : d.E1;
-}
-
-/* Buckets of the permutation: the E1 slots, plus the drop bucket with EP. */
-__device__ __forceinline__ int n_buckets(const tpm_moe_dev &d) { return d.E1 + (d.ep > 1 ? 1 : 0); }
-
-/* Warp arg-max of (ok, v, lower index): returns the winning index, or -1. */
-__device__ __forceinline__ int warp_argmax(bool ok, float v, int idx) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        const int ook = __shfl_xor_sync(0xffffffffu, (int)ok, o);
-        const float ov = __shfl_xor_sync(0xffffffffu, v, o);
-        const int oi = __shfl_xor_sync(0xffffffffu, idx, o);
-        bool take;
-        if (ook != (int)ok) take = ook;
-        else if (ov != v) take = ov > v;
-        else take = oi < idx;
-        if (take) {
-            ok = ook;
-            v = ov;
-            idx = oi;
-        }
-    }
-    return ok ? idx : -1;
-}
-
-__device__ __forceinline__ float sanitize(float v) { return isnan(v) ? -INFINITY : v; }
-
-/* An unsigned key with the order of the float v (v not NaN; -0 and +0 equal,
- * as the float compare has them), >= 1 even for -inf, so 0 can mean "not
- * eligible". */
-__device__ __forceinline__ unsigned order_key(float v) {
-    if (isnan(v)) v = -INFINITY;
-    const unsigned u = __float_as_uint(v == 0.0f ? 0.0f : v);
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
-/* Warp 0 of a permutation builder: the exclusive scan of the NB bucket
- * counts in cnt (shared memory, replaced by the offsets), offsets[0 .. E1]
- * (the drop bucket E1, with EP, is the last: its offset is the local row
- * total), the touched-slot list in increasing order and its length. */
-__device__ void scan_buckets(const tpm_moe_dev &d, int NB, int *cnt) {
-    const int lane = threadIdx.x & 31, E1 = d.E1;
-    int base = 0, nact = 0;
-    for (int e0 = 0; e0 < NB; e0 += 32) {
-        const int e = e0 + lane;
-        const int c = e < NB ? cnt[e] : 0;
-        int inc = c;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const int v = __shfl_up_sync(0xffffffffu, inc, o);
-            if (lane >= o) inc += v;
-        }
-        __syncwarp();
-        if (e < NB) {
-            cnt[e] = base + inc - c;
-            if (e <= E1) d.offsets[e] = base + inc - c;
-        }
-        const bool act = c > 0 && e < E1;
-        const unsigned m = __ballot_sync(0xffffffffu, act);
-        if (act) d.active[nact + __popc(m & ((1u << lane) - 1u))] = e;
-        nact += __popc(m);
-        base += __shfl_sync(0xffffffffu, inc, 31);
-    }
-    if (lane == 0) {
-        if (NB == E1) d.offsets[E1] = base;
-        *d.n_active = nact;
-    }
-}
-
 /* The permutation's per-expert prefixes, run by the last block of k_select
  * (every block has written its word bits[e][b] of every expert): the words
  * of an expert are cut into nseg segments, one thread per (expert,
@@ -288,170 +209,6 @@ __global__ void __launch_bounds__(256) k_perm_scatter(tpm_moe_dev d, int T) {
         d.perm_tok[pos] = t;
         d.perm_exp[pos] = e;
         d.inv[p] = pos;
-    }
-}
-
-/* The permutation for small T (several tiles), run by the last block of
- * k_route_fused: the bitmap lives in shared memory (E1 * ceil(T/32) <=
- * kPermSmemWords) and the per-word prefixes are recomputed (at most a few
- * words per expert). */
-__device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *bits, int *s_off) {
-    const int K = d.K, E1 = d.E1, NB = n_buckets(d), Wt = (T + 31) / 32;
-    const int tid = threadIdx.x, nth = blockDim.x;
-    for (int i = tid; i < NB * Wt; i += nth) bits[i] = 0u;
-    __syncthreads();
-    for (int p = tid; p < T * K; p += nth) {
-        const int t = p / K, e = slot_of(d, __ldcg(d.sel + p), t);
-        atomicOr(bits + e * Wt + (t >> 5), 1u << (t & 31));
-    }
-    __syncthreads();
-    for (int e = tid; e < NB; e += nth) {
-        int run = 0;
-        for (int w = 0; w < Wt; w++) run += __popc(bits[e * Wt + w]);
-        s_off[e] = run; /* count for now */
-        if (e < E1) d.counts[e] = run;
-    }
-    __syncthreads();
-    if (tid < 32) scan_buckets(d, NB, s_off); /* s_off: counts -> offsets */
-    __syncthreads();
-    for (int p = tid; p < T * K; p += nth) {
-        const int t = p / K, e = slot_of(d, __ldcg(d.sel + p), t), w = t >> 5;
-        int pos = s_off[e] + __popc(bits[e * Wt + w] & ((1u << (t & 31)) - 1u));
-        for (int w2 = 0; w2 < w; w2++) pos += __popc(bits[e * Wt + w2]);
-        d.perm_tok[pos] = t;
-        d.perm_exp[pos] = e;
-        d.inv[p] = pos;
-    }
-}
-
-/* Selection of token t by one warp. The logit of expert e is the sum, in
- * slice order, of lg[e + s * sstride] for s < nsplit (lg = row of t in
- * global memory); nsplit = 0: lg is the row of summed logits in shared
- * memory. br: the selection bias (d.br, or its copy in shared memory; NULL:
- * none). sel_s (optional): the token's K selections also written there. sc_w
- * [256] / gsc_w [32] are this warp's shared scratch (grouped router). */
-__device__ void select_token(const tpm_moe_dev &d, int t, const float *lg, size_t sstride, int nsplit,
-                             const float *br, float *sc_w, float *gsc_w, int *sel_s) {
-    const int lane = threadIdx.x & 31;
-    const int E = d.E, k = d.k;
-    float s[kMaxPerLane], c[kMaxPerLane];
-    bool ok[kMaxPerLane];
-#pragma unroll
-    for (int j = 0; j < kMaxPerLane; j++) {
-        const int e = lane + 32 * j;
-        ok[j] = e < E;
-        float l = -INFINITY;
-        if (ok[j]) {
-            if (nsplit == 0) { /* lg: the summed logits in shared memory */
-                l = lg[e];
-            } else {
-                l = __ldcg(lg + e);
-                for (int sp = 1; sp < nsplit; sp++) l += __ldcg(lg + e + sp * sstride); /* slice order */
-            }
-            l = sanitize(l);
-        }
-        if (d.router == TPM_ROUTER_SOFTMAX_TOPK) { /* finite, so exp(l - max) is defined */
-            s[j] = fminf(fmaxf(l, -FLT_MAX), FLT_MAX);
-            c[j] = s[j];
-        } else {
-            s[j] = 1.0f / (1.0f + expf(-l));
-            c[j] = s[j] + (br && ok[j] ? br[e] : 0.0f);
-        }
-    }
-    if (d.router == TPM_ROUTER_GROUPED_SIGMOID && d.n_groups > 1) {
-        /* group score = sum of the two largest biased scores of the group */
-        const int gs = E / d.n_groups;
-#pragma unroll
-        for (int j = 0; j < kMaxPerLane; j++)
-            if (ok[j]) sc_w[lane + 32 * j] = c[j];
-        __syncwarp();
-        if (lane < d.n_groups) {
-            float b1 = -INFINITY, b2 = -INFINITY;
-            int i1 = -1;
-            for (int i = 0; i < gs; i++) { /* top-1 (lower index on ties) */
-                const float v = sc_w[lane * gs + i];
-                if (i1 < 0 || v > b1) {
-                    b1 = v;
-                    i1 = i;
-                }
-            }
-            for (int i = 0; i < gs; i++) {
-                const float v = sc_w[lane * gs + i];
-                if (i != i1 && (v > b2 || b2 == -INFINITY)) b2 = v;
-            }
-            gsc_w[lane] = gs >= 2 ? b1 + b2 : b1; /* the top min(2, group size), as the CPU router */
-        }
-        __syncwarp();
-        bool gok = lane < d.n_groups, keep = false;
-        float gv = gok ? sanitize(gsc_w[lane]) : -INFINITY;
-        for (int r = 0; r < d.topk_groups; r++) {
-            const int g = warp_argmax(gok, gv, lane);
-            if (g == lane) {
-                keep = true;
-                gok = false;
-            }
-        }
-        const unsigned kept = __ballot_sync(0xffffffffu, keep);
-#pragma unroll
-        for (int j = 0; j < kMaxPerLane; j++)
-            if (ok[j] && !((kept >> ((lane + 32 * j) / gs)) & 1u)) ok[j] = false;
-    }
-    /* top-k: k rounds of arg-max over the remaining eligible experts */
-    int idx_mine = -1;
-    float wsel = 0.0f;
-    /* the weights' normalizer, summed in slot order as the winners come
-     * (the same order on every lane; registers only) */
-    const bool soft = d.router == TPM_ROUTER_SOFTMAX_TOPK;
-    float sum = 0.0f, mx = 0.0f;
-    unsigned key[kMaxPerLane]; /* order-preserving integer keys of c: 0 = not eligible */
-#pragma unroll
-    for (int j = 0; j < kMaxPerLane; j++) key[j] = ok[j] ? order_key(c[j]) : 0u;
-    for (int r = 0; r < k; r++) {
-        /* this lane's best (the lowest index on equal keys: j increases with e),
-         * then the warp's largest key and the lowest index holding it: two
-         * redux.sync instead of a 5-step shuffle butterfly */
-        unsigned bkey = 0u;
-        int bi = 0x7fffffff;
-#pragma unroll
-        for (int j = 0; j < kMaxPerLane; j++)
-            if (key[j] > bkey) {
-                bkey = key[j];
-                bi = lane + 32 * j;
-            }
-        const unsigned mkey = __reduce_max_sync(0xffffffffu, bkey);
-        const int win = mkey == 0u ? -1 : (int)__reduce_min_sync(0xffffffffu, bkey == mkey ? (unsigned)bi : 0xffffffffu);
-        float wv = 0.0f;
-#pragma unroll
-        for (int j = 0; j < kMaxPerLane; j++) {
-            if (lane + 32 * j == win) {
-                key[j] = 0u;
-                wv = s[j];
-            }
-        }
-        /* broadcast the winner's score from its owner lane */
-        const int owner = win >= 0 ? (win & 31) : 0;
-        wv = __shfl_sync(0xffffffffu, wv, owner);
-        if (r == 0) mx = wv; /* softmax: slot 0 has the largest logit */
-        sum += soft ? expf(wv - mx) : wv;
-        if (lane == r) {
-            idx_mine = win;
-            wsel = wv;
-        }
-    }
-    /* weights */
-    if (soft)
-        wsel = expf(wsel - mx) / sum * d.rsf;
-    else
-        wsel = (sum > 0.0f && isfinite(sum)) ? wsel / sum * d.rsf : d.rsf / (float)k;
-    if (lane < k) {
-        d.sel[(size_t)t * d.K + lane] = idx_mine < 0 ? 0 : idx_mine;
-        d.wts[(size_t)t * d.K + lane] = wsel;
-        if (sel_s) sel_s[lane] = idx_mine < 0 ? 0 : idx_mine;
-    }
-    if (d.fused && lane == 0) {
-        d.sel[(size_t)t * d.K + k] = E; /* the shared expert slot */
-        d.wts[(size_t)t * d.K + k] = 1.0f;
-        if (sel_s) sel_s[k] = E;
     }
 }
 

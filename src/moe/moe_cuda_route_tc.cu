@@ -1,0 +1,355 @@
+/*
+ * moe_cuda_route_tc.cu - routing mode 3: the whole routing of up to 256 tokens
+ * in ONE launch, the router projection on tensor cores (k_route_tc).
+ *
+ * Logits: logit[t][e] = sum_h x[t][h] * wr[e][h], wr fp32, x bf16. wr3 holds
+ * the exact 3-way bf16 split wr = hi + mid + lo (moe_cuda_route.cu), so each
+ * product x * hi / mid / lo is exact in fp32, and the sum of the three is the
+ * fp32 product as far as the accumulation keeps it (the same arithmetic as
+ * mode 2's cuBLAS GEMM; the accumulation order differs from modes 0 / 1, so
+ * the logits are not their bits: selections agree with the reference except
+ * on near ties, as mode 2's). NaN / inf weights sit in hi alone.
+ *
+ * Grid: (X, ceil(T/64)) CTAs of 8 warps in clusters of 8 along x. CTA (cx,
+ * tile) owns tokens tile*64 .. +63, every expert (padded to Ep, a multiple of
+ * 16) and the 32-wide chunks of H [cx*NC/X, (cx+1)*NC/X) (NC = H/32).
+ *  1. Chunks stream through a 4-stage (Ep > 128: 3) cp.async ring in shared memory (rows:
+ *     hi, mid, lo of every expert, then the tile's 64 x rows; 64 bytes per row
+ *     and stage, zero-filled past E, T and H). Warp w computes experts
+ *     16w..16w+15 (and 16(w+8).. when Ep > 128) x the tile's 8-token n-tiles
+ *     with mma.sync m16n8k16 (bf16 in, fp32 accumulators; per chunk and
+ *     k-step: hi, mid, lo). Lane q of a row reads the 16 bytes h = 8q .. 8q+7;
+ *     A and B use the same k-permutation (k-step s: logical k 2q, 2q+1 <-> h
+ *     8q+4s, +1 and 2q+8, 2q+9 <-> 8q+4s+2, +3), so every h is summed once.
+ *  2. The CTA's partial tile [64][Ep] (fp32) goes to shared memory; cluster
+ *     barrier; CTA rank r sums tokens 8r..8r+7 of the tile over the 8 CTAs'
+ *     tiles (distributed shared memory, rank order) and writes that cluster's
+ *     partial logits[sc][t][e] (sc = cx / 8, SC = X / 8 clusters along H).
+ *     Cluster barrier arrive (the peers may read our tile until they arrive;
+ *     every CTA waits on it before it exits).
+ *  3. Ticket per 8-token group (tile_ctr[t/8], after __threadfence): the last
+ *     of the SC CTAs that wrote the group's partials sums them in sc order
+ *     (ld.global.cg) and selects the group's tokens, one warp per token
+ *     (select_token). Ticket ctr[2] over the ceil(T/8) groups: the last one
+ *     builds the permutation (build_permutation_small). Each last CTA zeroes
+ *     the counter it won, so the launch replays inside a CUDA graph.
+ * Every sum has a fixed order, so every run gives the same bits. The host
+ * side chooses X so that all clusters are resident at once (the occupancy
+ * query at setup); the tickets need no co-residency, only the cluster
+ * barriers do (guaranteed for a cluster).
+ * The launch triggers its dependents at its start (programmatic dependent
+ * launch, like mode 1), so a decode kernel that waits on it may start early.
+ */
+#include "moe_cuda_kernels.h"
+#include "moe_cuda_route_sel.cuh"
+
+#include <cooperative_groups.h>
+
+namespace cg = cooperative_groups;
+
+namespace {
+
+constexpr int kTcThreads = 256;  /* 8 warps */
+constexpr int kTcTokens = 64;    /* tokens per tile: 8 n-tiles of 8 */
+constexpr int kTcCluster = 8;    /* CTAs per cluster (along H) */
+constexpr int kTcMaxT = 256;
+constexpr int kTcMaxSC = 16;     /* clusters along H: partials per token */
+
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src_bytes) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+}
+
+/* Stage one chunk (32 h = 64 bytes per row) of every row into a ring slot:
+ * rows [0, 3Ep) the router splits (sp = row / Ep, expert row % Ep), rows
+ * [3Ep, 3Ep + 64) the tile's tokens; zero-filled past E, T, or the CTA's
+ * chunks (h0 < 0). */
+__device__ __forceinline__ void stage_chunk(const tpm_moe_dev &d, const uint16_t *__restrict__ x, int T, int Ep,
+                                            int t_base, int h0, uint4 *slot) {
+    const int rows = 3 * Ep + kTcTokens, E = d.E, H = d.H;
+    for (int i = threadIdx.x; i < rows * 4; i += kTcThreads) {
+        const int r = i >> 2, q = i & 3;
+        const uint16_t *src;
+        bool ok;
+        if (r < 3 * Ep) {
+            const int sp = r / Ep, e = r - sp * Ep;
+            ok = e < E && h0 >= 0;
+            src = d.wr3 + ((size_t)sp * E + (ok ? e : 0)) * H + (ok ? h0 : 0) + q * 8;
+        } else {
+            const int t = t_base + r - 3 * Ep;
+            ok = t < T && h0 >= 0;
+            src = x + (size_t)(ok ? t : 0) * H + (ok ? h0 : 0) + q * 8;
+        }
+        cp_async16(slot + r * 4 + q, src, ok ? 16 : 0);
+    }
+}
+
+/* cp.async ring depth (chunks of 32 h): 4 stages of 28 KB at Ep = 128, 3 of 53 KB at Ep = 256 */
+template <int MT> constexpr int tc_stages() { return MT == 1 ? 4 : 3; }
+
+template <int MT>
+__global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
+                                                            int Ep, int stop) {
+    constexpr int kTcStages = tc_stages<MT>();
+    extern __shared__ __align__(16) uint4 ring[];
+    __shared__ float sc[kTcThreads / 32][256];
+    __shared__ float gsc[kTcThreads / 32][32];
+    __shared__ uint32_t bits[kPermSmemWords];
+    __shared__ int s_off[kMaxE1 + 1];
+    __shared__ __align__(16) float s_lg[8][32 * kMaxPerLane];
+    __shared__ int s_last;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+    cg::cluster_group cluster = cg::this_cluster();
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+    const int X = (int)gridDim.x, cx = (int)blockIdx.x, tile = (int)blockIdx.y, t_base = tile * kTcTokens;
+    const int NC = d.H / 32, c_begin = (int)((int64_t)cx * NC / X), nc = (int)((int64_t)(cx + 1) * NC / X) - c_begin;
+    const int rows = 3 * Ep + kTcTokens, slot_u4 = rows * 4;
+    const int nt_valid = min(8, (T - t_base + 7) / 8); /* n-tiles holding tokens (>= 1) */
+
+    /* 1. logits of the CTA's chunks */
+    float acc[MT][8][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) acc[mt][j][i] = 0.0f;
+#pragma unroll
+    for (int s = 0; s < kTcStages - 1; s++) {
+        if (s < nc) stage_chunk(d, x, T, Ep, t_base, (c_begin + s) * 32, ring + s * slot_u4);
+        cp_async_commit();
+    }
+    for (int c = 0; c < nc; c++) {
+        cp_async_wait<kTcStages - 2>();
+        __syncthreads(); /* chunk c landed for every thread; slot (c - 1) % kTcStages is free */
+        {
+            const int cn = c + kTcStages - 1;
+            if (cn < nc) stage_chunk(d, x, T, Ep, t_base, (c_begin + cn) * 32, ring + (cn % kTcStages) * slot_u4);
+            cp_async_commit();
+        }
+        const uint4 *slot = ring + (c % kTcStages) * slot_u4;
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            const int m0 = (warp + 8 * mt) * 16;
+            if (m0 >= Ep) break; /* warp-uniform */
+            uint4 a[3][2];
+#pragma unroll
+            for (int sp = 0; sp < 3; sp++) {
+                a[sp][0] = slot[(sp * Ep + m0 + g) * 4 + q];
+                a[sp][1] = slot[(sp * Ep + m0 + g + 8) * 4 + q];
+            }
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                if (j >= nt_valid) break; /* block-uniform */
+                const uint4 b = slot[(3 * Ep + 8 * j + g) * 4 + q];
+#pragma unroll
+                for (int sp = 0; sp < 3; sp++) {
+                    mma_bf16(acc[mt][j], a[sp][0].x, a[sp][1].x, a[sp][0].y, a[sp][1].y, b.x, b.y);
+                    mma_bf16(acc[mt][j], a[sp][0].z, a[sp][1].z, a[sp][0].w, a[sp][1].w, b.z, b.w);
+                }
+            }
+        }
+    }
+    cp_async_wait<0>();
+    __syncthreads(); /* every warp is done with the ring: it becomes the partial tile */
+
+    /* 2. the partial tile P[t][e] (row stride Ep + 4 floats: no bank conflicts), then the
+     * cluster's sum of 8 tokens per CTA through distributed shared memory */
+    float *P = reinterpret_cast<float *>(ring);
+    const int PS = Ep + 4;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+        const int m0 = (warp + 8 * mt) * 16;
+        if (m0 >= Ep) break;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            if (j >= nt_valid) break;
+            const int t = 8 * j + 2 * q;
+            P[t * PS + m0 + g] = acc[mt][j][0];
+            P[(t + 1) * PS + m0 + g] = acc[mt][j][1];
+            P[t * PS + m0 + g + 8] = acc[mt][j][2];
+            P[(t + 1) * PS + m0 + g + 8] = acc[mt][j][3];
+        }
+    }
+    cluster.sync();
+    const int rank = (int)cluster.block_rank(), SC = X / kTcCluster, scx = cx / kTcCluster;
+    const int E = d.E, E4 = E / 4, tg0 = t_base + 8 * rank; /* this CTA's 8-token group */
+    if (tg0 < T) {
+        const float *Pr[kTcCluster];
+#pragma unroll
+        for (int k = 0; k < kTcCluster; k++) Pr[k] = cluster.map_shared_rank(P, k);
+        for (int i = threadIdx.x; i < 8 * E4; i += kTcThreads) {
+            const int tl = i / E4, e4 = i - tl * E4, t = tg0 + tl;
+            if (t >= T) continue;
+            const int off = (8 * rank + tl) * PS + 4 * e4;
+            float4 s = *reinterpret_cast<const float4 *>(Pr[0] + off);
+#pragma unroll
+            for (int k = 1; k < kTcCluster; k++) {
+                const float4 v = *reinterpret_cast<const float4 *>(Pr[k] + off);
+                s.x += v.x;
+                s.y += v.y;
+                s.z += v.z;
+                s.w += v.w;
+            }
+            *reinterpret_cast<float4 *>(d.logits + ((size_t)scx * T + t) * E + 4 * e4) = s;
+        }
+    }
+    /* our tile may still be read by the peers until they arrive; wait before exiting */
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+
+    /* 3. the group's selection by the last of its SC CTAs, then the permutation by the last group */
+    if (tg0 < T && stop != 1) {
+        const int grp = tg0 / 8, ngroups = (T + 7) / 8;
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) s_last = atomicAdd(d.tile_ctr + grp, 1) == SC - 1;
+        __syncthreads();
+        if (s_last) {
+            __threadfence();
+            for (int i = threadIdx.x; i < 8 * E4; i += kTcThreads) {
+                const int tl = i / E4, e4 = i - tl * E4, t = tg0 + tl;
+                if (t >= T) continue;
+                const float4 *src = reinterpret_cast<const float4 *>(d.logits + (size_t)t * E) + e4;
+                float4 v[kTcMaxSC];
+#pragma unroll
+                for (int k = 0; k < kTcMaxSC; k++)
+                    v[k] = k < SC ? __ldcg(src + (size_t)k * T * E4) : make_float4(0.f, 0.f, 0.f, 0.f);
+                float4 s = v[0];
+#pragma unroll
+                for (int k = 1; k < kTcMaxSC; k++) {
+                    if (k < SC) {
+                        s.x += v[k].x;
+                        s.y += v[k].y;
+                        s.z += v[k].z;
+                        s.w += v[k].w;
+                    }
+                }
+                *reinterpret_cast<float4 *>(&s_lg[tl][4 * e4]) = s;
+            }
+            __syncthreads();
+            if (stop != 2 && tg0 + warp < T)
+                select_token(d, tg0 + warp, s_lg[warp], 0, 0, d.br, sc[warp], gsc[warp], nullptr);
+            if (threadIdx.x == 0) d.tile_ctr[grp] = 0; /* for the next replay */
+            if (stop == 0) {
+                __threadfence();
+                __syncthreads();
+                if (threadIdx.x == 0) s_last = atomicAdd(d.ctr + 2, 1) == ngroups - 1;
+                __syncthreads();
+                if (s_last) {
+                    __threadfence();
+                    build_permutation_small(d, T, bits, s_off);
+                    if (threadIdx.x == 0) d.ctr[2] = 0;
+                }
+            }
+        }
+    }
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+struct tc_geom {
+    int Ep, MT, X, tiles;
+    size_t smem;
+};
+
+size_t tc_smem(int Ep, int stages) {
+    const size_t ringb = (size_t)stages * (3 * Ep + kTcTokens) * 64, tileb = (size_t)kTcTokens * (Ep + 4) * 4;
+    return ringb > tileb ? ringb : tileb;
+}
+
+/* The launch shape for T tokens, or 0 if mode 3 cannot take them. */
+int tc_geometry(const tpm_moe_dev &d, int T, tc_geom *g) {
+    if (T < 1 || T > kTcMaxT || d.E % 4 != 0 || d.E > 256 || d.H % 32 != 0 || d.H / 32 < kTcCluster) return 0;
+    g->Ep = (d.E + 15) / 16 * 16;
+    g->MT = g->Ep > 128 ? 2 : 1;
+    const int maxc = d.tc_clusters[g->MT - 1];
+    if (maxc < 1) return 0;
+    g->tiles = (T + kTcTokens - 1) / kTcTokens;
+    int cpt = maxc / g->tiles; /* clusters per tile: all resident at once when possible */
+    cpt = max(1, min(min(cpt, kTcMaxSC), d.H / 32 / kTcCluster));
+    g->X = cpt * kTcCluster;
+    g->smem = tc_smem(g->Ep, g->MT == 1 ? tc_stages<1>() : tc_stages<2>());
+    const int nb = d.E1 + (d.ep > 1 ? 1 : 0);
+    if ((size_t)cpt * T > (size_t)d.logit_rows || (T + 7) / 8 > d.tile_cap || d.E1 > kMaxE1 ||
+        nb * ((T + 31) / 32) > kPermSmemWords)
+        return 0;
+    return 1;
+}
+
+template <int MT> cudaError_t tc_setup_one(tpm_moe_dev &d) {
+    const size_t smem = tc_smem(MT * 128, tc_stages<MT>());
+    cudaError_t e = cudaFuncSetAttribute(k_route_tc<MT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess) return e;
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = kTcCluster;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3(kTcCluster * 16, 1, 1);
+    cfg.blockDim = dim3(kTcThreads, 1, 1);
+    cfg.dynamicSmemBytes = smem;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    int n = 0;
+    e = cudaOccupancyMaxActiveClusters(&n, k_route_tc<MT>, &cfg);
+    if (e != cudaSuccess) return e;
+    d.tc_clusters[MT - 1] = n;
+    return cudaSuccess;
+}
+
+} // namespace
+
+tpm_status tpm_moe_route_tc_setup(tpm_moe_dev &d, int device) {
+    d.tc_clusters[0] = d.tc_clusters[1] = 0;
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 9)
+        return TPM_OK; /* clusters and distributed shared memory: 9.0 and later; mode 3 stays off */
+    /* sized for the largest Ep of each variant (128 / 256), so any Ep fits */
+    if (tc_setup_one<1>(d) != cudaSuccess || tc_setup_one<2>(d) != cudaSuccess) {
+        (void)cudaGetLastError();
+        d.tc_clusters[0] = d.tc_clusters[1] = 0;
+        tpm_log(TPM_LOG_WARN, "moe: routing mode 3 unavailable (cluster occupancy query failed)");
+    }
+    return TPM_OK;
+}
+
+int tpm_moe_route_tc_ok(const tpm_moe_dev &d, const void *x, int T) {
+    tc_geom g;
+    return x && ((uintptr_t)x & 15) == 0 && tc_geometry(d, T, &g);
+}
+
+tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int stop, cudaStream_t s) {
+    tc_geom g;
+    TPM_ASSERT(tpm_moe_route_tc_ok(d, x, T) && tc_geometry(d, T, &g));
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = kTcCluster;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3((unsigned)g.X, (unsigned)g.tiles, 1);
+    cfg.blockDim = dim3(kTcThreads, 1, 1);
+    cfg.dynamicSmemBytes = g.smem;
+    cfg.stream = s;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    if (g.MT == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1>, d, x, T, g.Ep, stop));
+    else TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2>, d, x, T, g.Ep, stop));
+    return TPM_OK;
+}
