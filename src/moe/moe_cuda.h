@@ -114,6 +114,8 @@ typedef struct tpm_cuda_moe_tuning {
     int route_tc_min, route_tc_max; /* routing mode 3 (one launch, router on tensor cores, clusters;
                             * a 9.0 device, E <= 256, hidden % 32 == 0, T <= 256) for
                             * route_tc_min <= T <= route_tc_max; 0 = never; else modes 1 / 2 */
+    int route_tc_clusters; /* mode 3: clusters of 8 CTAs the work is spread over (0 = as many as
+                            * the device holds at once, from the occupancy query) */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */
@@ -142,6 +144,9 @@ int tpm_cuda_moe_capturable(const tpm_cuda_moe *m, int T);
 /* The routing mode a call with T tokens (16-byte aligned input) runs: 0 legacy, 1 one launch,
  * 2 router GEMM + select, 3 one launch on tensor cores. */
 int tpm_cuda_moe_route_mode(const tpm_cuda_moe *m, int T);
+/* Mode 3's launch for T tokens: shape = {grid x (CTAs along H), token tiles, clusters of 8
+ * resident at once, chunks of 32 h per CTA}; 0 if mode 3 cannot take T tokens. */
+int tpm_cuda_moe_route_tc_shape(const tpm_cuda_moe *m, int T, int shape[4]);
 /* The shared-expert plan a call with T tokens runs (tpm_moe_shared_plan). */
 int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T);
 

@@ -116,7 +116,12 @@ int tpm_moe_route_fused_ok(const tpm_moe_dev &d, int T);
  * stop as mode 1's. */
 tpm_status tpm_moe_route_tc_setup(tpm_moe_dev &d, int device);
 int tpm_moe_route_tc_ok(const tpm_moe_dev &d, const void *x, int T);
-tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int stop, cudaStream_t s);
+/* clusters: clusters of 8 to spread the work over (0: as many as are resident at once).
+ * shape: grid x, token tiles, resident clusters, chunks of 32 h per CTA (at most); 0 if
+ * mode 3 cannot take T tokens. */
+int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int shape[4]);
+tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int clusters, int stop,
+                                   cudaStream_t s);
 /* wr3 = the 3-way bf16 split of wr (after wr changed). */
 tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s);
 /* moe_cuda_decode.cu: gate_up + activation, then down (persistent, one pass over weights).

@@ -305,6 +305,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_experts = TPM_MOE_ROUTE_EXPERTS;
     m->tune.route_tc_min = TPM_MOE_ROUTE_TC_MIN;
     m->tune.route_tc_max = TPM_MOE_ROUTE_TC_MAX;
+    m->tune.route_tc_clusters = 0;
     m->tune.gate_up_pairs = TPM_MOE_GATE_UP_PAIRS;
     *out = m;
     return TPM_OK;
@@ -462,6 +463,8 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   "route_experts %d is not 8, 16 or 32", t->route_experts);
     TPM_ARG_CHECK(t->route_tc_min >= 1 && t->route_tc_max >= 0, "route_tc_min %d < 1 or route_tc_max %d < 0",
                   t->route_tc_min, t->route_tc_max);
+    TPM_ARG_CHECK(t->route_tc_clusters >= 0 && t->route_tc_clusters <= 64, "route_tc_clusters %d outside 0..64",
+                  t->route_tc_clusters);
     m->tune = *t;
     return TPM_OK;
 }
@@ -530,6 +533,10 @@ static int route_mode_x(const tpm_cuda_moe *m, const void *x, int T) {
     return T >= m->tune.route_gemm_min ? 2 : 1;
 }
 
+int tpm_cuda_moe_route_tc_shape(const tpm_cuda_moe *m, int T, int shape[4]) {
+    return m && shape ? tpm_moe_route_tc_shape(m->d, T, m->tune.route_tc_clusters, shape) : 0;
+}
+
 int tpm_cuda_moe_route_mode(const tpm_cuda_moe *m, int T) {
     static const uint4 aligned_probe = {0, 0, 0, 0}; /* any 16-byte aligned address */
     return m ? route_mode_x(m, &aligned_probe, T) : -1;
@@ -557,7 +564,8 @@ tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *strea
     }
     if (mode == 2) TPM_TRY(bind_blas(m, s));
     if (mode == 3)
-        TPM_TRY(tpm_moe_launch_route_tc(m->d, (const uint16_t *)x, T, m->tune.route_stop, s));
+        TPM_TRY(tpm_moe_launch_route_tc(m->d, (const uint16_t *)x, T, m->tune.route_tc_clusters,
+                                        m->tune.route_stop, s));
     else
         TPM_TRY(tpm_moe_launch_route(m->d, m->blas, (const uint16_t *)x, T, mode, m->tune.route_stop,
                                       m->tune.route_experts / 8, s));

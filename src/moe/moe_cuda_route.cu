@@ -321,6 +321,11 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     /* the selection bias, loaded with the logits' loads (only the last block
      * uses it: it lands in shared memory there, off the selection's path) */
     const float my_br = d.br && (int)threadIdx.x < d.E ? __ldg(d.br + threadIdx.x) : 0.0f;
+    /* the lines of the tickets into L2 now, so the atomics after the logits do not wait on HBM */
+    if (threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.z == 0) {
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(d.tile_ctr + blockIdx.y));
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(d.ctr + 2));
+    }
     logits_tile<kLogitEpw, TOK>(x, d.wr, d.logits, T, d.H, d.E);
     if (stop == 1) return; /* diagnostic stops (tuning.route_stop): results invalid */
     const int tile = blockIdx.y, per_tile = (int)(gridDim.x * gridDim.z);

@@ -67,7 +67,9 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
 __device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                          uint32_t b0, uint32_t b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+    /* not volatile: the compiler may interleave independent mma (a volatile asm keeps
+     * source order, and each accumulator's chain then stalls on the mma latency) */
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                  "{%0,%1,%2,%3};"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
@@ -111,6 +113,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     __shared__ uint32_t bits[kPermSmemWords];
     __shared__ int s_off[kMaxE1 + 1];
     __shared__ __align__(16) float s_lg[8][32 * kMaxPerLane];
+    __shared__ float s_br[32 * kMaxPerLane];
     __shared__ int s_last;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -118,6 +121,15 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     cg::cluster_group cluster = cg::this_cluster();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
     const int X = (int)gridDim.x, cx = (int)blockIdx.x, tile = (int)blockIdx.y, t_base = tile * kTcTokens;
+    /* off the critical path, with the first weight loads: the selection bias into shared
+     * memory (read after the barriers below), and the lines of the two tickets this CTA may
+     * take into L2, so the atomics later do not wait on HBM */
+    if (d.br && (int)threadIdx.x < d.E) s_br[threadIdx.x] = __ldg(d.br + threadIdx.x);
+    if (threadIdx.x == 0) {
+        const int grp = (t_base + 8 * (int)(cx % kTcCluster)) / 8;
+        if (grp * 8 < T) asm volatile("prefetch.global.L2 [%0];" ::"l"(d.tile_ctr + grp));
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(d.ctr + 2));
+    }
     const int NC = d.H / 32, c_begin = (int)((int64_t)cx * NC / X), nc = (int)((int64_t)(cx + 1) * NC / X) - c_begin;
     const int rows = 3 * Ep + kTcTokens, slot_u4 = rows * 4;
     const int nt_valid = min(8, (T - t_base + 7) / 8); /* n-tiles holding tokens (>= 1) */
@@ -148,20 +160,25 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
         for (int mt = 0; mt < MT; mt++) {
             const int m0 = (warp + 8 * mt) * 16;
             if (m0 >= Ep) break; /* warp-uniform */
-            uint4 a[3][2];
+            uint4 a[3][2], b[8];
 #pragma unroll
             for (int sp = 0; sp < 3; sp++) {
                 a[sp][0] = slot[(sp * Ep + m0 + g) * 4 + q];
                 a[sp][1] = slot[(sp * Ep + m0 + g + 8) * 4 + q];
             }
 #pragma unroll
-            for (int j = 0; j < 8; j++) {
-                if (j >= nt_valid) break; /* block-uniform */
-                const uint4 b = slot[(3 * Ep + 8 * j + g) * 4 + q];
+            for (int j = 0; j < 8; j++)
+                if (j < nt_valid) b[j] = slot[(3 * Ep + 8 * j + g) * 4 + q];
+            /* per accumulator: k-step 0 (hi, mid, lo), then k-step 1; the n-tiles innermost,
+             * so consecutive mma are independent */
 #pragma unroll
-                for (int sp = 0; sp < 3; sp++) {
-                    mma_bf16(acc[mt][j], a[sp][0].x, a[sp][1].x, a[sp][0].y, a[sp][1].y, b.x, b.y);
-                    mma_bf16(acc[mt][j], a[sp][0].z, a[sp][1].z, a[sp][0].w, a[sp][1].w, b.z, b.w);
+            for (int sp = 0; sp < 6; sp++) {
+                const uint4 &a0 = a[sp % 3][0], &a1 = a[sp % 3][1];
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    if (j >= nt_valid) break; /* block-uniform */
+                    if (sp < 3) mma_bf16(acc[mt][j], a0.x, a1.x, a0.y, a1.y, b[j].x, b[j].y);
+                    else mma_bf16(acc[mt][j], a0.z, a1.z, a0.w, a1.w, b[j].z, b[j].w);
                 }
             }
         }
@@ -244,7 +261,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
             }
             __syncthreads();
             if (stop != 2 && tg0 + warp < T)
-                select_token(d, tg0 + warp, s_lg[warp], 0, 0, d.br, sc[warp], gsc[warp], nullptr);
+                select_token(d, tg0 + warp, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], nullptr);
             if (threadIdx.x == 0) d.tile_ctr[grp] = 0; /* for the next replay */
             if (stop == 0) {
                 __threadfence();
@@ -272,13 +289,14 @@ size_t tc_smem(int Ep, int stages) {
     return ringb > tileb ? ringb : tileb;
 }
 
-/* The launch shape for T tokens, or 0 if mode 3 cannot take them. */
-int tc_geometry(const tpm_moe_dev &d, int T, tc_geom *g) {
+/* The launch shape for T tokens, or 0 if mode 3 cannot take them. clusters: the clusters
+ * of 8 to spread over (0: the resident maximum from the occupancy query). */
+int tc_geometry(const tpm_moe_dev &d, int T, int clusters, tc_geom *g) {
     if (T < 1 || T > kTcMaxT || d.E % 4 != 0 || d.E > 256 || d.H % 32 != 0 || d.H / 32 < kTcCluster) return 0;
     g->Ep = (d.E + 15) / 16 * 16;
     g->MT = g->Ep > 128 ? 2 : 1;
-    const int maxc = d.tc_clusters[g->MT - 1];
-    if (maxc < 1) return 0;
+    if (d.tc_clusters[g->MT - 1] < 1) return 0;
+    const int maxc = clusters > 0 ? clusters : d.tc_clusters[g->MT - 1];
     g->tiles = (T + kTcTokens - 1) / kTcTokens;
     int cpt = maxc / g->tiles; /* clusters per tile: all resident at once when possible */
     cpt = max(1, min(min(cpt, kTcMaxSC), d.H / 32 / kTcCluster));
@@ -331,12 +349,23 @@ tpm_status tpm_moe_route_tc_setup(tpm_moe_dev &d, int device) {
 
 int tpm_moe_route_tc_ok(const tpm_moe_dev &d, const void *x, int T) {
     tc_geom g;
-    return x && ((uintptr_t)x & 15) == 0 && tc_geometry(d, T, &g);
+    return x && ((uintptr_t)x & 15) == 0 && tc_geometry(d, T, 0, &g);
 }
 
-tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int stop, cudaStream_t s) {
+int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int shape[4]) {
     tc_geom g;
-    TPM_ASSERT(tpm_moe_route_tc_ok(d, x, T) && tc_geometry(d, T, &g));
+    if (!tc_geometry(d, T, clusters, &g)) return 0;
+    shape[0] = g.X;
+    shape[1] = g.tiles;
+    shape[2] = d.tc_clusters[g.MT - 1];
+    shape[3] = (d.H / 32 + g.X - 1) / g.X;
+    return 1;
+}
+
+tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int clusters, int stop,
+                                   cudaStream_t s) {
+    tc_geom g;
+    TPM_ASSERT(tpm_moe_route_tc_ok(d, x, T) && tc_geometry(d, T, clusters, &g));
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeClusterDimension;
