@@ -119,6 +119,7 @@ static void expert_ref(const tpm_moe_weights *w, const tpm_expert_weights *x, co
 static int tune_decode_kernel = -1, tune_route_gemm_min = -1, tune_route_legacy = -1;
 static int tune_shared_split_min = -1, tune_prefill_gemm = -1, tune_pdl = -1, tune_prefill_cluster = -1;
 static int tune_prefill_split_min = -1, tune_route_experts = -1, tune_route_tc_min = -1, tune_route_tc_max = -1;
+static int tune_route_tc_loads = -1;
 static int last_plan = -1;       /* tpm_cuda_moe_shared_plan of the last run_gpu call */
 static int last_route_mode = -1; /* tpm_cuda_moe_route_mode of the last run_gpu call */
 
@@ -150,6 +151,7 @@ static void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fuse
     if (tune_route_experts >= 0) tu.route_experts = tune_route_experts;
     if (tune_route_tc_min >= 0) tu.route_tc_min = tune_route_tc_min;
     if (tune_route_tc_max >= 0) tu.route_tc_max = tune_route_tc_max;
+    if (tune_route_tc_loads >= 0) tu.route_tc_loads = tune_route_tc_loads;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     last_plan = tpm_cuda_moe_shared_plan(m, T);
     last_route_mode = tpm_cuda_moe_route_mode(m, T);
@@ -288,8 +290,9 @@ static void presets_vs_reference(void **state) {
  * routing modes (legacy two launches, one fused launch, router GEMM, one launch on tensor
  * cores up to 256 tokens) against the reference, the first two with 8, 16 and 32 router
  * experts per logits block; for each block size the fused launch gives the legacy routing
- * bit for bit (same arithmetic); a NaN router row is never selected by any mode; 1500
- * tokens take k_select's separate row scatter (T*K > 4096). */
+ * bit for bit (same arithmetic), and mode 3 gives the same bits with its fragments loaded
+ * straight into registers or through the shared-memory ring; a NaN router row is never
+ * selected by any mode; 1500 tokens take k_select's separate row scatter (T*K > 4096). */
 static void variants_vs_reference(void **state) {
     (void)state;
     const char *names[] = {"m3-mini", "deepseek-v3-mini", "gpt-oss-mini"};
@@ -314,16 +317,17 @@ static void variants_vs_reference(void **state) {
                 }
             }
             for (int re = 8; re <= 32; re *= 2) {
-                gpu_run rm[4];
-                for (int mode = 0; mode < 4; mode++) {
-                    if (mode >= 2 && re != 8) break; /* the router GEMM and mode 3 have no logits blocks */
-                    if (mode == 3 && T > 256) break;
+                gpu_run rm[5]; /* modes 0 .. 3, then mode 3 with the ring loads */
+                const int nrun = re != 8 ? 2 : T > 256 ? 3 : 5;
+                for (int run = 0; run < nrun; run++) {
+                    const int mode = run < 4 ? run : 3;
                     tune_route_legacy = mode == 0;
                     tune_route_gemm_min = mode == 2 ? 1 : 1 << 20;
                     tune_route_experts = re;
                     tune_route_tc_min = 1;
                     tune_route_tc_max = mode == 3 ? 256 : 0;
-                    run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rm[mode]);
+                    tune_route_tc_loads = run == 4 ? 0 : 1;
+                    run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rm[run]);
                     if (mode == 3 && last_route_mode != 3) { /* no 9.0 device: mode 3 cannot run */
                         printf("  %-17s T=%-4d route mode 3 not available here (mode %d ran)\n", p->name, T,
                                last_route_mode);
@@ -331,18 +335,23 @@ static void variants_vs_reference(void **state) {
                         assert_int_equal(last_route_mode, mode);
                     }
                     tune_route_legacy = tune_route_gemm_min = tune_route_experts = -1;
-                    tune_route_tc_min = tune_route_tc_max = -1;
+                    tune_route_tc_min = tune_route_tc_max = tune_route_tc_loads = -1;
                     for (int t = 0; t < T; t++)
                         for (int sl = 0; sl < p->top_k; sl++)
-                            assert_int_not_equal(rm[mode].sel[(size_t)t * rm[mode].K + sl], 5);
-                    const double e = check_run(&w, x, &rm[mode], 1, 4, 1e-2);
-                    printf("  %-17s T=%-4d route mode %d, %2d experts per block: rel err %.2e\n", p->name, T, mode,
-                           re, e);
+                            assert_int_not_equal(rm[run].sel[(size_t)t * rm[run].K + sl], 5);
+                    const double e = check_run(&w, x, &rm[run], 1, 4, 1e-2);
+                    printf("  %-17s T=%-4d route mode %d%s, %2d experts per block: rel err %.2e\n", p->name, T, mode,
+                           run == 4 ? " (ring)" : "", re, e);
                 }
                 const size_t nk = (size_t)T * rm[0].K;
                 assert_memory_equal(rm[0].sel, rm[1].sel, nk * sizeof(int32_t));
                 assert_memory_equal(rm[0].wts, rm[1].wts, nk * sizeof(float));
-                for (int mode = 0; mode < (re != 8 ? 2 : T > 256 ? 3 : 4); mode++) free_run(&rm[mode]);
+                if (nrun == 5) { /* mode 3: direct loads and the ring, the same bits */
+                    assert_memory_equal(rm[3].sel, rm[4].sel, nk * sizeof(int32_t));
+                    assert_memory_equal(rm[3].wts, rm[4].wts, nk * sizeof(float));
+                    assert_memory_equal(rm[3].y, rm[4].y, (size_t)T * p->hidden * 2);
+                }
+                for (int run = 0; run < nrun; run++) free_run(&rm[run]);
             }
             free(x);
         }

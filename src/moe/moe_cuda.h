@@ -116,6 +116,8 @@ typedef struct tpm_cuda_moe_tuning {
                             * route_tc_min <= T <= route_tc_max; 0 = never; else modes 1 / 2 */
     int route_tc_clusters; /* mode 3: clusters of 8 CTAs the work is spread over (0 = as many as
                             * the device holds at once, from the occupancy query) */
+    int route_tc_loads;    /* mode 3: router / x fragments straight from global memory into
+                            * registers (1) or through a cp.async ring in shared memory (0) */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */

@@ -68,7 +68,8 @@ struct tpm_moe_dev {
     uint16_t *sh_h13, *sh_act, *sh_out;     /* [T][2Il], [T][Il], [T][H]; fused layer: sh_h13 and
                                              * sh_act only, [Td][..] for the split plan (Td = decode rows) */
     int sm_count;
-    int tc_clusters[2];      /* route mode 3: clusters of 8 resident at once (Ep <= 128 / <= 256); 0 = off */
+    int tc_clusters[4];      /* route mode 3: clusters of 8 resident at once, [2 (Ep > 128) + direct
+                              * loads]; 0 = off */
 };
 
 /* Prefill on several streams / grouped GEMM: the extra state the layer owns. */
@@ -116,12 +117,13 @@ int tpm_moe_route_fused_ok(const tpm_moe_dev &d, int T);
  * stop as mode 1's. */
 tpm_status tpm_moe_route_tc_setup(tpm_moe_dev &d, int device);
 int tpm_moe_route_tc_ok(const tpm_moe_dev &d, const void *x, int T);
-/* clusters: clusters of 8 to spread the work over (0: as many as are resident at once).
- * shape: grid x, token tiles, resident clusters, chunks of 32 h per CTA (at most); 0 if
- * mode 3 cannot take T tokens. */
-int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int shape[4]);
-tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int clusters, int stop,
-                                   cudaStream_t s);
+/* clusters: clusters of 8 to spread the work over (0: as many as are resident at once);
+ * direct: router and x fragments loaded straight into registers (1) or through a cp.async
+ * ring in shared memory (0). shape: grid x, token tiles, resident clusters, chunks of 32 h
+ * per CTA (at most); 0 if mode 3 cannot take T tokens. */
+int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int direct, int shape[4]);
+tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int clusters, int direct,
+                                   int stop, cudaStream_t s);
 /* wr3 = the 3-way bf16 split of wr (after wr changed). */
 tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s);
 /* moe_cuda_decode.cu: gate_up + activation, then down (persistent, one pass over weights).

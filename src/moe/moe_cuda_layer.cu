@@ -54,6 +54,7 @@
 /* Routing mode 3 (moe_cuda_route_tc.cu) from / up to this many tokens. */
 #define TPM_MOE_ROUTE_TC_MIN 9
 #define TPM_MOE_ROUTE_TC_MAX 256
+#define TPM_MOE_ROUTE_TC_LOADS 1
 /* Shared-expert plan of a fused layer on the decode path (kernel 0): from
  * this many tokens the shared slot runs as dense cuBLAS GEMMs (split plan).
  * The GEMV's multi-token shared slot is issue-bound (per 16-byte weight load
@@ -306,6 +307,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_tc_min = TPM_MOE_ROUTE_TC_MIN;
     m->tune.route_tc_max = TPM_MOE_ROUTE_TC_MAX;
     m->tune.route_tc_clusters = 0;
+    m->tune.route_tc_loads = TPM_MOE_ROUTE_TC_LOADS;
     m->tune.gate_up_pairs = TPM_MOE_GATE_UP_PAIRS;
     *out = m;
     return TPM_OK;
@@ -463,6 +465,8 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   "route_experts %d is not 8, 16 or 32", t->route_experts);
     TPM_ARG_CHECK(t->route_tc_min >= 1 && t->route_tc_max >= 0, "route_tc_min %d < 1 or route_tc_max %d < 0",
                   t->route_tc_min, t->route_tc_max);
+    TPM_ARG_CHECK(t->route_tc_loads == 0 || t->route_tc_loads == 1, "route_tc_loads %d is not 0 or 1",
+                  t->route_tc_loads);
     TPM_ARG_CHECK(t->route_tc_clusters >= 0 && t->route_tc_clusters <= 64, "route_tc_clusters %d outside 0..64",
                   t->route_tc_clusters);
     m->tune = *t;
@@ -534,7 +538,8 @@ static int route_mode_x(const tpm_cuda_moe *m, const void *x, int T) {
 }
 
 int tpm_cuda_moe_route_tc_shape(const tpm_cuda_moe *m, int T, int shape[4]) {
-    return m && shape ? tpm_moe_route_tc_shape(m->d, T, m->tune.route_tc_clusters, shape) : 0;
+    return m && shape ? tpm_moe_route_tc_shape(m->d, T, m->tune.route_tc_clusters, m->tune.route_tc_loads, shape)
+                      : 0;
 }
 
 int tpm_cuda_moe_route_mode(const tpm_cuda_moe *m, int T) {
@@ -565,7 +570,7 @@ tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *strea
     if (mode == 2) TPM_TRY(bind_blas(m, s));
     if (mode == 3)
         TPM_TRY(tpm_moe_launch_route_tc(m->d, (const uint16_t *)x, T, m->tune.route_tc_clusters,
-                                        m->tune.route_stop, s));
+                                        m->tune.route_tc_loads, m->tune.route_stop, s));
     else
         TPM_TRY(tpm_moe_launch_route(m->d, m->blas, (const uint16_t *)x, T, mode, m->tune.route_stop,
                                       m->tune.route_experts / 8, s));

@@ -103,7 +103,71 @@ __device__ __forceinline__ void stage_chunk(const tpm_moe_dev &d, const uint16_t
 /* cp.async ring depth (chunks of 32 h): 4 stages of 28 KB at Ep = 128, 3 of 53 KB at Ep = 256 */
 template <int MT> constexpr int tc_stages() { return MT == 1 ? 4 : 3; }
 
-template <int MT>
+/* One chunk (32 h, two k-steps) of a warp's m-tile: a[sp][0 / 1] = rows g / g + 8 of split
+ * sp, b[j] = token g of n-tile j, each the 16 bytes h = 8q .. 8q+7. Per accumulator: k-step
+ * 0 (hi, mid, lo), then k-step 1; the n-tiles innermost, so consecutive mma are independent. */
+__device__ __forceinline__ void mma_chunk(float (&acc)[8][4], const uint4 (&a)[3][2], const uint4 (&b)[8],
+                                          int nt_valid) {
+#pragma unroll
+    for (int sp = 0; sp < 6; sp++) {
+        const uint4 &a0 = a[sp % 3][0], &a1 = a[sp % 3][1];
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            if (j >= nt_valid) break; /* block-uniform */
+            if (sp < 3) mma_bf16(acc[j], a0.x, a1.x, a0.y, a1.y, b[j].x, b[j].y);
+            else mma_bf16(acc[j], a0.z, a1.z, a0.w, a1.w, b[j].z, b[j].w);
+        }
+    }
+}
+
+/* Load strategy 1 (direct): every fragment straight from global memory into registers, CPI
+ * chunks' loads in flight per warp before their mma (x rows through L1: the 8 warps read the
+ * same ones). No staging in shared memory. */
+template <int MT, int CPI>
+__device__ __forceinline__ void logits_direct(const tpm_moe_dev &d, const uint16_t *__restrict__ x, int T, int Ep,
+                                              int t_base, int c_begin, int nc, int nt_valid, float (&acc)[MT][8][4]) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+    const int E = d.E, H = d.H;
+    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+    for (int c0 = 0; c0 < nc; c0 += CPI) {
+        uint4 a[CPI][MT][3][2], b[CPI][8];
+#pragma unroll
+        for (int ci = 0; ci < CPI; ci++) {
+            const bool cv = c0 + ci < nc;
+            const int h = (c_begin + c0 + ci) * 32 + 8 * q;
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                const int m0 = (warp + 8 * mt) * 16;
+#pragma unroll
+                for (int sp = 0; sp < 3; sp++)
+#pragma unroll
+                    for (int hf = 0; hf < 2; hf++) {
+                        const int e = m0 + g + 8 * hf;
+                        a[ci][mt][sp][hf] = cv && e < E ? __ldg(reinterpret_cast<const uint4 *>(
+                                                              d.wr3 + ((size_t)sp * E + e) * H + h))
+                                                        : zero;
+                    }
+            }
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const int t = t_base + 8 * j + g;
+                b[ci][j] = cv && j < nt_valid && t < T ? __ldg(reinterpret_cast<const uint4 *>(x + (size_t)t * H + h))
+                                                       : zero;
+            }
+        }
+#pragma unroll
+        for (int ci = 0; ci < CPI; ci++) {
+            if (c0 + ci >= nc) break;
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                if ((warp + 8 * mt) * 16 >= Ep) break; /* warp-uniform */
+                mma_chunk(acc[mt], a[ci][mt], b[ci], nt_valid);
+            }
+        }
+    }
+}
+
+template <int MT, int DIRECT>
 __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
                                                             int Ep, int stop) {
     constexpr int kTcStages = tc_stages<MT>();
@@ -142,12 +206,14 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
         for (int j = 0; j < 8; j++)
 #pragma unroll
             for (int i = 0; i < 4; i++) acc[mt][j][i] = 0.0f;
+    if (DIRECT) logits_direct<MT, MT == 1 ? 2 : 1>(d, x, T, Ep, t_base, c_begin, nc, nt_valid, acc);
 #pragma unroll
     for (int s = 0; s < kTcStages - 1; s++) {
+        if (DIRECT) break;
         if (s < nc) stage_chunk(d, x, T, Ep, t_base, (c_begin + s) * 32, ring + s * slot_u4);
         cp_async_commit();
     }
-    for (int c = 0; c < nc; c++) {
+    for (int c = 0; c < (DIRECT ? 0 : nc); c++) {
         cp_async_wait<kTcStages - 2>();
         __syncthreads(); /* chunk c landed for every thread; slot (c - 1) % kTcStages is free */
         {
@@ -169,21 +235,10 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
 #pragma unroll
             for (int j = 0; j < 8; j++)
                 if (j < nt_valid) b[j] = slot[(3 * Ep + 8 * j + g) * 4 + q];
-            /* per accumulator: k-step 0 (hi, mid, lo), then k-step 1; the n-tiles innermost,
-             * so consecutive mma are independent */
-#pragma unroll
-            for (int sp = 0; sp < 6; sp++) {
-                const uint4 &a0 = a[sp % 3][0], &a1 = a[sp % 3][1];
-#pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    if (j >= nt_valid) break; /* block-uniform */
-                    if (sp < 3) mma_bf16(acc[mt][j], a0.x, a1.x, a0.y, a1.y, b[j].x, b[j].y);
-                    else mma_bf16(acc[mt][j], a0.z, a1.z, a0.w, a1.w, b[j].z, b[j].w);
-                }
-            }
+            mma_chunk(acc[mt], a, b, nt_valid);
         }
     }
-    cp_async_wait<0>();
+    if (!DIRECT) cp_async_wait<0>();
     __syncthreads(); /* every warp is done with the ring: it becomes the partial tile */
 
     /* 2. the partial tile P[t][e] (row stride Ep + 4 floats: no bank conflicts), then the
@@ -280,28 +335,30 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
 }
 
 struct tc_geom {
-    int Ep, MT, X, tiles;
+    int Ep, MT, X, tiles, direct;
     size_t smem;
 };
 
-size_t tc_smem(int Ep, int stages) {
+size_t tc_smem(int Ep, int stages) { /* stages 0: direct loads, the partial tile only */
     const size_t ringb = (size_t)stages * (3 * Ep + kTcTokens) * 64, tileb = (size_t)kTcTokens * (Ep + 4) * 4;
     return ringb > tileb ? ringb : tileb;
 }
 
 /* The launch shape for T tokens, or 0 if mode 3 cannot take them. clusters: the clusters
  * of 8 to spread over (0: the resident maximum from the occupancy query). */
-int tc_geometry(const tpm_moe_dev &d, int T, int clusters, tc_geom *g) {
+int tc_geometry(const tpm_moe_dev &d, int T, int clusters, int direct, tc_geom *g) {
     if (T < 1 || T > kTcMaxT || d.E % 4 != 0 || d.E > 256 || d.H % 32 != 0 || d.H / 32 < kTcCluster) return 0;
     g->Ep = (d.E + 15) / 16 * 16;
     g->MT = g->Ep > 128 ? 2 : 1;
-    if (d.tc_clusters[g->MT - 1] < 1) return 0;
-    const int maxc = clusters > 0 ? clusters : d.tc_clusters[g->MT - 1];
+    const int v = 2 * (g->MT - 1) + (direct ? 1 : 0);
+    if (d.tc_clusters[v] < 1) return 0;
+    const int maxc = clusters > 0 ? clusters : d.tc_clusters[v];
+    g->direct = direct ? 1 : 0;
     g->tiles = (T + kTcTokens - 1) / kTcTokens;
     int cpt = maxc / g->tiles; /* clusters per tile: all resident at once when possible */
     cpt = max(1, min(min(cpt, kTcMaxSC), d.H / 32 / kTcCluster));
     g->X = cpt * kTcCluster;
-    g->smem = tc_smem(g->Ep, g->MT == 1 ? tc_stages<1>() : tc_stages<2>());
+    g->smem = tc_smem(g->Ep, direct ? 0 : g->MT == 1 ? tc_stages<1>() : tc_stages<2>());
     const int nb = d.E1 + (d.ep > 1 ? 1 : 0);
     if ((size_t)cpt * T > (size_t)d.logit_rows || (T + 7) / 8 > d.tile_cap || d.E1 > kMaxE1 ||
         nb * ((T + 31) / 32) > kPermSmemWords)
@@ -309,9 +366,10 @@ int tc_geometry(const tpm_moe_dev &d, int T, int clusters, tc_geom *g) {
     return 1;
 }
 
-template <int MT> cudaError_t tc_setup_one(tpm_moe_dev &d) {
-    const size_t smem = tc_smem(MT * 128, tc_stages<MT>());
-    cudaError_t e = cudaFuncSetAttribute(k_route_tc<MT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+template <int MT, int DIRECT> cudaError_t tc_setup_one(tpm_moe_dev &d) {
+    const size_t smem = tc_smem(MT * 128, DIRECT ? 0 : tc_stages<MT>());
+    cudaError_t e =
+        cudaFuncSetAttribute(k_route_tc<MT, DIRECT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return e;
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute at[1];
@@ -325,23 +383,24 @@ template <int MT> cudaError_t tc_setup_one(tpm_moe_dev &d) {
     cfg.attrs = at;
     cfg.numAttrs = 1;
     int n = 0;
-    e = cudaOccupancyMaxActiveClusters(&n, k_route_tc<MT>, &cfg);
+    e = cudaOccupancyMaxActiveClusters(&n, k_route_tc<MT, DIRECT>, &cfg);
     if (e != cudaSuccess) return e;
-    d.tc_clusters[MT - 1] = n;
+    d.tc_clusters[2 * (MT - 1) + DIRECT] = n;
     return cudaSuccess;
 }
 
 } // namespace
 
 tpm_status tpm_moe_route_tc_setup(tpm_moe_dev &d, int device) {
-    d.tc_clusters[0] = d.tc_clusters[1] = 0;
+    for (int i = 0; i < 4; i++) d.tc_clusters[i] = 0;
     int major = 0;
     if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 9)
         return TPM_OK; /* clusters and distributed shared memory: 9.0 and later; mode 3 stays off */
     /* sized for the largest Ep of each variant (128 / 256), so any Ep fits */
-    if (tc_setup_one<1>(d) != cudaSuccess || tc_setup_one<2>(d) != cudaSuccess) {
+    if (tc_setup_one<1, 0>(d) != cudaSuccess || tc_setup_one<2, 0>(d) != cudaSuccess ||
+        tc_setup_one<1, 1>(d) != cudaSuccess || tc_setup_one<2, 1>(d) != cudaSuccess) {
         (void)cudaGetLastError();
-        d.tc_clusters[0] = d.tc_clusters[1] = 0;
+        for (int i = 0; i < 4; i++) d.tc_clusters[i] = 0;
         tpm_log(TPM_LOG_WARN, "moe: routing mode 3 unavailable (cluster occupancy query failed)");
     }
     return TPM_OK;
@@ -349,23 +408,23 @@ tpm_status tpm_moe_route_tc_setup(tpm_moe_dev &d, int device) {
 
 int tpm_moe_route_tc_ok(const tpm_moe_dev &d, const void *x, int T) {
     tc_geom g;
-    return x && ((uintptr_t)x & 15) == 0 && tc_geometry(d, T, 0, &g);
+    return x && ((uintptr_t)x & 15) == 0 && tc_geometry(d, T, 0, 0, &g) && tc_geometry(d, T, 0, 1, &g);
 }
 
-int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int shape[4]) {
+int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int direct, int shape[4]) {
     tc_geom g;
-    if (!tc_geometry(d, T, clusters, &g)) return 0;
+    if (!tc_geometry(d, T, clusters, direct, &g)) return 0;
     shape[0] = g.X;
     shape[1] = g.tiles;
-    shape[2] = d.tc_clusters[g.MT - 1];
+    shape[2] = d.tc_clusters[2 * (g.MT - 1) + g.direct];
     shape[3] = (d.H / 32 + g.X - 1) / g.X;
     return 1;
 }
 
-tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int clusters, int stop,
-                                   cudaStream_t s) {
+tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int clusters, int direct,
+                                   int stop, cudaStream_t s) {
     tc_geom g;
-    TPM_ASSERT(tpm_moe_route_tc_ok(d, x, T) && tc_geometry(d, T, clusters, &g));
+    TPM_ASSERT(tpm_moe_route_tc_ok(d, x, T) && tc_geometry(d, T, clusters, direct, &g));
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeClusterDimension;
@@ -378,7 +437,9 @@ tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int 
     cfg.stream = s;
     cfg.attrs = at;
     cfg.numAttrs = 1;
-    if (g.MT == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1>, d, x, T, g.Ep, stop));
-    else TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2>, d, x, T, g.Ep, stop));
+    if (g.MT == 1 && g.direct) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 1>, d, x, T, g.Ep, stop));
+    else if (g.MT == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 0>, d, x, T, g.Ep, stop));
+    else if (g.direct) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 1>, d, x, T, g.Ep, stop));
+    else TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 0>, d, x, T, g.Ep, stop));
     return TPM_OK;
 }
