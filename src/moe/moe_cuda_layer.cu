@@ -51,9 +51,17 @@
  * More blocks shave ~0.5 us off the routing alone but take SM slots from the
  * shared slot's gate_up items that overlap it: 32. */
 #define TPM_MOE_ROUTE_EXPERTS 32
-/* Routing mode 3 (moe_cuda_route_tc.cu) from / up to this many tokens. */
+/* Routing mode 3 (moe_cuda_route_tc.cu: one launch, the router on tensor cores, clusters
+ * of 8) from / up to this many tokens, fragments loaded straight into registers. Round 33
+ * (one H200, bench/results/r33, m3, routing net of the harness, us; mode 3 direct / mode 3
+ * ring / the best of modes 1 and 2):
+ *   tokens  1: 13.5 / 16.2 / 8.7     8: 40.2 / 43.1 / 35.9 (the shared MLP beside it)
+ *   tokens 16: 14.7 / 17.3 / 14.9   24: 15.2 / 17.6 / 19.5   32: 15.7 / 17.6 / 19.7
+ *   tokens 48: 16.9 / 18.8 / 23.8   64: 18.0 / 19.6 / 22.4   96: 21.2 / 24.7 / 22.7
+ *   tokens 128: 22.6 / 25.4 / 23.5  192: 25.9 / 29.3 / 24.6  256: 31.9 / 37.3 / 25.6
+ * Mode 3 from the second 8-token tile of mode 1 up to 128 tokens; direct loads. */
 #define TPM_MOE_ROUTE_TC_MIN 9
-#define TPM_MOE_ROUTE_TC_MAX 256
+#define TPM_MOE_ROUTE_TC_MAX 128
 #define TPM_MOE_ROUTE_TC_LOADS 1
 /* Shared-expert plan of a fused layer on the decode path (kernel 0): from
  * this many tokens the shared slot runs as dense cuBLAS GEMMs (split plan).

@@ -1,6 +1,8 @@
 /*
  * moe_cuda_route.cu - MoE routing on the GPU: logits, top-k, counts, offsets
- * and the token permutation. Three modes (moe_cuda_kernels.h):
+ * and the token permutation. Modes 0-2 here (moe_cuda_kernels.h); mode 3
+ * (tensor cores, clusters) in moe_cuda_route_tc.cu; select_token and
+ * build_permutation_small, used by both files, in moe_cuda_route_sel.cuh.
  *
  * mode 1, small T (one launch), k_route_fused<EPW, TOK>: grid (E/(8 EPW),
  *    ceil(T/8), S), 8 warps of EPW experts (tuning.route_experts = 8 EPW);
@@ -40,7 +42,7 @@
  *    fixed xor butterfly, the selection adds the S slices in slice order. A
  *    logit has the same bits in every run; identical router rows give
  *    identical logits (exact ties stay ties).
- * select_token (one warp per token): scores sanitized (NaN -> -inf), k rounds
+ * select_token (moe_cuda_route_sel.cuh; one warp per token): scores sanitized (NaN -> -inf), k rounds
  *    of arg-max over (eligible, value, lower index wins), each round two
  *    redux.sync on order-preserving integer keys: an expert is never picked
  *    twice or out of range. Variants: sigmoid + bias (bias for selection

@@ -13,14 +13,17 @@
  * Grid: (X, ceil(T/64)) CTAs of 8 warps in clusters of 8 along x. CTA (cx,
  * tile) owns tokens tile*64 .. +63, every expert (padded to Ep, a multiple of
  * 16) and the 32-wide chunks of H [cx*NC/X, (cx+1)*NC/X) (NC = H/32).
- *  1. Chunks stream through a 4-stage (Ep > 128: 3) cp.async ring in shared memory (rows:
- *     hi, mid, lo of every expert, then the tile's 64 x rows; 64 bytes per row
- *     and stage, zero-filled past E, T and H). Warp w computes experts
- *     16w..16w+15 (and 16(w+8).. when Ep > 128) x the tile's 8-token n-tiles
- *     with mma.sync m16n8k16 (bf16 in, fp32 accumulators; per chunk and
- *     k-step: hi, mid, lo). Lane q of a row reads the 16 bytes h = 8q .. 8q+7;
- *     A and B use the same k-permutation (k-step s: logical k 2q, 2q+1 <-> h
- *     8q+4s, +1 and 2q+8, 2q+9 <-> 8q+4s+2, +3), so every h is summed once.
+ *  1. Warp w computes experts 16w..16w+15 (and 16(w+8).. when Ep > 128) x the
+ *     tile's 8-token n-tiles with mma.sync m16n8k16 (bf16 in, fp32
+ *     accumulators; per chunk and k-step: hi, mid, lo). Lane q of a row reads
+ *     the 16 bytes h = 8q .. 8q+7; A and B use the same k-permutation (k-step
+ *     s: logical k 2q, 2q+1 <-> h 8q+4s, +1 and 2q+8, 2q+9 <-> 8q+4s+2, +3),
+ *     so every h is summed once. Two ways to load the fragments, the same
+ *     bits (tuning.route_tc_loads): 1 (default, measured faster: r33) straight
+ *     from global memory into registers, two chunks in flight per warp (one
+ *     when Ep > 128); 0 through a 4-stage (Ep > 128: 3) cp.async ring in
+ *     shared memory (rows: hi, mid, lo of every expert, then the tile's 64 x
+ *     rows; 64 bytes per row and stage, zero-filled past E, T and H).
  *  2. The CTA's partial tile [64][Ep] (fp32) goes to shared memory; cluster
  *     barrier; CTA rank r sums tokens 8r..8r+7 of the tile over the 8 CTAs'
  *     tiles (distributed shared memory, rank order) and writes that cluster's
