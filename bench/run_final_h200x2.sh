@@ -13,7 +13,8 @@
 # They have the source path /work/main compiled in (golden vectors, the rpath
 # of the carried .deps), so the script links that path to the checkout.
 # Run from the repository root:  OUT=/some/dir bash bench/run_final_h200x2.sh
-# (NAME, CODECS, SIZES, MOE_TOKENS, MOE_TP2 override the defaults below;
+# (NAME, CODECS, SIZES, MOE_TOKENS, MOE_TP2 override the defaults below; ROUTE_AB=1 times the
+# routing of prebuilt/tpmoe against prebuilt/tpmoe_before (a previous build) at ROUTE_TOKENS;
 # AR_BENCH=0 skips the all-reduce benchmark; MOE_EP2=0 the EP 2 MoE benchmark; MOE_CMP=1 adds the prefill path
 # with cuBLAS over 4 streams at 128 / 1024 / 8192 tokens for comparison;
 # PART=ar runs the all-reduce half (tests gpu_allreduce gpu_comm_api, the CLI
@@ -62,7 +63,7 @@ fi
 if [ "$PART" != ar ]; then
 # MARK: MoE benchmark (m3, one GPU and TP 2, fused and unfused; read flush =
 # the default; the write flush at 1 and 8 tokens for comparison with rounds 1-4)
-timeout 70 "$B/tpmoe" bench moe --preset m3 --tokens "${MOE_TOKENS:-1,8,32,1024,8192}" --fuse-shared both \
+timeout 150 "$B/tpmoe" bench moe --preset m3 --tokens "${MOE_TOKENS:-1,8,32,1024,8192}" --fuse-shared both \
   --check 2 --json "$R/moe_m3_tp1.json" > "$R/bench_moe_tp1.log" 2>&1
 echo "== bench moe tp1 rc=$? ($(el))"
 pack
@@ -83,6 +84,19 @@ if [ "${MOE_EP2:-1}" = 1 ]; then
   timeout 90 "$B/tpmoe" bench moe --preset m3 --tokens "${MOE_EP_TOKENS:-1,8,128,1024,8192}" --tp 1 --ep 2 \
     --fuse-shared both --check 1 --json "$R/moe_m3_ep2.json" > "$R/bench_moe_ep2.log" 2>&1
   echo "== bench moe ep2 rc=$? ($(el))"
+  pack
+fi
+if [ "${ROUTE_AB:-0}" = 1 ] && [ -x "$B/tpmoe_before" ]; then
+  # routing A/B: this tree against the previous build (prebuilt/tpmoe_before), fused layer,
+  # two passes in alternation
+  for pass in a b; do
+    for bin in tpmoe tpmoe_before; do
+      timeout 60 "$B/$bin" bench moe --preset m3 --tokens "${ROUTE_TOKENS:-1,2,4,8,16,32,64,128,256}" --fuse-shared 1 \
+        --check 1 --reps 20 --json "$R/route_${bin}_$pass.json" > "$R/route_${bin}_$pass.log" 2>&1
+      echo "== routing $bin pass $pass rc=$? ($(el))"
+      grep -E "^[0-9]" "$R/route_${bin}_$pass.log" | awk '{print $1, $7, $10, $11, $15}' | tr '\n' ';'; echo
+    done
+  done
   pack
 fi
 timeout 40 "$B/tpmoe" bench moe --preset m3 --tokens 1,8 --fuse-shared both --flush write \

@@ -135,7 +135,8 @@ typedef struct tpm_config {
     tpm_backend backend;
     int32_t rank;             /* -1: TPMOE_RANK */
     int32_t world_size;       /* -1: TPMOE_WORLD_SIZE */
-    const char *rendezvous;   /* NULL: TPMOE_RENDEZVOUS (a directory path) */
+    const char *rendezvous;   /* NULL: TPMOE_RENDEZVOUS (a directory path on one node, or
+                               * tcp://HOST:PORT where rank 0 listens: ranks on several nodes) */
     int32_t device;           /* CUDA device; -1: rank % device count */
     tpm_allreduce_mode allreduce; /* TPM_AR_UNSET: TPMOE_ALLREDUCE */
     tpm_codec codec;          /* TPM_CODEC_DEFAULT: TPMOE_QUICK_REDUCE_QUANTIZATION */
@@ -177,12 +178,21 @@ typedef struct tpm_resolved_config {
     int32_t tp, ep;
     int64_t oneshot_max_bytes; /* -1: from the dispatch table */
     int64_t custom_max_bytes;  /* -1: from the dispatch table */
-    char rendezvous[256];      /* "" when none */
+    char rendezvous[256];      /* "" when none; a directory (one node) or tcp://HOST:PORT */
+    char node[64];             /* this rank's node: TPMOE_NODE_ID, else the host name; ranks
+                                * whose names differ are on different nodes (not hashed) */
     char model[64];            /* "" when none */
     int32_t cuda_kernels;      /* CUDA all-reduce kernel set, 0..8 (TPMOE_CUDA_AR_VARIANT;
                                 * a diagnostic switch, docs/allreduce_cuda.md) */
     uint64_t hash;       /* over the fields every rank must agree on */
 } tpm_resolved_config;
+
+/* Ranks: at most TPM_MAX_LOCAL_WORLD on one node (tpm_comm_init_all, the CPU backend, the
+ * custom all-reduce kernels, the MoE layer's tp x ep); a tpm_comm_init communicator with a
+ * "tcp://HOST:PORT" rendezvous and the CUDA backend may span nodes, up to TPM_MAX_WORLD ranks
+ * (every call then runs on NCCL). */
+#define TPM_MAX_LOCAL_WORLD 8
+#define TPM_MAX_WORLD 256
 
 /* Unlimited quant_max_bytes / custom_max_bytes. */
 #define TPM_BYTES_UNLIMITED INT64_MAX

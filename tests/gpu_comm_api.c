@@ -24,6 +24,9 @@
  * identical, CPU result within a tolerance (NCCL's order is its own). A peer
  * that stops calling or dies: TPM_ERR_TIMEOUT / TPM_ERR_PEER, never a hang
  * (the parent kills children after a deadline and fails). Bad arguments.
+ * Ranks on several nodes (test_nodes): a tcp:// rendezvous and TPMOE_NODE_ID
+ * per rank: NCCL only, sums within a bf16 rounding of fp64, ranks bitwise
+ * equal; the same with one node id proves peer-to-peer and plans one-shot.
  */
 #include <stdio.h>
 
@@ -45,7 +48,10 @@ int main(void) {
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -642,6 +648,125 @@ static void test_threads(void **state) {
     free(p);
 }
 
+/* MARK: ranks on several nodes (a tcp:// rendezvous) */
+/* A port nobody listens on right now (bound to 0 then released). */
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || getsockname(fd, (struct sockaddr *)&a, &len)) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+#define NODE_SIZES 3
+static const size_t node_n[NODE_SIZES] = {1, 4097, 300001};
+
+/* Child of test_nodes: rank r with TPMOE_NODE_ID "node<r>" (split: every rank its own node)
+ * or "node0" (one node), the tcp rendezvous, bf16 sums of node_n elements into out (its area);
+ * the plan of a 4097-element bf16 call into *plan. Returns 0 or the failing step. */
+static int child_nodes(int rank, const char *url, int split, uint16_t *out, int32_t *plan_algo, char *msg) {
+    char node[16];
+    snprintf(node, sizeof node, "node%d", split ? rank : 0);
+    setenv("TPMOE_NODE_ID", node, 1);
+    tpm_config cfg;
+    base_cfg(&cfg, rank, url, 20000);
+    cfg.device = rank;
+    tpm_comm_t c = NULL;
+    if (tpm_comm_init(&c, &cfg) != TPM_OK) {
+        snprintf(msg, 256, "init: %s", tpm_last_error());
+        return 2;
+    }
+    tpm_algo a;
+    tpm_codec cd;
+    if (tpm_allreduce_plan(c, 4097, TPM_DTYPE_BF16, TPM_CODEC_DEFAULT, &a, &cd) != TPM_OK) return 3;
+    *plan_algo = (int32_t)a;
+    size_t off = 0;
+    for (int k = 0; k < NODE_SIZES; k++) {
+        const size_t n = node_n[k];
+        uint16_t *h = malloc(n * 2);
+        void *d = NULL;
+        fill_input(h, TPM_DTYPE_BF16, n, 900 + k, rank);
+        if (!h || cudaMalloc(&d, n * 2) != cudaSuccess || cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice) != cudaSuccess)
+            return 4;
+        if (tpm_allreduce(c, d, d, n, TPM_DTYPE_BF16, NULL) != TPM_OK) {
+            snprintf(msg, 256, "allreduce %zu: %s", n, tpm_comm_last_error(c));
+            return 5;
+        }
+        if (cudaMemcpy(out + off, d, n * 2, cudaMemcpyDeviceToHost) != cudaSuccess) return 6;
+        off += n;
+        cudaFree(d);
+        free(h);
+    }
+    if (tpm_comm_destroy(c) != TPM_OK) return 7;
+    return 0;
+}
+
+/* Two processes over a tcp://127.0.0.1 rendezvous, as ranks of different nodes (TPMOE_NODE_ID
+ * differs): the communicator comes up without trying CUDA IPC, every plan is NCCL, and sums
+ * match fp64 (NCCL's order) with both ranks bitwise equal; then the same rendezvous with one
+ * node id: peer-to-peer is proven again and the plan is tpmoe's own kernel. */
+static void test_nodes(void **state) {
+    (void)state;
+    size_t total = 0;
+    for (int k = 0; k < NODE_SIZES; k++) total += node_n[k];
+    const size_t bytes = 4096 + (size_t)W * total * 2;
+    for (int split = 1; split >= 0; split--) {
+        uint8_t *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        assert_true(m != MAP_FAILED);
+        int32_t *plan_algo = (int32_t *)m;
+        char *msg = (char *)m + 64;
+        uint16_t *out = (uint16_t *)(m + 4096);
+        char url[64];
+        const int port = free_port();
+        assert_true(port > 0);
+        snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
+        fflush(NULL);
+        pid_t pid[W];
+        for (int r = 0; r < W; r++) {
+            pid[r] = fork();
+            assert_true(pid[r] >= 0);
+            if (pid[r] == 0) {
+                int rc = child_nodes(r, url, split, out + (size_t)r * total, plan_algo + r, msg + 1024 * r);
+                if (rc) fprintf(stderr, "nodes rank %d: exit %d: %s\n", r, rc, msg + 1024 * r);
+                fflush(NULL);
+                _exit(rc);
+            }
+        }
+        assert_int_equal(reap(pid, W, 120, split ? "two nodes" : "one node"), 0);
+        for (int r = 0; r < W; r++)
+            assert_int_equal(plan_algo[r], split ? TPM_ALGO_NCCL : TPM_ALGO_ONESHOT);
+        assert_memory_equal(out, out + total, total * 2); /* both ranks bitwise equal */
+        size_t off = 0;
+        double worst = 0;
+        for (int k = 0; k < NODE_SIZES; k++) {
+            const size_t n = node_n[k];
+            uint16_t *h0 = malloc(n * 2), *h1 = malloc(n * 2);
+            fill_input(h0, TPM_DTYPE_BF16, n, 900 + k, 0);
+            fill_input(h1, TPM_DTYPE_BF16, n, 900 + k, 1);
+            for (size_t i = 0; i < n; i++) {
+                const double ref = (double)tpm_load_f32(h0, TPM_DTYPE_BF16, i) + (double)tpm_load_f32(h1, TPM_DTYPE_BF16, i);
+                const double got = (double)tpm_load_f32(out + off, TPM_DTYPE_BF16, i);
+                const double e = fabs(got - ref) / (fabs(ref) + 1e-2);
+                if (e > worst) worst = e;
+            }
+            off += n;
+            free(h0);
+            free(h1);
+        }
+        printf("%s over tcp: plan %s, worst relative error %.2e\n", split ? "two nodes" : "one node",
+               tpm_algo_name((tpm_algo)plan_algo[0]), worst);
+        assert_true(worst < 1e-2); /* one bf16 rounding of the sum */
+        munmap(m, bytes);
+    }
+}
+
 /* World 1 through tpm_comm_init (bootstrap of one, no rendezvous), a device
  * that does not exist, and bad call arguments on a live GPU communicator. */
 static void test_world1_and_bad_args(void **state) {
@@ -727,6 +852,7 @@ int main(void) {
         cmocka_unit_test(test_processes),
         cmocka_unit_test(test_peer_stops),
         cmocka_unit_test(test_peer_dies),
+        cmocka_unit_test(test_nodes),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_world1_and_bad_args),
     };

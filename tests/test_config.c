@@ -13,7 +13,7 @@ static const char *const all_env[] = {
     "TPMOE_BACKEND", "TPMOE_RANK", "TPMOE_WORLD_SIZE", "TPMOE_RENDEZVOUS", "TPMOE_ALLREDUCE",
     "TPMOE_QUICK_REDUCE_QUANTIZATION", "TPMOE_QUICK_REDUCE_MIN_BYTES", "TPMOE_QUICK_REDUCE_MAX_BYTES",
     "TPMOE_ALGO", "TPMOE_ONESHOT_MAX_BYTES", "TPMOE_CUSTOM_MAX_BYTES", "TPMOE_BUFFER_BYTES",
-    "TPMOE_TIMEOUT_MS", "TPMOE_FUSE_SHARED_EXPERTS", "TPMOE_CUDA_AR_VARIANT"};
+    "TPMOE_TIMEOUT_MS", "TPMOE_FUSE_SHARED_EXPERTS", "TPMOE_CUDA_AR_VARIANT", "TPMOE_NODE_ID"};
 
 static int clean_env(void **state) {
     (void)state;
@@ -76,7 +76,8 @@ static void invalid_env_names_variable(void **state) {
     expect_bad_env("TPMOE_ALLREDUCE", "fast", "TPMOE_ALLREDUCE", NULL);
     expect_bad_env("TPMOE_FUSE_SHARED_EXPERTS", "yes", "TPMOE_FUSE_SHARED_EXPERTS", NULL);
     expect_bad_env("TPMOE_TIMEOUT_MS", "-5", NULL, NULL);
-    expect_bad_env("TPMOE_WORLD_SIZE", "9", "TPMOE_WORLD_SIZE", NULL);
+    expect_bad_env("TPMOE_WORLD_SIZE", "9", "TPMOE_WORLD_SIZE", "spans nodes"); /* no tcp rendezvous */
+    expect_bad_env("TPMOE_WORLD_SIZE", "257", "TPMOE_WORLD_SIZE", NULL);
     expect_bad_env("TPMOE_CUDA_AR_VARIANT", "9", "TPMOE_CUDA_AR_VARIANT", NULL);
     expect_bad_env("TPMOE_CUDA_AR_VARIANT", "fast", "TPMOE_CUDA_AR_VARIANT", NULL);
     setenv("TPMOE_QUICK_REDUCE_MIN_BYTES", "2M", 1);

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define COMM_MAX_WORLD 8
+#define COMM_MAX_WORLD TPM_MAX_WORLD /* tpm_comm_init; init_all: TPM_MAX_LOCAL_WORLD */
 #define COMM_REPORT_LEN 8192
 
 static tpm_status comm_status(struct tpm_comm *c, tpm_status st) {
@@ -119,6 +119,10 @@ TPM_API tpm_status tpm_comm_init(tpm_comm_t *comm, const tpm_config *cfg) {
     TPM_TRY(resolve(cfg, &rc, 1, "tpm_comm_init"));
     tpm_backend be = TPM_BACKEND_CPU;
     TPM_TRY(pick_backend(&rc, &be));
+    TPM_ARG_CHECK(be != TPM_BACKEND_CPU || (rc.world_size <= TPM_MAX_LOCAL_WORLD && !tpm_rendezvous_is_tcp(rc.rendezvous)),
+                  "tpm_comm_init: the CPU backend runs on one node (at most %d ranks, a rendezvous directory); "
+                  "world %d, rendezvous '%s' need the CUDA backend", TPM_MAX_LOCAL_WORLD, (int)rc.world_size,
+                  rc.rendezvous);
     struct tpm_comm *c = calloc(1, sizeof *c);
     if (!c) return tpm_err(TPM_ERR_NO_MEMORY, "tpm_comm_init: out of memory");
     c->cfg = rc;
@@ -145,8 +149,8 @@ TPM_API tpm_status tpm_comm_init(tpm_comm_t *comm, const tpm_config *cfg) {
 TPM_API tpm_status tpm_comm_init_all(tpm_comm_t *comms, int n, const int *devices,
                                      const tpm_config *cfg) {
     TPM_ARG_CHECK(comms, "tpm_comm_init_all: comms is NULL");
-    TPM_ARG_CHECK(n >= 1 && n <= COMM_MAX_WORLD,
-                  "tpm_comm_init_all: n = %d is out of range (1..%d)", n, COMM_MAX_WORLD);
+    TPM_ARG_CHECK(n >= 1 && n <= TPM_MAX_LOCAL_WORLD,
+                  "tpm_comm_init_all: n = %d is out of range (1..%d)", n, TPM_MAX_LOCAL_WORLD);
     for (int i = 0; i < n; i++)
         comms[i] = NULL;
     tpm_config local = TPM_CONFIG_INIT;
@@ -163,7 +167,7 @@ TPM_API tpm_status tpm_comm_init_all(tpm_comm_t *comms, int n, const int *device
     TPM_TRY(resolve(&local, &rc, 1, "tpm_comm_init_all"));
     tpm_backend be = TPM_BACKEND_CPU;
     TPM_TRY(pick_backend(&rc, &be));
-    struct tpm_comm *cs[COMM_MAX_WORLD] = {0};
+    struct tpm_comm *cs[TPM_MAX_LOCAL_WORLD] = {0};
     tpm_status st = TPM_OK;
     for (int i = 0; i < n; i++) {
         cs[i] = calloc(1, sizeof *cs[i]);
@@ -265,6 +269,7 @@ static tpm_status allreduce_impl(struct tpm_comm *c, const void *in, void *out, 
     tpm_codec cd;
     TPM_TRY(tpm_dispatch_plan(&c->cfg, c->cfg.backend, c->world, bytes, dtype, codec, algo,
                               nccl_available(c), &a, &cd));
+    if (c->nccl_only) a = TPM_ALGO_NCCL, cd = TPM_CODEC_NONE;
     return c->ops->allreduce(c, in, out, count, dtype, cd, a, stream);
 }
 
@@ -285,8 +290,10 @@ static tpm_status plan_impl(struct tpm_comm *c, size_t count, tpm_dtype dtype, t
                   !algo_out ? "algo_out" : "codec_out");
     size_t bytes = 0;
     TPM_TRY(check_call("tpm_allreduce_plan", count, dtype, codec, TPM_ALGO_AUTO, &bytes));
-    return tpm_dispatch_plan(&c->cfg, c->cfg.backend, c->world, bytes, dtype, codec, TPM_ALGO_AUTO,
-                             nccl_available(c), algo_out, codec_out);
+    TPM_TRY(tpm_dispatch_plan(&c->cfg, c->cfg.backend, c->world, bytes, dtype, codec, TPM_ALGO_AUTO,
+                              nccl_available(c), algo_out, codec_out));
+    if (c->nccl_only) *algo_out = TPM_ALGO_NCCL, *codec_out = TPM_CODEC_NONE;
+    return TPM_OK;
 }
 
 TPM_API tpm_status tpm_allreduce_plan(tpm_comm_t comm, size_t count, tpm_dtype dtype,

@@ -39,6 +39,9 @@ struct tpm_comm {
      * ncclComm_t for tpm_comm_init, an array of n ncclComm_t (rank i at
      * index i) for tpm_comm_init_all; NULL: the CUDA backend creates its own. */
     void *nccl_comm;
+    /* set by the CUDA backend when its kernels cannot run (peer-to-peer not proven, or ranks
+     * on several nodes): every call and plan is NCCL, exact */
+    int nccl_only;
 };
 
 /* Dispatch (src/comm/dispatch.c): one table of measured thresholds per
@@ -76,7 +79,8 @@ tpm_status tpm_cpu_comm_init_all(struct tpm_comm **comms, int n);        /* n ra
  * calls / sizes); a failure aborts the comm. Not a CPU comm: INVALID_ARG. */
 tpm_status tpm_cpu_comm_allgather(struct tpm_comm *c, const void *in, size_t bytes, void *out);
 
-/* Bootstrap (src/comm/cpu_boot.c): a small CPU communicator for exchanging
+/* Bootstrap (src/comm/cpu_boot.c): a small CPU communicator (or, with a tcp://
+ * rendezvous, the TCP star of tcp_boot.c) for exchanging
  * bytes (CUDA IPC handles, the NCCL unique id) before a backend's buffers
  * exist. Processes: the same rendezvous as tpm_comm_init (cfg->rendezvous
  * directory with its 0700 checks, cfg->rank / world_size, handshake on dtype,
@@ -97,6 +101,20 @@ tpm_status tpm_cpu_bootstrap_barrier(void *boot);
  * of waiting for the timeout. NULL is a no-op. */
 void tpm_cpu_bootstrap_abort(void *boot, const char *msg);
 void tpm_cpu_bootstrap_destroy(void *boot);
+
+/* The bootstrap over TCP (src/comm/tcp_boot.c), used by tpm_cpu_bootstrap_init when the
+ * rendezvous is "tcp://HOST:PORT" (rank 0 listens there): communicators that span nodes.
+ * Same contract as the directory bootstrap above (handshake on the config hash, bounded
+ * waits, TPM_ERR_PEER for a dead or aborting rank), up to TPM_TCP_MAX_WORLD ranks. */
+#define TPM_TCP_MAX_WORLD 256
+typedef struct tpm_tcp_boot tpm_tcp_boot;
+tpm_status tpm_tcp_boot_init(const tpm_resolved_config *cfg, tpm_tcp_boot **out);
+tpm_status tpm_tcp_boot_allgather(tpm_tcp_boot *b, const void *in, size_t bytes, void *out);
+tpm_status tpm_tcp_boot_barrier(tpm_tcp_boot *b);
+void tpm_tcp_boot_abort(tpm_tcp_boot *b, const char *msg);
+void tpm_tcp_boot_destroy(tpm_tcp_boot *b);
+/* 1 if the rendezvous string names a TCP endpoint (tcp://...). */
+int tpm_rendezvous_is_tcp(const char *rendezvous);
 
 #ifdef TPMOE_HAVE_CUDA
 tpm_status tpm_cuda_comm_init(struct tpm_comm *c);

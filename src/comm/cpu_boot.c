@@ -17,6 +17,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A bootstrap handle: the directory bootstrap's CPU comm, or the TCP star (tcp_boot.c) when
+ * the rendezvous is tcp://HOST:PORT. */
+typedef struct boot_h {
+    struct tpm_comm *cpu;
+    tpm_tcp_boot *tcp;
+} boot_h;
+
+static void *wrap(struct tpm_comm *cpu, tpm_tcp_boot *tcp) {
+    boot_h *h = calloc(1, sizeof *h);
+    if (!h) return NULL;
+    h->cpu = cpu;
+    h->tcp = tcp;
+    return h;
+}
+
+static void destroy_cpu(struct tpm_comm *c) {
+    if (!c) return;
+    if (c->ops && c->ops->destroy) c->ops->destroy(c);
+    free(c);
+}
+
 static tpm_status check_cfg(const tpm_resolved_config *cfg, int world, const char *fn) {
     TPM_ARG_CHECK(cfg, "%s: cfg is NULL", fn);
     TPM_ARG_CHECK(world >= 1 && world <= TPM_CPU_MAX_WORLD,
@@ -41,6 +62,18 @@ static struct tpm_comm *boot_alloc(const tpm_resolved_config *cfg, int rank, int
 tpm_status tpm_cpu_bootstrap_init(const tpm_resolved_config *cfg, void **boot) {
     TPM_ARG_CHECK(boot, "tpm_cpu_bootstrap_init: boot is NULL");
     *boot = NULL;
+    TPM_ARG_CHECK(cfg, "tpm_cpu_bootstrap_init: cfg is NULL");
+    TPM_ARG_CHECK(memchr(cfg->rendezvous, '\0', sizeof cfg->rendezvous),
+                  "tpm_cpu_bootstrap_init: cfg->rendezvous is not NUL-terminated");
+    if (tpm_rendezvous_is_tcp(cfg->rendezvous)) {
+        tpm_tcp_boot *t = NULL;
+        TPM_TRY(tpm_tcp_boot_init(cfg, &t));
+        if (!(*boot = wrap(NULL, t))) {
+            tpm_tcp_boot_destroy(t);
+            return tpm_err(TPM_ERR_NO_MEMORY, "tpm_cpu_bootstrap_init: out of memory");
+        }
+        return TPM_OK;
+    }
     TPM_TRY(check_cfg(cfg, cfg ? cfg->world_size : 0, "tpm_cpu_bootstrap_init"));
     TPM_ARG_CHECK(cfg->rank >= 0 && cfg->rank < cfg->world_size,
                   "tpm_cpu_bootstrap_init: rank %d is out of range for world size %d",
@@ -58,7 +91,10 @@ tpm_status tpm_cpu_bootstrap_init(const tpm_resolved_config *cfg, void **boot) {
         free(c);
         return st;
     }
-    *boot = c;
+    if (!(*boot = wrap(c, NULL))) {
+        destroy_cpu(c);
+        return tpm_err(TPM_ERR_NO_MEMORY, "tpm_cpu_bootstrap_init: out of memory");
+    }
     return TPM_OK;
 }
 
@@ -73,32 +109,43 @@ tpm_status tpm_cpu_bootstrap_init_all(const tpm_resolved_config *cfg, int n, voi
         if (!cs[i]) st = tpm_err(TPM_ERR_NO_MEMORY, "tpm_cpu_bootstrap_init_all: out of memory");
     }
     if (st == TPM_OK) st = tpm_cpu_comm_init_all(cs, n);
-    for (int i = 0; i < n; i++) {
-        if (st == TPM_OK)
-            boots[i] = cs[i];
-        else
-            free(cs[i]);
+    for (int i = 0; i < n && st == TPM_OK; i++)
+        if (!(boots[i] = wrap(cs[i], NULL))) st = tpm_err(TPM_ERR_NO_MEMORY, "tpm_cpu_bootstrap_init_all: out of memory");
+    if (st != TPM_OK) {
+        int inited = cs[0] && cs[0]->ops;
+        for (int i = 0; i < n; i++) {
+            free(boots[i]);
+            boots[i] = NULL;
+            if (inited) destroy_cpu(cs[i]);
+            else free(cs[i]);
+        }
     }
     return st;
 }
 
 tpm_status tpm_cpu_bootstrap_allgather(void *boot, const void *in, size_t bytes, void *out) {
     TPM_ARG_CHECK(boot, "tpm_cpu_bootstrap_allgather: boot is NULL");
-    return tpm_cpu_comm_allgather((struct tpm_comm *)boot, in, bytes, out);
+    boot_h *h = (boot_h *)boot;
+    return h->tcp ? tpm_tcp_boot_allgather(h->tcp, in, bytes, out) : tpm_cpu_comm_allgather(h->cpu, in, bytes, out);
 }
 
 tpm_status tpm_cpu_bootstrap_barrier(void *boot) {
     TPM_ARG_CHECK(boot, "tpm_cpu_bootstrap_barrier: boot is NULL");
-    return tpm_cpu_comm_barrier((struct tpm_comm *)boot);
+    boot_h *h = (boot_h *)boot;
+    return h->tcp ? tpm_tcp_boot_barrier(h->tcp) : tpm_cpu_comm_barrier(h->cpu);
 }
 
 void tpm_cpu_bootstrap_abort(void *boot, const char *msg) {
-    if (boot) tpm_cpu_comm_abort((struct tpm_comm *)boot, msg);
+    boot_h *h = (boot_h *)boot;
+    if (!h) return;
+    if (h->tcp) tpm_tcp_boot_abort(h->tcp, msg);
+    else tpm_cpu_comm_abort(h->cpu, msg);
 }
 
 void tpm_cpu_bootstrap_destroy(void *boot) {
-    struct tpm_comm *c = (struct tpm_comm *)boot;
-    if (!c) return;
-    if (c->ops && c->ops->destroy) c->ops->destroy(c);
-    free(c);
+    boot_h *h = (boot_h *)boot;
+    if (!h) return;
+    if (h->tcp) tpm_tcp_boot_destroy(h->tcp);
+    else destroy_cpu(h->cpu);
+    free(h);
 }

@@ -12,11 +12,17 @@
  * communicator is destroyed, since peers write into each other's memory.
  *
  * One process per GPU (tpm_cuda_comm_init): a CPU bootstrap over the
- * rendezvous directory (comm_internal.h, <dir>/boot) carries the setup.
- *   1. device = cfg.device, or rank % device count; allocate the buffer.
- *   2. all-gather {IPC handle of the allocation base, sizes, PCI bus id,
- *      whether an nccl_comm was handed in and is valid}: ranks on the same
- *      GPU, different layouts or a rejected nccl_comm fail on every rank.
+ * rendezvous directory (comm_internal.h, <dir>/boot) carries the setup; with
+ * a tcp://HOST:PORT rendezvous the TCP bootstrap (tcp_boot.c) does, and the
+ * ranks may sit on several nodes.
+ *   1. device = cfg.device, or rank % device count; allocate the buffer (more
+ *      than TPM_CUDA_MAX_WORLD ranks: several nodes for sure, a placeholder).
+ *   2. all-gather {IPC handle of the allocation base, sizes, PCI bus id, node
+ *      name (cfg.node), whether an nccl_comm was handed in and is valid}:
+ *      ranks on the same GPU of one node, different layouts or a rejected
+ *      nccl_comm fail on every rank. Ranks on several nodes skip 3-4: an IPC
+ *      handle means nothing on another node; every call runs on NCCL
+ *      (struct tpm_comm.nccl_only, so the plan says so too).
  *   3. cudaIpcOpenMemHandle every peer's handle (lazy peer access); write a
  *      64 KB pattern into each peer's buffer from a kernel and read it back
  *      through the opened pointer (rank r uses bytes [r*64K, (r+1)*64K) of
@@ -399,6 +405,7 @@ struct Hello {
     int32_t nccl_ok;    /* 0: the given nccl_comm was rejected */
     int32_t ipc_ok;     /* 0: cudaIpcGetMemHandle failed */
     int32_t pad;
+    char node[64];      /* cfg.node: ranks on different nodes never try CUDA IPC */
 };
 
 /* Step 3-4: open the peers' buffers and prove them; *all_ok is the verdict
@@ -432,7 +439,7 @@ tpm_status proc_peers(Impl *im, const Hello *h, int me, int n, int *all_ok) {
             ok = 0;
         }
     }
-    int32_t v = ok, all[TPM_CUDA_MAX_WORLD];
+    int32_t v = ok, all[TPM_CUDA_MAX_WORLD]; /* n <= TPM_CUDA_MAX_WORLD on one node */
     TPM_TRY(tpm_cpu_bootstrap_allgather(im->boot, &v, sizeof v, all));
     *all_ok = 1;
     for (int p = 0; p < n; p++)
@@ -446,20 +453,27 @@ tpm_status proc_peers(Impl *im, const Hello *h, int me, int n, int *all_ok) {
 
 /* Step 5 without a handed-in comm: rank 0's unique id, non-blocking init. */
 tpm_status proc_nccl(Impl *im, int me, int n, int32_t timeout_ms) {
-    ncclUniqueId id, all[TPM_CUDA_MAX_WORLD];
+    ncclUniqueId id, root;
     memset(&id, 0, sizeof id);
     if (me == 0) {
         ncclResult_t r = ncclGetUniqueId(&id);
         if (r != ncclSuccess) /* the others get TPM_ERR_PEER from the bootstrap */
             return tpm_err(TPM_ERR_NCCL, "ncclGetUniqueId: %s", ncclGetErrorString(r));
     }
-    TPM_TRY(tpm_cpu_bootstrap_allgather(im->boot, &id, sizeof id, all));
+    {
+        ncclUniqueId *all = (ncclUniqueId *)malloc(sizeof(ncclUniqueId) * (size_t)n);
+        if (!all) return tpm_err(TPM_ERR_NO_MEMORY, "CUDA init: out of memory");
+        tpm_status xs = tpm_cpu_bootstrap_allgather(im->boot, &id, sizeof id, all);
+        root = all[0];
+        free(all);
+        TPM_TRY(xs);
+    }
     cudaError_t e = cudaSetDevice(im->dev); /* NCCL binds the current device */
     if (e != cudaSuccess) return cuda_fail(e, "cudaSetDevice");
     ncclConfig_t nc = NCCL_CONFIG_INITIALIZER;
     nc.blocking = 0;
     ncclComm_t comm = NULL;
-    ncclResult_t r = ncclCommInitRankConfig(&comm, n, all[0], me, &nc);
+    ncclResult_t r = ncclCommInitRankConfig(&comm, n, root, me, &nc);
     if (r != ncclSuccess && r != ncclInProgress) {
         if (comm) ncclCommAbort(comm);
         return tpm_err(TPM_ERR_NCCL, "ncclCommInitRankConfig: %s", ncclGetErrorString(r));
@@ -479,18 +493,21 @@ tpm_status proc_nccl(Impl *im, int me, int n, int32_t timeout_ms) {
 extern "C" tpm_status tpm_cuda_comm_init(struct tpm_comm *c) {
     tpm_status st = TPM_OK;
     const int me = c->rank, n = c->world;
-    TPM_ARG_CHECK(n >= 1 && n <= TPM_CUDA_MAX_WORLD && me >= 0 && me < n,
-                  "CUDA init: rank %d of world %d is out of range (world 1..%d)", me, n,
-                  TPM_CUDA_MAX_WORLD);
+    TPM_ARG_CHECK(n >= 1 && n <= TPM_MAX_WORLD && me >= 0 && me < n,
+                  "CUDA init: rank %d of world %d is out of range (world 1..%d)", me, n, TPM_MAX_WORLD);
+    /* more ranks than one node holds: several nodes for sure, NCCL only, and the peer
+     * buffer is a placeholder no kernel uses */
+    const int wide = n > TPM_CUDA_MAX_WORLD;
     int ndev = tpm_cuda_device_count();
     if (ndev < 1) return tpm_err(TPM_ERR_UNSUPPORTED, "CUDA init: no CUDA device is visible");
     int dev = c->cfg.device >= 0 ? c->cfg.device : me % ndev;
     TPM_ARG_CHECK(dev < ndev, "CUDA init: rank %d: device %d not present (%d GPUs visible)", me,
                   dev, ndev);
     Impl *im = (Impl *)calloc(1, sizeof *im);
-    Hello *h = (Hello *)calloc(TPM_CUDA_MAX_WORLD, sizeof *h);
+    Hello *h = (Hello *)calloc((size_t)n, sizeof *h);
     Hello mine;
     int all_ok = 0;
+    int multi = 0; /* ranks on several nodes (cfg.node differs) */
     if (!im || !h) {
         free(im);
         free(h);
@@ -502,9 +519,13 @@ extern "C" tpm_status tpm_cuda_comm_init(struct tpm_comm *c) {
     /* rendezvous first: a rank that fails after it tells its peers at once
      * (bootstrap abort in the fail path) instead of leaving them to time out */
     TPM_TRY_GOTO(tpm_cpu_bootstrap_init(&c->cfg, &im->boot));
-    TPM_TRY_GOTO(alloc_rank(im, me, n, B, c->cfg.timeout_ms));
+    if (wide) {
+        TPM_TRY_GOTO(alloc_rank(im, 0, 1, 4096, c->cfg.timeout_ms));
+    } else {
+        TPM_TRY_GOTO(alloc_rank(im, me, n, B, c->cfg.timeout_ms));
+        for (int p = 0; p < n; p++) set_peer(im, p, im->buf, n); /* own slot; peers below */
+    }
     im->base.variant = c->cfg.cuda_kernels;
-    for (int p = 0; p < n; p++) set_peer(im, p, im->buf, n); /* own slot; peers below */
 
     /* 2: exchange handles, layouts, bus ids and the nccl_comm verdict */
     memset(&mine, 0, sizeof mine);
@@ -512,7 +533,8 @@ extern "C" tpm_status tpm_cuda_comm_init(struct tpm_comm *c) {
     mine.ll_slot = im->base.ll_slot;
     mine.ts_slot = im->base.ts_slot;
     mine.ipc_ok = 1;
-    if (n > 1) {
+    snprintf(mine.node, sizeof mine.node, "%s", c->cfg.node);
+    if (n > 1 && !wide) {
         /* im->buf is our own cudaMalloc, i.e. the allocation base: offset 0.
          * (No driver-API call: the library must load where no driver is.) */
         mine.offset = 0;
@@ -535,6 +557,12 @@ extern "C" tpm_status tpm_cuda_comm_init(struct tpm_comm *c) {
         if (st != TPM_OK) goto fail;
         TPM_TRY_GOTO(xs);
     }
+    for (int p = 0; p < n; p++) multi |= strncmp(h[p].node, mine.node, sizeof mine.node) != 0;
+    if (wide && !multi) {
+        st = tpm_err(TPM_ERR_CONFIG, "CUDA init: %d ranks all on node '%s': one node holds at most %d (set "
+                     "TPMOE_NODE_ID / run them on several nodes)", n, mine.node, TPM_CUDA_MAX_WORLD);
+        goto fail;
+    }
     for (int p = 0; p < n; p++) {
         if (!h[p].nccl_ok) {
             st = tpm_err(TPM_ERR_PEER, "CUDA init: rank %d rejected its cfg.nccl_comm", p);
@@ -556,7 +584,7 @@ extern "C" tpm_status tpm_cuda_comm_init(struct tpm_comm *c) {
             goto fail;
         }
         for (int q = 0; q < p; q++)
-            if (!strncmp(h[p].bus, h[q].bus, sizeof h[p].bus)) {
+            if (!strncmp(h[p].bus, h[q].bus, sizeof h[p].bus) && !strncmp(h[p].node, h[q].node, sizeof h[p].node)) {
                 st = tpm_err(TPM_ERR_CONFIG,
                              "CUDA init: ranks %d and %d are on the same GPU (%.32s); set "
                              "cfg.device / CUDA_VISIBLE_DEVICES so every rank has its own",
@@ -564,17 +592,19 @@ extern "C" tpm_status tpm_cuda_comm_init(struct tpm_comm *c) {
                 goto fail;
             }
     }
-    /* 3-4: open, prove, agree */
-    TPM_TRY_GOTO(proc_peers(im, h, me, n, &all_ok));
+    /* 3-4: open, prove, agree (one node only: an IPC handle means nothing on another node) */
+    if (!multi) TPM_TRY_GOTO(proc_peers(im, h, me, n, &all_ok));
     im->p2p_ok = all_ok;
+    c->nccl_only = !all_ok && n > 1;
     /* 5: NCCL */
     if (!im->nccl) TPM_TRY_GOTO(proc_nccl(im, me, n, c->cfg.timeout_ms));
     c->ops = &kCudaOps;
     c->impl = im;
     free(h);
     if (me == 0)
-        TPM_LOG_I("CUDA communicator: %d processes, peer-to-peer %s, %zu MB buffer per GPU, "
-                  "NCCL %s", n, all_ok ? "proven" : "unavailable (NCCL only)",
+        TPM_LOG_I("CUDA communicator: %d processes%s, peer-to-peer %s, %zu MB buffer per GPU, "
+                  "NCCL %s", n, multi ? " on several nodes" : "",
+                  all_ok ? "proven" : multi ? "off (several nodes: NCCL only)" : "unavailable (NCCL only)",
                   im->buf_bytes >> 20, im->own_nccl ? "created" : "handed in");
     return TPM_OK;
 fail:
@@ -698,7 +728,10 @@ extern "C" tpm_status tpm_cuda_comm_init_all(struct tpm_comm **comms, int n, con
                     all_ok = 0;
                 }
             }
-        for (int i = 0; i < n; i++) g->impl[i]->p2p_ok = all_ok;
+        for (int i = 0; i < n; i++) {
+            g->impl[i]->p2p_ok = all_ok;
+            comms[i]->nccl_only = !all_ok && n > 1;
+        }
     }
     if (comms[0]->nccl_comm) { /* the engine's comms: an array, rank i at [i] */
         ncclComm_t *given = (ncclComm_t *)comms[0]->nccl_comm;

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #define DEFAULT_TIMEOUT_MS 30000
 #define DEFAULT_BUFFER_BYTES (64ll << 20)
@@ -240,10 +241,11 @@ tpm_status tpm_config_resolve(const tpm_config *cfg_in, tpm_resolved_config *out
 
     /* rank / world / rendezvous */
     int w_env, r_env;
-    TPM_TRY(pick_int(cfg->world_size, "TPMOE_WORLD_SIZE", 1, 8, 1, &r.world_size, &w_env));
-    TPM_ARG_CHECK(r.world_size >= 1 && r.world_size <= 8,
-                  "world size %d is invalid (accepted: 1..8 on one node)", r.world_size);
-    TPM_TRY(pick_int(cfg->rank, "TPMOE_RANK", 0, 7, 0, &r.rank, &r_env));
+    TPM_TRY(pick_int(cfg->world_size, "TPMOE_WORLD_SIZE", 1, TPM_MAX_WORLD, 1, &r.world_size, &w_env));
+    TPM_ARG_CHECK(r.world_size >= 1 && r.world_size <= TPM_MAX_WORLD,
+                  "world size %d is invalid (accepted: 1..%d, more than %d only across nodes)", r.world_size,
+                  TPM_MAX_WORLD, TPM_MAX_LOCAL_WORLD);
+    TPM_TRY(pick_int(cfg->rank, "TPMOE_RANK", 0, TPM_MAX_WORLD - 1, 0, &r.rank, &r_env));
     TPM_ARG_CHECK(r.rank < r.world_size, "rank %d is invalid for world size %d", r.rank, r.world_size);
     rep(&rp, "rank / world       = %d / %d (%s / %s)\n", r.rank, r.world_size,
         src_name(cfg->rank >= 0, r_env), src_name(cfg->world_size >= 0, w_env));
@@ -260,6 +262,27 @@ tpm_status tpm_config_resolve(const tpm_config *cfg_in, tpm_resolved_config *out
                       sizeof r.rendezvous - 9);
         strcpy(r.rendezvous, rdv);
         rep(&rp, "rendezvous         = %s (%s)\n", r.rendezvous, src_name(cfg->rendezvous != NULL, rdv_env));
+    }
+    const int rdv_tcp = !strncmp(r.rendezvous, "tcp://", 6);
+    if (r.world_size > TPM_MAX_LOCAL_WORLD && !(rdv_tcp && r.backend != TPM_BACKEND_CPU))
+        return tpm_err(w_env ? TPM_ERR_CONFIG : TPM_ERR_INVALID_ARG,
+                       "%sworld size %d spans nodes (one node holds at most %d ranks): it needs a tcp://HOST:PORT "
+                       "rendezvous and the CUDA backend (got rendezvous '%s', backend %s)",
+                       w_env ? "TPMOE_WORLD_SIZE: " : "", r.world_size, TPM_MAX_LOCAL_WORLD, r.rendezvous,
+                       backend_names[r.backend]);
+    TPM_ARG_CHECK(!rdv_tcp || r.backend != TPM_BACKEND_CPU,
+                  "rendezvous %s: the CPU backend runs on one node and needs a rendezvous directory",
+                  r.rendezvous);
+    {   /* the node this rank runs on (not hashed: it differs between nodes) */
+        env_src e = env_get("TPMOE_NODE_ID");
+        if (e.value) {
+            if (strlen(e.value) >= sizeof r.node) return bad_env(&e, "a name of at most 63 bytes");
+            strcpy(r.node, e.value);
+        } else if (gethostname(r.node, sizeof r.node - 1) != 0 || !r.node[0]) {
+            strcpy(r.node, "localhost");
+        }
+        r.node[sizeof r.node - 1] = '\0';
+        rep(&rp, "node               = %s (%s)\n", r.node, e.value ? "env TPMOE_NODE_ID" : "host name");
     }
     r.device = cfg->device;
 
@@ -350,7 +373,12 @@ tpm_status tpm_config_resolve(const tpm_config *cfg_in, tpm_resolved_config *out
     r.ep = cfg->ep >= 1 ? cfg->ep : 1;
     TPM_ARG_CHECK(cfg->tp == -1 || (cfg->tp >= 1 && cfg->tp <= 8), "tp %d is invalid (1..8)", cfg->tp);
     TPM_ARG_CHECK(cfg->ep == -1 || (cfg->ep >= 1 && cfg->ep <= 8), "ep %d is invalid (1..8)", cfg->ep);
-    if (r.tp < 0) r.tp = r.world_size / r.ep > 0 ? r.world_size / r.ep : 1;
+    /* default: the whole communicator is one TP group; a communicator spanning nodes (more
+     * ranks than one node holds) leaves the MoE layer at the node's width, TP 8 / ep */
+    if (r.tp < 0) {
+        const int w = r.world_size <= TPM_MAX_LOCAL_WORLD ? r.world_size : TPM_MAX_LOCAL_WORLD;
+        r.tp = w / r.ep > 0 ? w / r.ep : 1;
+    }
     TPM_ARG_CHECK(r.tp * r.ep <= 8, "tp %d x ep %d = %d ranks exceeds one node (8)", r.tp, r.ep, r.tp * r.ep);
     rep(&rp, "tp / ep            = %d / %d\n", r.tp, r.ep);
 

@@ -141,9 +141,13 @@ __device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *b
  * global memory); nsplit = 0: lg is the row of summed logits in shared
  * memory. br: the selection bias (d.br, or its copy in shared memory; NULL:
  * none). sel_s (optional): the token's K selections also written there. sc_w
- * [256] / gsc_w [32] are this warp's shared scratch (grouped router). */
-__device__ void select_token(const tpm_moe_dev &d, int t, const float *lg, size_t sstride, int nsplit,
-                             const float *br, float *sc_w, float *gsc_w, int *sel_s) {
+ * [256] / gsc_w [32] are this warp's shared scratch (grouped router).
+ * PL: experts per lane the code is built for (E <= 32 PL); select_token
+ * below picks 4 when E <= 128 (half the unrolled work of 8; the same bits). */
+template <int PL>
+__device__ void select_token_pl(const tpm_moe_dev &d, int t, const float *lg, size_t sstride, int nsplit,
+                                const float *br, float *sc_w, float *gsc_w, int *sel_s) {
+    constexpr int kMaxPerLane = PL; /* shadows the file's maximum inside this function */
     const int lane = threadIdx.x & 31;
     const int E = d.E, k = d.k;
     float s[kMaxPerLane], c[kMaxPerLane];
@@ -265,6 +269,12 @@ __device__ void select_token(const tpm_moe_dev &d, int t, const float *lg, size_
         d.wts[(size_t)t * d.K + k] = 1.0f;
         if (sel_s) sel_s[k] = E;
     }
+}
+
+__device__ __forceinline__ void select_token(const tpm_moe_dev &d, int t, const float *lg, size_t sstride, int nsplit,
+                                             const float *br, float *sc_w, float *gsc_w, int *sel_s) {
+    if (d.E <= 128) select_token_pl<4>(d, t, lg, sstride, nsplit, br, sc_w, gsc_w, sel_s);
+    else select_token_pl<8>(d, t, lg, sstride, nsplit, br, sc_w, gsc_w, sel_s);
 }
 
 } // namespace
