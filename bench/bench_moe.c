@@ -391,7 +391,10 @@ static void *rank_main(void *argp) {
         { /* the slots this rank streams (EP: its own; the floor is the busiest rank's) */
             int nact = 0;
             for (int e = 0; e < Eloc + p->n_shared; e++) nact += counts[e] > 0;
-            if (!S->fused && p->n_shared && ep_rank == 0) nact++; /* the dense shared MLP reads its weights too */
+            /* the dense shared MLP reads its weights too (unfused, or the fused EP split plan) */
+            if (p->n_shared && ep_rank == 0 &&
+                (!S->fused || (o->ep > 1 && tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SPLIT)))
+                nact++;
             S->nact[rank] = nact;
         }
         pthread_barrier_wait(&S->bar);

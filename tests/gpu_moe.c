@@ -618,7 +618,9 @@ static void tp2_equals_tp1(void **state) {
  * per-slot counts of the ranks add up to the routing's histogram. Fused and
  * unfused, decode (kernel sets 0, 1, 2) and prefill (own wgmma GEMM where it
  * runs, cuBLAS streams), one tile, several tiles, the router GEMM with the
- * in-block and the separate row scatter. */
+ * in-block and the separate row scatter. The fused layer's split plan (5 and
+ * 8 tokens) routes no shared row under EP: the shared expert runs dense on EP
+ * rank 0 and its combine adds it. */
 static void ep_ranks_sum_to_reference(void **state) {
     (void)state;
     static const int marker = 0; /* a communicator the test never uses (no forward / allreduce) */
@@ -679,7 +681,11 @@ static void ep_ranks_sum_to_reference(void **state) {
                             free(wts);
                         }
                         for (int e = 0; e < Eloc; e++) assert_int_equal(cnt[e], hist[er * Eloc + e]);
-                        if (fused && p->n_shared) { /* tokens t % ep == er */
+                        if (fused && p->n_shared && tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SPLIT) {
+                            /* the EP split plan: no shared rows routed, the dense MLP on EP rank 0 */
+                            assert_int_equal(cnt[Eloc], 0);
+                            if (er == 0) local_rows += T;
+                        } else if (fused && p->n_shared) { /* tokens t % ep == er */
                             assert_int_equal(cnt[Eloc], (T - er + ep - 1) / ep);
                             local_rows += cnt[Eloc];
                         }

@@ -10,7 +10,8 @@
  * launch and starts with griddepcontrol.wait (a no-op in a plain launch).
  * The down bias is added by TP rank 0 only (the all-reduce sums the ranks).
  * With EP, the pairs whose row is past the local row total offsets[E1] (other
- * ranks' experts) are skipped: this rank's y is its partial sum.
+ * ranks' experts) are skipped: this rank's y is its partial sum. A fused
+ * layer's EP split plan (d.shared_dense) adds sh_out like the unfused layer.
  * k_gather: xp[r] = x[perm_tok[r]] (rows grouped by expert for the GEMMs).
  * k_act: act[r][i] = act(h[r][i] + b13, h[r][Il+i] + b13) in fp32 -> bf16.
  * Kernels over permuted rows stop at the device-side row total offsets[E1].
@@ -87,7 +88,7 @@ __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t
 #pragma unroll
         for (int i = 0; i < V; i++) acc[i] += w * v[i];
     }
-    if (!d.fused && d.sh_out) {
+    if ((!d.fused || d.shared_dense) && d.sh_out) { /* the dense shared MLP (unfused, or EP split plan) */
         float v[V];
         load_v<uint16_t, V>(d.sh_out + (size_t)t * d.H + h, v);
 #pragma unroll

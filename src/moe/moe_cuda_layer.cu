@@ -11,6 +11,10 @@
  * on the decode path from tune.shared_split_min tokens the shared slot runs
  * as dense cuBLAS GEMMs over the slot's own weights, writing the slot's fp32
  * rows (same stream, before the routed GEMV launches, still one graph).
+ * With EP the slot's rows are not T*k .. T*k+T-1, so the split plan runs the
+ * shared expert like the unfused layer: dense on EP rank 0 into sh_out, added
+ * by the combine, every rank's routing dropping the shared slots
+ * (d.shared_dense; the fused layer is then never slower than the unfused one).
  * The decode path never touches the host, so route -> experts -> combine -> all-reduce captures into one
  * CUDA graph; so does the prefill path on the own wgmma GEMM (moe_cuda_gemm_sm90a.cu, the default on a
  * 9.0 device), while its cuBLAS variants read the per-expert offsets back (one sync).
@@ -252,6 +256,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
             const size_t Td = T < TPM_MOE_DECODE_MAX_NT ? T : TPM_MOE_DECODE_MAX_NT;
             DALLOC(d.sh_h13, Td * 2 * Il * 2);
             DALLOC(d.sh_act, Td * Il * 2);
+            if (ep > 1 && d.ep_rank == 0) DALLOC(d.sh_out, Td * H * 2); /* EP: dense on EP rank 0 */
         }
         DALLOC(m->pf.d_ptrs, sizeof(void *) * 6 * E1);
         DALLOC(m->wg.rtp, 2 * (E1 + 1) * 4); /* tiles, or pairs and odd tails */
@@ -500,11 +505,11 @@ int tpm_cuda_moe_capturable(const tpm_cuda_moe *m, int T) {
 int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T) {
     if (!m || m->p->n_shared == 0) return TPM_MOE_SHARED_NONE;
     if (!m->d.fused) return m->d.ep_rank == 0 ? TPM_MOE_SHARED_DENSE : TPM_MOE_SHARED_NONE;
-    /* EP: the slot holds only this rank's tokens (t % ep), not rows T*k .. T*k+T-1 */
-    if (m->d.ep > 1) return TPM_MOE_SHARED_SLOT;
     if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE && m->tune.decode_kernel != 1 &&
         T >= m->tune.shared_split_min)
-        return TPM_MOE_SHARED_SPLIT;
+        return TPM_MOE_SHARED_SPLIT; /* EP: the dense MLP on EP rank 0 (d.shared_dense), every rank */
+    /* EP prefill: the slot holds only this rank's tokens (t % ep), not rows T*k .. T*k+T-1 */
+    if (m->d.ep > 1) return TPM_MOE_SHARED_SLOT;
     if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_PREFILL && m->tune.prefill_gemm == TPM_MOE_GEMM_WGMMA &&
         T >= m->tune.prefill_split_min)
         return TPM_MOE_SHARED_SPLIT;
@@ -532,10 +537,24 @@ static tpm_status check_call(const tpm_cuda_moe *m, const void *ptr, int T) {
     return TPM_OK;
 }
 
-/* The decode-path shared MLP (split plan or unfused layer) on the handle h, stream s. */
+/* The decode-path shared MLP (split plan or unfused layer) on the handle h, stream s: the
+ * split plan's fp32 slot rows, or (unfused, or the split plan with EP: EP rank 0 only) the
+ * dense MLP into sh_out. */
 static tpm_status shared_mlp(tpm_cuda_moe *m, void *h, const void *x, int T, cudaStream_t s) {
-    if (!m->d.fused) return tpm_moe_shared_dense(m->d, h, (const uint16_t *)x, T, s);
+    if (!m->d.fused || m->d.ep > 1) return tpm_moe_shared_dense(m->d, h, (const uint16_t *)x, T, s);
     return tpm_moe_shared_split(m->d, h, (const uint16_t *)x, T, s);
+}
+
+/* Whether this rank runs a dense shared MLP in this call (unfused on EP rank 0, or a fused
+ * layer's split plan: on every rank without EP, on EP rank 0 with EP). */
+static int runs_shared_mlp(const tpm_cuda_moe *m, int plan) {
+    if (plan == TPM_MOE_SHARED_DENSE) return 1;
+    return plan == TPM_MOE_SHARED_SPLIT && (m->d.ep == 1 || m->d.ep_rank == 0);
+}
+
+/* The per-call state of the dev struct (every launch of a forward copies it): the EP split plan. */
+static void set_call(tpm_cuda_moe *m, int T) {
+    m->d.shared_dense = m->d.fused && m->d.ep > 1 && tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SPLIT;
 }
 
 /* The routing mode of a call (tpm_cuda_moe_route_mode). */
@@ -560,13 +579,14 @@ static int overlap_shared(const tpm_cuda_moe *m, int T, cudaStream_t s) {
     const int plan = tpm_cuda_moe_shared_plan(m, T);
     return m->tune.shared_overlap && s != NULL && s != cudaStreamLegacy &&
            tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE && m->tune.decode_kernel != 1 &&
-           (plan == TPM_MOE_SHARED_SPLIT || plan == TPM_MOE_SHARED_DENSE);
+           runs_shared_mlp(m, plan);
 }
 
 tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *stream) {
     TPM_TRY(check_call(m, x, T));
     TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
     cudaStream_t s = (cudaStream_t)stream;
+    set_call(m, T);
     const int mode = route_mode_x(m, x, T);
     m->shared_issued = 0;
     const int ovl = overlap_shared(m, T, s);
@@ -594,6 +614,7 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
     TPM_TRY(check_call(m, x, T));
     TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
     cudaStream_t s = (cudaStream_t)stream;
+    set_call(m, T);
     const tpm_moe_dev &d = m->d;
     const int issued = m->shared_issued == T; /* by the routing call, beside it */
     m->shared_issued = 0;
@@ -603,10 +624,13 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
     }
     if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE) {
         if (m->tune.decode_kernel == 1) return tpm_moe_launch_decode_mma(d, (const uint16_t *)x, T, s);
-        const int split = tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SPLIT;
-        if (split && !issued) { /* the shared slot's fp32 rows from dense GEMMs, then the routed GEMVs */
+        const int plan = tpm_cuda_moe_shared_plan(m, T);
+        /* without EP the shared slot is the last touched expert, left out of the GEMV items; with
+         * EP (d.shared_dense) the routing already dropped it */
+        const int split = plan == TPM_MOE_SHARED_SPLIT && d.ep == 1;
+        if (d.fused && runs_shared_mlp(m, plan) && !issued) { /* the shared expert's dense GEMMs first */
             TPM_TRY(bind_blas(m, s));
-            TPM_TRY(tpm_moe_shared_split(d, m->blas, (const uint16_t *)x, T, s));
+            TPM_TRY(shared_mlp(m, m->blas, x, T, s));
         }
         if (m->tune.decode_kernel == 2)
             return tpm_moe_launch_decode2(d, (const uint16_t *)x, T, split, use_pdl(m, s), m->tune.down_kernel,
@@ -631,6 +655,7 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
 tpm_status tpm_cuda_moe_combine(tpm_cuda_moe *m, int T, void *y, void *stream) {
     TPM_TRY(check_call(m, y, T));
     TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
+    set_call(m, T);
     const int bf = tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_PREFILL;
     const int pdl = !bf && m->tune.decode_kernel == 2 && use_pdl(m, (cudaStream_t)stream);
     return tpm_moe_launch_combine(m->d, T, bf, pdl, (uint16_t *)y, (cudaStream_t)stream);

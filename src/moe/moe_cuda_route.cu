@@ -6,7 +6,8 @@
  *
  * mode 1, small T (one launch), k_route_fused<EPW, TOK>: grid (E/(8 EPW),
  *    ceil(T/8), S), 8 warps of EPW experts (tuning.route_experts = 8 EPW);
- *    TOK = 8 tokens of registers per block, 1 when T = 1 (the same bits).
+ *    TOK = 8 tokens of registers per block, 1 / 2 / 4 when T <= 1 / 2 / 4 (the
+ *    same bits).
  *    Every block computes partial logits of 8 EPW experts x 8 tokens x one
  *    of S slices of H (logits_tile below). Block-done tickets then chain the
  *    rest inside the same launch: the last block of an 8-token tile (atomic
@@ -451,9 +452,11 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
     const int scatter = (size_t)T * d.K <= (size_t)kScatterInBlock;
     if (mode == 1 && tpm_moe_route_fused_ok(d, T)) {
         const dim3 g = logit_grid(d, T, epw);
-        /* one token: the logits blocks keep 1 token's accumulators and x loads instead of 8
-         * (fewer registers; the same bits) */
+        /* up to 1 / 2 / 4 tokens: the logits blocks keep that many tokens' accumulators and x
+         * loads instead of 8 (fewer registers; the same bits) */
         if (T == 1 && epw == 4) k_route_fused<4, 1><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (T == 2 && epw == 4) k_route_fused<4, 2><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (T <= 4 && epw == 4) k_route_fused<4, 4><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
         else if (epw == 1) k_route_fused<1, kLogitTokens><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
         else if (epw == 2) k_route_fused<2, kLogitTokens><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
         else k_route_fused<4, kLogitTokens><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);

@@ -27,10 +27,11 @@ constexpr int kMaxE1 = 257;
 
 /* The expert slot of token t's selection e (a global id; E = the fused
  * shared expert): e itself without EP; with EP the local slot, or the drop
- * bucket E1 for another rank's expert or another rank's shared token. */
+ * bucket E1 for another rank's expert or another rank's shared token (every
+ * shared token when the call runs the shared expert dense: d.shared_dense). */
 __device__ __forceinline__ int slot_of(const tpm_moe_dev &d, int e, int t) {
     if (d.ep == 1) return e;
-    if (e == d.E) return t % d.ep == d.ep_rank ? d.Es : d.E1;
+    if (e == d.E) return !d.shared_dense && t % d.ep == d.ep_rank ? d.Es : d.E1;
     const int l = e - d.e0;
     return (unsigned)l < (unsigned)d.Eloc ? l : d.E1;
 }
