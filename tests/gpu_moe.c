@@ -794,6 +794,10 @@ static void bad_arguments(void **state) {
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_tc_max = 0; /* mode 3 off */
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+    tu.expert_wait = 2;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.expert_wait = 1;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     assert_int_not_equal(tpm_cuda_moe_route_mode(m, 8), 3);
     assert_int_equal(tpm_cuda_moe_route_mode(NULL, 8), -1);
     assert_int_equal(tpm_cuda_moe_shared_plan(NULL, 1), TPM_MOE_SHARED_NONE);
@@ -826,9 +830,12 @@ static void pdl_equals_plain(void **state) {
                     /* set 0, set 2 plain, set 2 pdl eager, set 2 pdl graph, then the last
                      * two with the streaming down kernel (k_down4), then pdl eager and graph
                      * with k_down2's other shapes (down_kernel 2, 3), then 2 gate/up row pairs
-                     * per warp with down_kernel 4 (graph) and 2 (eager) */
-                    uint16_t *out[10];
-                    for (int v = 0; v < 10; v++) {
+                     * per warp with down_kernel 4 (graph) and 2 (eager), then down_kernel 2 with
+                     * the per-expert wait: pdl eager, pdl graph (replayed: the counters reset),
+                     * plain */
+                    enum { NV = 13 };
+                    uint16_t *out[NV];
+                    for (int v = 0; v < NV; v++) {
                         tpm_cuda_moe_desc d = {p, 0, 1, 0, fused, T, NULL, 1, 0};
                         tpm_cuda_moe *m = NULL;
                         assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_OK);
@@ -840,6 +847,8 @@ static void pdl_equals_plain(void **state) {
                         tu.pdl = v >= 2;
                         tu.down_kernel = v < 4 ? 0 : v < 6 ? 1 : v < 8 ? v - 4 : v == 8 ? 4 : 2;
                         tu.gate_up_pairs = v >= 8 ? 2 : 1;
+                        tu.expert_wait = v >= 10;
+                        if (v == 12) tu.pdl = 0;
                         tu.shared_split_min = split ? 1 : 1 << 20;
                         tu.shared_overlap = v > 0; /* the reference runs the shared MLP after the routing */
                         assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
@@ -850,7 +859,7 @@ static void pdl_equals_plain(void **state) {
                         assert_int_equal(cudaMalloc(&dy, (size_t)T * H * 2), cudaSuccess);
                         assert_int_equal(cudaMemcpy(dx, x, (size_t)T * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
                         out[v] = malloc((size_t)T * H * 2);
-                        const int graph = v == 3 || v == 5 || v == 7 || v == 8, reps = graph ? 2 : 1;
+                        const int graph = v == 3 || v == 5 || v == 7 || v == 8 || v == 11, reps = graph ? 2 : 1;
                         cudaGraphExec_t ge = NULL;
                         if (graph) {
                             cudaGraph_t g = NULL;
@@ -878,10 +887,11 @@ static void pdl_equals_plain(void **state) {
                         cudaStreamDestroy(s);
                         tpm_cuda_moe_destroy(m);
                     }
-                    for (int v = 1; v < 10; v++) assert_memory_equal(out[v], out[0], (size_t)T * H * 2);
+                    for (int v = 1; v < NV; v++) assert_memory_equal(out[v], out[0], (size_t)T * H * 2);
                     printf("  %-17s T=%-3d fused %d split %d: set 2 (plain, pdl, pdl graph; down kernels 0..4, "
-                           "1 and 2 gate/up row pairs per warp) == set 0\n", p->name, T, fused, split);
-                    for (int v = 0; v < 10; v++) free(out[v]);
+                           "1 and 2 gate/up row pairs per warp, per-expert wait) == set 0\n", p->name, T, fused,
+                           split);
+                    for (int v = 0; v < NV; v++) free(out[v]);
                 }
             }
             free(x);

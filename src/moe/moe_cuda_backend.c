@@ -29,8 +29,9 @@
  *
  * Expert parallelism (ep_size > 1): the GPU layer holds this rank's routed
  * experts only (n_experts / ep_size, each split over the TP ranks), token t
- * of a chunk runs its fused shared slot on EP rank t % ep_size (unfused: the
- * dense shared MLP on EP rank 0); the all-reduce over all tp x ep ranks sums
+ * of a chunk runs its fused shared slot on EP rank t % ep_size (unfused, and
+ * the fused layer's split plan at 4-8 tokens: the dense shared MLP on EP rank
+ * 0); the all-reduce over all tp x ep ranks sums
  * the partial outputs, as with TP alone.
  *
  * Not supported (TPM_ERR_UNSUPPORTED at create): activations other than
@@ -272,7 +273,12 @@ static tpm_status collect_chunk(struct tpm_moe *m, cuda_state *s, size_t off, si
                 m->counts[s->sel[t * K + j]]++;
         for (int e = m->expert_begin; e < m->expert_end; e++)
             s->local_pairs += s->cnt[e - m->expert_begin];
-        if (m->fuse && m->n_shared) s->local_shared += s->cnt[m->expert_end - m->expert_begin];
+        if (m->fuse && m->n_shared) {
+            if (tpm_cuda_moe_shared_plan(s->gl, (int)n) == TPM_MOE_SHARED_SPLIT) /* dense on EP rank 0 */
+                s->local_shared += m->ep_rank == 0 ? (int64_t)n : 0;
+            else /* the slot: this rank's tokens t % ep */
+                s->local_shared += s->cnt[m->expert_end - m->expert_begin];
+        }
     }
     s->t_router += elapsed_s(s, EV_CHUNK, EV_ROUTED);
     s->t_experts += elapsed_s(s, EV_ROUTED, EV_EXPERTS);

@@ -46,6 +46,20 @@
  * row x 8 or 8 rows x 1 chunk per warp instead of 2 x 4; gate_up_pairs 2:
  * k_gate_up2 with 2 row pairs x 2 chunks per warp instead of 1 x 4 (the
  * same bits: every lane adds its chunks in the same order).
+ * Per-expert wait (tuning expert_wait = 1, up to 8 tokens, down_kernel 2):
+ * after each item a k_gate_up2 block fences its act rows (lane 0 of each warp
+ * wrote them), syncs, and thread 0 fences again and adds 1 to done[e]
+ * (release). k_down2 does not wait for the whole k_gate_up2 grid: before
+ * each item thread 0 spins on an acquire load of done[e] until it reaches
+ * the expert's gate_up tile count (bounded: ctr[5] set, never expected),
+ * the block syncs, and act is read with ld.global.cg. The gate_up items of
+ * every expert are handed out before any down item and run on resident
+ * blocks that never wait, so the wait always ends; the shared slot (the
+ * first gate_up and the first down items) starts its down rows while the
+ * routed experts' gate_up still streams. At its end k_down2 waits for the
+ * k_gate_up2 grid (griddepcontrol.wait), zeroes ctr[0], and its last block
+ * out (exit ticket ctr[7]) zeroes done[] for the next launch. The same bits
+ * as the grid-wide wait (each row's arithmetic is unchanged).
  * k_down4 (tuning down_kernel = 1, up to 8 tokens) replaces k_down2 with a
  * producer warp that copies each item's rows into a shared-memory ring with
  * cp.async.bulk (mbarrier full / empty per stage; see its comment). Same
@@ -228,7 +242,7 @@ __device__ __forceinline__ void down_load(const tpm_moe_dev &d, int e, int h0, i
 
 /* Down rows h0 .. h0+RD-1 of expert e for its n tokens -> rows_f32[off + j][h];
  * one warp. have0: w already holds the chunk group c0 = lane (loaded early). */
-template <int NT, int U, int RD>
+template <int NT, int U, int RD, bool CG = false>
 __device__ __forceinline__ void down_rows(const tpm_moe_dev &d, int e, int off, int n, int h0, int lane,
                                           uint4 (&w)[RD][U], bool have0) {
     const int Il = d.Il, H = d.H, n8 = Il / 8;
@@ -248,7 +262,14 @@ __device__ __forceinline__ void down_rows(const tpm_moe_dev &d, int e, int off, 
                 for (int q = 0; q < U; q++) {
                     const int c = c0 + q * 32;
                     if (c < n8) {
-                        const float4 a0 = __ldg(ar + 2 * c), a1 = __ldg(ar + 2 * c + 1);
+                        float4 a0, a1;
+                        if constexpr (CG) { /* written in this phase by the other kernel: L2 */
+                            a0 = __ldcg(ar + 2 * c);
+                            a1 = __ldcg(ar + 2 * c + 1);
+                        } else {
+                            a0 = __ldg(ar + 2 * c);
+                            a1 = __ldg(ar + 2 * c + 1);
+                        }
 #pragma unroll
                         for (int r = 0; r < RD; r++) acc[r][j] = dot8f(w[r][q], a0, a1, acc[r][j]);
                     }
@@ -306,7 +327,7 @@ __device__ __forceinline__ void pdl_trigger() {
  * dense), read only after the wait, with ld.global.cg. */
 template <int NT, int U, int RP>
 __global__ void __launch_bounds__(kThreads, NT <= 2 ? 4 : 1) k_gate_up2(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
-                                                       int pre, int nskip) {
+                                                       int pre, int nskip, int fine) {
     __shared__ int s_item;
     __shared__ int s_tok[NT];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -346,18 +367,31 @@ __global__ void __launch_bounds__(kThreads, NT <= 2 ? 4 : 1) k_gate_up2(tpm_moe_
         __syncthreads();
         const int i0 = (tile * kWarps + warp) * RP;
         if (i0 < d.Il) gate_up_rows<NT, U, RP>(d, x, e, off, n, i0, s_tok, lane);
+        if (fine && lane == 0) __threadfence(); /* the act rows this warp wrote (lane 0 writes them) */
         __syncthreads(); /* s_tok / s_item reused by the next item */
+        if (fine && threadIdx.x == 0) { /* release: one more finished gate_up tile of expert e */
+            __threadfence();
+            atomicAdd(d.done + e, 1);
+        }
     }
 }
+
+__device__ __forceinline__ int ld_acquire(const int *p) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+constexpr int kSpinBound = 1 << 26; /* x __nanosleep(64): seconds; a bug, never a hang */
 
 /* k_down2 launches while k_gate_up2 still runs (every k_gate_up2 block has
  * passed its wait, so the routing is complete): it takes its first item and
  * loads that item's first weight chunk group before griddepcontrol.wait, so
  * the weight stream continues across the kernel boundary. act_f32 is read
  * only after the wait. */
-template <int NT, int U, int RD>
-__global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip) {
-    __shared__ int s_item;
+template <int NT, int U, int RD, bool FINE>
+__global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip, int gu_tiles) {
+    __shared__ int s_item, s_last;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int tiles = (d.H + kWarps * RD - 1) / (kWarps * RD);
     const int na = __ldcg(d.n_active) - skip; /* skip = 1: the shared slot (last active) runs dense */
@@ -375,8 +409,10 @@ __global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip) {
             have0 = true;
         }
     }
-    pdl_wait();
-    if (blockIdx.x == 0 && threadIdx.x == 0) d.ctr[0] = 0; /* k_gate_up2 has finished */
+    if (!FINE) {
+        pdl_wait();
+        if (blockIdx.x == 0 && threadIdx.x == 0) d.ctr[0] = 0; /* k_gate_up2 has finished */
+    }
     pdl_trigger();
     while (item < total) {
         const int a = item / tiles, tile = item - a * tiles;
@@ -384,12 +420,41 @@ __global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip) {
         const int off = __ldcg(d.offsets + e);
         const int n = min(__ldcg(d.offsets + e + 1) - off, NT);
         const int h0 = (tile * kWarps + warp) * RD;
-        if (h0 < d.H) down_rows<NT, U, RD>(d, e, off, n, h0, lane, w, have0);
+        if constexpr (FINE) { /* acquire: every gate_up tile of expert e is done */
+            if (threadIdx.x == 0) {
+                int spins = 0;
+                while (ld_acquire(d.done + e) < gu_tiles) {
+                    if (++spins > kSpinBound) {
+                        atomicExch(d.ctr + 5, 1);
+                        break;
+                    }
+                    __nanosleep(64);
+                }
+            }
+            __syncthreads();
+        }
+        if (h0 < d.H) down_rows<NT, U, RD, FINE>(d, e, off, n, h0, lane, w, have0);
         have0 = false;
         __syncthreads(); /* s_item */
         if (threadIdx.x == 0) s_item = atomicAdd(d.ctr + 1, 1);
         __syncthreads();
         item = s_item;
+    }
+    if constexpr (FINE) {
+        /* k_gate_up2 has finished (it may still run past our last item's expert): its counter
+         * for the next launch; then the last block out zeroes done[] and its exit ticket */
+        pdl_wait();
+        if (blockIdx.x == 0 && threadIdx.x == 0) d.ctr[0] = 0;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence();
+            s_last = atomicAdd(d.ctr + 7, 1) == (int)gridDim.x - 1;
+        }
+        __syncthreads();
+        if (s_last) {
+            for (int i = threadIdx.x; i < d.E1; i += kThreads) d.done[i] = 0;
+            if (threadIdx.x == 0) d.ctr[7] = 0;
+        }
     }
 }
 
@@ -542,36 +607,42 @@ cudaError_t launch_ex(void (*k)(P...), int grid, bool pdl, cudaStream_t s, A... 
     return cudaLaunchKernelEx(&cfg, k, args...);
 }
 
-template <int NT, int U2, int RD>
-tpm_status launch_down2(const tpm_moe_dev &d, int skip, bool pdl, cudaStream_t s) {
+template <int NT, int U2, int RD, bool FINE = false>
+tpm_status launch_down2(const tpm_moe_dev &d, int skip, bool pdl, cudaStream_t s, int gu_tiles = 0) {
     int b2 = 0;
-    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, k_down2<NT, U2, RD>, kThreads, 0));
-    TPM_CUDA_TRY(launch_ex(k_down2<NT, U2, RD>, d.sm_count * (b2 > 0 ? b2 : 1), pdl, s, d, skip));
+    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, k_down2<NT, U2, RD, FINE>, kThreads, 0));
+    TPM_CUDA_TRY(launch_ex(k_down2<NT, U2, RD, FINE>, d.sm_count * (b2 > 0 ? b2 : 1), pdl, s, d, skip, gu_tiles));
     return TPM_OK;
 }
 
 template <int NT, int U1, int RP>
-tpm_status launch_gate_up2(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, bool pdl, cudaStream_t s) {
+tpm_status launch_gate_up2(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, bool pdl, int fine,
+                           cudaStream_t s) {
     int b1 = 0;
     TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, k_gate_up2<NT, U1, RP>, kThreads, 0));
     /* EP: the shared slot holds only this rank's tokens, found by the routing */
     const int pre = d.fused && !skip && d.ep == 1 ? (d.Il + kWarps * RP - 1) / (kWarps * RP) : 0;
     const int nskip = pre > 0 || skip ? 1 : 0; /* the shared slot: the last active one */
-    TPM_CUDA_TRY(launch_ex(k_gate_up2<NT, U1, RP>, d.sm_count * (b1 > 0 ? b1 : 1), pdl, s, d, x, T, pre, nskip));
+    TPM_CUDA_TRY(
+        launch_ex(k_gate_up2<NT, U1, RP>, d.sm_count * (b1 > 0 ? b1 : 1), pdl, s, d, x, T, pre, nskip, fine));
     return TPM_OK;
 }
 
 template <int NT>
 tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, bool pdl, int down, int gpairs,
-                      cudaStream_t s) {
+                      int wait, cudaStream_t s) {
     constexpr int U1 = NT >= 16 ? 2 : 4;
     constexpr int U2 = NT >= 16 ? 2 : 4;
     constexpr int RD = NT >= 16 ? 1 : 2;
     /* gate_up_pairs 2 (<= 8 tokens): 2 row pairs x 2 chunks per warp, the same bits */
     bool pairs2 = false;
     if constexpr (NT <= 8) pairs2 = gpairs == 2;
-    if (pairs2) TPM_TRY((launch_gate_up2<NT, 2, NT <= 8 ? 2 : 1>(d, x, T, skip, pdl, s)));
-    else TPM_TRY((launch_gate_up2<NT, U1, 1>(d, x, T, skip, pdl, s)));
+    /* expert_wait 1 (<= 8 tokens, down_kernel 2): k_down2 waits per expert (done[e]) instead of
+     * for the whole k_gate_up2 grid */
+    const int fine = NT <= 8 && down == 2 && wait == 1 ? 1 : 0;
+    const int rp = pairs2 ? (NT <= 8 ? 2 : 1) : 1, gu_tiles = (d.Il + kWarps * rp - 1) / (kWarps * rp);
+    if (pairs2) TPM_TRY((launch_gate_up2<NT, 2, NT <= 8 ? 2 : 1>(d, x, T, skip, pdl, fine, s)));
+    else TPM_TRY((launch_gate_up2<NT, U1, 1>(d, x, T, skip, pdl, fine, s)));
     if constexpr (NT <= 8) {
         const size_t stage = (size_t)kD4Rows * d.Il * 2;
         const int nst = (int)min((size_t)kD4MaxStages, kD4RingBytes / stage);
@@ -596,6 +667,7 @@ tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, 
         /* down_kernel 2 / 3 / 4: k_down2 with 4 rows x 2 chunks, 1 x 8 or 8 x 1 per warp
          * (the same 4 KB in flight per warp, items of 32, 8 or 64 rows); every lane
          * still adds its chunks lane, lane + 32, ... in order, so the bits are k_down2's */
+        if (down == 2 && fine) return launch_down2<NT, 2, 4, true>(d, skip, pdl, s, gu_tiles);
         if (down == 2) return launch_down2<NT, 2, 4>(d, skip, pdl, s);
         if (down == 3) return launch_down2<NT, 8, 1>(d, skip, pdl, s);
         if (down == 4) return launch_down2<NT, 1, 8>(d, skip, pdl, s);
@@ -635,16 +707,16 @@ tpm_status tpm_moe_launch_decode(const tpm_moe_dev &d, const uint16_t *x, int T,
 }
 
 tpm_status tpm_moe_launch_decode2(const tpm_moe_dev &d, const uint16_t *x, int T, int skip_shared, int pdl,
-                                  int down, int gpairs, cudaStream_t s) {
+                                  int down, int gpairs, int wait, cudaStream_t s) {
     TPM_ASSERT(d.H % 8 == 0 && d.Il % 8 == 0);
     const int skip = skip_shared ? 1 : 0;
     const bool p = pdl != 0;
-    if (T <= 1) return launch2_nt<1>(d, x, T, skip, p, down, gpairs, s);
-    if (T <= 2) return launch2_nt<2>(d, x, T, skip, p, down, gpairs, s);
-    if (T <= 4) return launch2_nt<4>(d, x, T, skip, p, down, gpairs, s);
-    if (T <= 8) return launch2_nt<8>(d, x, T, skip, p, down, gpairs, s);
-    if (T <= 16) return launch2_nt<16>(d, x, T, skip, p, down, gpairs, s);
-    if (T <= 32) return launch2_nt<32>(d, x, T, skip, p, down, gpairs, s);
+    if (T <= 1) return launch2_nt<1>(d, x, T, skip, p, down, gpairs, wait, s);
+    if (T <= 2) return launch2_nt<2>(d, x, T, skip, p, down, gpairs, wait, s);
+    if (T <= 4) return launch2_nt<4>(d, x, T, skip, p, down, gpairs, wait, s);
+    if (T <= 8) return launch2_nt<8>(d, x, T, skip, p, down, gpairs, wait, s);
+    if (T <= 16) return launch2_nt<16>(d, x, T, skip, p, down, gpairs, wait, s);
+    if (T <= 32) return launch2_nt<32>(d, x, T, skip, p, down, gpairs, wait, s);
     return tpm_err(TPM_ERR_INVALID_ARG, "decode path takes at most %d tokens (got %d)",
                    TPM_MOE_DECODE_MAX_NT, T);
 }

@@ -58,8 +58,10 @@ struct tpm_moe_dev {
     int32_t *active, *n_active; /* [E1], [1] */
     uint32_t *bits, *bitpre; /* [E1 + 1][ceil(T/32)] (row E1: the drop bucket, ep > 1) */
     int32_t *ctr;            /* [16]: 0, 1 scalar decode item counters, 2 route ticket, 3 decode_mma
-                              * item counter, 4 its exit counter, 5 its error flag */
-    int32_t *done;           /* [E1] decode_mma: finished gate_up tiles per expert */
+                              * item counter, 4 its exit counter, 5 its (and k_down2's per-expert
+                              * wait's) error flag, 7 k_down2's exit ticket (per-expert wait) */
+    int32_t *done;           /* [E1] decode_mma / k_down2 with expert_wait: finished gate_up tiles
+                              * per expert (zero between launches) */
     int32_t *tile_ctr;       /* [tile_cap] route_fused: finished logit blocks per 8-token tile */
     int tile_cap;
     /* decode buffers */
@@ -140,9 +142,11 @@ tpm_status tpm_moe_launch_decode(const tpm_moe_dev &d, const uint16_t *x, int T,
  * down = 1 (T <= 8): k_down4, the down rows through a shared-memory ring
  * filled by cp.async.bulk, instead of k_down2; 2 / 3 / 4: k_down2 with 4 x 2,
  * 1 x 8 or 8 x 1 rows x chunks per warp (0: 2 x 4); gpairs 2 (T <= 8):
- * k_gate_up2 with 2 row pairs x 2 chunks per warp (1: 1 x 4). The same bits. */
+ * k_gate_up2 with 2 row pairs x 2 chunks per warp (1: 1 x 4). The same bits.
+ * wait 1 (T <= 8, down 2): k_down2's items wait for their expert's gate_up tiles
+ * (per-expert counters done[]) instead of the whole k_gate_up2 grid. */
 tpm_status tpm_moe_launch_decode2(const tpm_moe_dev &d, const uint16_t *x, int T, int skip_shared, int pdl,
-                                  int down, int gpairs, cudaStream_t s);
+                                  int down, int gpairs, int wait, cudaStream_t s);
 /* moe_cuda_decode_mma.cu: the same in one persistent launch on tensor cores (mma.sync);
  * needs H % 32 == 0 and Il % 32 == 0. */
 int tpm_moe_decode_mma_ok(const tpm_moe_dev &d);

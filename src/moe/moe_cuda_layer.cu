@@ -111,6 +111,9 @@
  * Each warp's rows longer and fewer items per expert: down 2 + pairs 2. */
 #define TPM_MOE_DOWN_KERNEL 2
 #define TPM_MOE_GATE_UP_PAIRS 2
+/* Decode set 2, down_kernel 2: k_down2 waits per expert for its gate_up tiles (1) or for the
+ * whole k_gate_up2 grid (0). */
+#define TPM_MOE_EXPERT_WAIT 0
 
 struct tpm_cuda_moe {
     tpm_cuda_moe_desc desc;
@@ -321,6 +324,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_tc_max = TPM_MOE_ROUTE_TC_MAX;
     m->tune.route_tc_clusters = 0;
     m->tune.route_tc_loads = TPM_MOE_ROUTE_TC_LOADS;
+    m->tune.expert_wait = TPM_MOE_EXPERT_WAIT;
     m->tune.gate_up_pairs = TPM_MOE_GATE_UP_PAIRS;
     *out = m;
     return TPM_OK;
@@ -480,6 +484,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   t->route_tc_min, t->route_tc_max);
     TPM_ARG_CHECK(t->route_tc_loads == 0 || t->route_tc_loads == 1, "route_tc_loads %d is not 0 or 1",
                   t->route_tc_loads);
+    TPM_ARG_CHECK(t->expert_wait == 0 || t->expert_wait == 1, "expert_wait %d is not 0 or 1", t->expert_wait);
     TPM_ARG_CHECK(t->route_tc_clusters >= 0 && t->route_tc_clusters <= 64, "route_tc_clusters %d outside 0..64",
                   t->route_tc_clusters);
     m->tune = *t;
@@ -634,7 +639,7 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
         }
         if (m->tune.decode_kernel == 2)
             return tpm_moe_launch_decode2(d, (const uint16_t *)x, T, split, use_pdl(m, s), m->tune.down_kernel,
-                                          m->tune.gate_up_pairs, s);
+                                          m->tune.gate_up_pairs, m->tune.expert_wait, s);
         return tpm_moe_launch_decode(d, (const uint16_t *)x, T, split, s);
     }
     if (m->tune.prefill_gemm == TPM_MOE_GEMM_WGMMA) {
