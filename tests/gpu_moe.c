@@ -162,6 +162,7 @@ static void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fuse
     assert_int_equal(cudaMemset(dy, 0xff, (size_t)T * H * 2), cudaSuccess); /* poison (NaN) */
     assert_int_equal(tpm_cuda_moe_forward(m, dx, T, dy, NULL), TPM_OK);
     assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    assert_int_equal(tpm_cuda_moe_check(m), TPM_OK); /* no bounded wait ran out */
     r->T = T;
     r->K = tpm_cuda_moe_slots(m);
     r->y = malloc((size_t)T * H * 2);
@@ -801,6 +802,7 @@ static void bad_arguments(void **state) {
     assert_int_not_equal(tpm_cuda_moe_route_mode(m, 8), 3);
     assert_int_equal(tpm_cuda_moe_route_mode(NULL, 8), -1);
     assert_int_equal(tpm_cuda_moe_shared_plan(NULL, 1), TPM_MOE_SHARED_NONE);
+    assert_int_equal(tpm_cuda_moe_check(NULL), TPM_ERR_INVALID_ARG);
     cudaFree(dx);
     tpm_cuda_moe_destroy(m);
 }

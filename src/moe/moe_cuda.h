@@ -150,6 +150,11 @@ int tpm_cuda_moe_capturable(const tpm_cuda_moe *m, int T);
 /* The routing mode a call with T tokens (16-byte aligned input) runs: 0 legacy, 1 one launch,
  * 2 router GEMM + select, 3 one launch on tensor cores. */
 int tpm_cuda_moe_route_mode(const tpm_cuda_moe *m, int T);
+/* The bounded waits inside the decode kernels (decode_kernel 1, expert_wait 1) never hang: a
+ * wait past its bound (seconds) sets a device flag. This reads it (a synchronous copy, after
+ * the calls it covers): TPM_ERR_TIMEOUT when set (the outputs since the last check are
+ * invalid; the flag is cleared), else TPM_OK. */
+tpm_status tpm_cuda_moe_check(tpm_cuda_moe *m);
 /* Mode 3's launch for T tokens: shape = {grid x (CTAs along H), token tiles, clusters of 8
  * resident at once, chunks of 32 h per CTA}; 0 if mode 3 cannot take T tokens. */
 int tpm_cuda_moe_route_tc_shape(const tpm_cuda_moe *m, int T, int shape[4]);

@@ -257,6 +257,7 @@ static double elapsed_s(const cuda_state *s, int a, int b) {
  * for the device). Must run before the next chunk's route. */
 static tpm_status collect_chunk(struct tpm_moe *m, cuda_state *s, size_t off, size_t n) {
     TPM_TRY(tpm_cuda_moe_get_routing(s->gl, (int)n, s->sel, s->wts, s->cnt));
+    TPM_TRY(tpm_cuda_moe_check(s->gl)); /* a bounded wait that ran out: TPM_ERR_TIMEOUT */
     const size_t k = (size_t)m->top_k, K = (size_t)s->slots;
     for (size_t t = 0; t < n; t++) {
         for (size_t j = 0; j < k; j++) {

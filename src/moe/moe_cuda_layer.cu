@@ -569,6 +569,18 @@ static int route_mode_x(const tpm_cuda_moe *m, const void *x, int T) {
     return T >= m->tune.route_gemm_min ? 2 : 1;
 }
 
+tpm_status tpm_cuda_moe_check(tpm_cuda_moe *m) {
+    TPM_ARG_CHECK(m, "tpm_cuda_moe_check: null argument");
+    TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
+    int32_t flag = 0;
+    TPM_CUDA_TRY(cudaMemcpy(&flag, m->d.ctr + 5, sizeof flag, cudaMemcpyDeviceToHost));
+    if (!flag) return TPM_OK;
+    const int32_t zero = 0;
+    TPM_CUDA_TRY(cudaMemcpy(m->d.ctr + 5, &zero, sizeof zero, cudaMemcpyHostToDevice));
+    return tpm_err(TPM_ERR_TIMEOUT, "tpm_cuda_moe: a decode kernel's wait for its gate_up tiles ran past its "
+                                    "bound; the outputs since the last check are invalid");
+}
+
 int tpm_cuda_moe_route_tc_shape(const tpm_cuda_moe *m, int T, int shape[4]) {
     return m && shape ? tpm_moe_route_tc_shape(m->d, T, m->tune.route_tc_clusters, m->tune.route_tc_loads, shape)
                       : 0;
