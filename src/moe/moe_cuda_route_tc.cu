@@ -369,22 +369,29 @@ int tc_geometry(const tpm_moe_dev &d, int T, int clusters, int direct, tc_geom *
     return 1;
 }
 
+/* A launch config of clusters of kTcCluster CTAs along x (at: its one attribute). */
+cudaLaunchConfig_t tc_config(dim3 grid, size_t smem, cudaStream_t s, cudaLaunchAttribute *at) {
+    cudaLaunchConfig_t cfg = {};
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = kTcCluster;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(kTcThreads, 1, 1);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    return cfg;
+}
+
 template <int MT, int DIRECT> cudaError_t tc_setup_one(tpm_moe_dev &d) {
     const size_t smem = tc_smem(MT * 128, DIRECT ? 0 : tc_stages<MT>());
     cudaError_t e =
         cudaFuncSetAttribute(k_route_tc<MT, DIRECT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return e;
-    cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = kTcCluster;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    cfg.gridDim = dim3(kTcCluster * 16, 1, 1);
-    cfg.blockDim = dim3(kTcThreads, 1, 1);
-    cfg.dynamicSmemBytes = smem;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
+    cudaLaunchConfig_t cfg = tc_config(dim3(kTcCluster * 16, 1, 1), smem, 0, at);
     int n = 0;
     e = cudaOccupancyMaxActiveClusters(&n, k_route_tc<MT, DIRECT>, &cfg);
     if (e != cudaSuccess) return e;
@@ -428,18 +435,8 @@ tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int 
                                    int stop, cudaStream_t s) {
     tc_geom g;
     TPM_ASSERT(tpm_moe_route_tc_ok(d, x, T) && tc_geometry(d, T, clusters, direct, &g));
-    cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = kTcCluster;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    cfg.gridDim = dim3((unsigned)g.X, (unsigned)g.tiles, 1);
-    cfg.blockDim = dim3(kTcThreads, 1, 1);
-    cfg.dynamicSmemBytes = g.smem;
-    cfg.stream = s;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
+    cudaLaunchConfig_t cfg = tc_config(dim3((unsigned)g.X, (unsigned)g.tiles, 1), g.smem, s, at);
     if (g.MT == 1 && g.direct) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 1>, d, x, T, g.Ep, stop));
     else if (g.MT == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 0>, d, x, T, g.Ep, stop));
     else if (g.direct) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 1>, d, x, T, g.Ep, stop));
