@@ -118,6 +118,9 @@ typedef struct tpm_cuda_moe_tuning {
                             * the device holds at once, from the occupancy query) */
     int route_tc_loads;    /* mode 3: router / x fragments straight from global memory into
                             * registers (1) or through a cp.async ring in shared memory (0) */
+    int route_fence;       /* routing's block-done tickets: 1 = every thread __threadfence()s
+                            * around the ticket, 0 = a barrier and one acq_rel atomic; the same
+                            * results */
     int expert_wait;       /* decode kernel 2 up to 8 tokens with down_kernel 2: 1 = each down
                             * item waits for its own expert's gate_up tiles (per-expert counters,
                             * acquire / release), 0 = for the whole gate_up grid (griddepcontrol);

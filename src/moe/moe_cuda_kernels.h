@@ -39,6 +39,8 @@ struct tpm_moe_dev {
      * offsets[E1] (the local row total) and are never computed or combined. */
     int ep, ep_rank, Eloc, e0, Es;
     int fused;
+    int route_fence;         /* routing tickets: 1 = every thread fences (fence.sc) around the
+                              * ticket, 0 = barrier + one acq_rel atomic (block_ticket) */
     int shared_dense;        /* this call, fused layer with EP (split plan): the shared expert runs
                               * as a dense MLP on EP rank 0 into sh_out, added by the combine; the
                               * routing sends every shared slot to the drop bucket */

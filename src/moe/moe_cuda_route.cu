@@ -11,7 +11,7 @@
  *    Every block computes partial logits of 8 EPW experts x 8 tokens x one
  *    of S slices of H (logits_tile below). Block-done tickets then chain the
  *    rest inside the same launch: the last block of an 8-token tile (atomic
- *    ticket on tile_ctr[tile] after __threadfence) sums the S slices of the
+ *    ticket on tile_ctr[tile], block_ticket) sums the S slices of the
  *    tile's (token, expert) logits into shared memory (one thread per pair,
  *    two pairs per pass, all slice loads in flight, added in slice order),
  *    selects for those 8 tokens (one warp per token, select_token below).
@@ -241,14 +241,8 @@ __global__ void __launch_bounds__(kSelThreads) k_select(tpm_moe_dev d, int T, in
     __syncthreads();
     if ((int)threadIdx.x < NB) d.bits[(size_t)threadIdx.x * Wt + blockIdx.x] = s_word[threadIdx.x];
     /* last block builds the permutation */
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) s_last = (atomicAdd(d.ctr + 2, 1) == (int)gridDim.x - 1);
-    __syncthreads();
-    if (s_last) {
-        __threadfence();
+    if (block_ticket(d.ctr + 2, (int)gridDim.x, d.route_fence, &s_last))
         build_permutation(d, T, scatter != 0, s_seg, s_cnt);
-    }
 }
 
 /* The permutation of one tile (T <= 8), run by the last block of
@@ -332,12 +326,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     logits_tile<kLogitEpw, TOK>(x, d.wr, d.logits, T, d.H, d.E);
     if (stop == 1) return; /* diagnostic stops (tuning.route_stop): results invalid */
     const int tile = blockIdx.y, per_tile = (int)(gridDim.x * gridDim.z);
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) s_last = (atomicAdd(d.tile_ctr + tile, 1) == per_tile - 1);
-    __syncthreads();
-    if (!s_last) return;
-    __threadfence();
+    if (!block_ticket(d.tile_ctr + tile, per_tile, d.route_fence, &s_last)) return;
     if ((int)threadIdx.x < d.E) s_br[threadIdx.x] = my_br; /* read after the barrier below */
     if (threadIdx.x < 16) bits[threadIdx.x] = 0u; /* build_permutation_direct's touched bitmap */
     /* sum the tile's slices: every (token, expert) of the tile by one thread,
@@ -383,12 +372,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
         if (threadIdx.x == 0) d.ctr[2] = 0;
         return;
     }
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) s_last = (atomicAdd(d.ctr + 2, 1) == (int)gridDim.y - 1);
-    __syncthreads();
-    if (!s_last) return;
-    __threadfence();
+    if (!block_ticket(d.ctr + 2, (int)gridDim.y, d.route_fence, &s_last)) return;
     build_permutation_small(d, T, bits, s_off);
     if (threadIdx.x == 0) d.ctr[2] = 0;
 }

@@ -36,6 +36,26 @@ __device__ __forceinline__ int slot_of(const tpm_moe_dev &d, int e, int t) {
     return (unsigned)l < (unsigned)d.Eloc ? l : d.E1;
 }
 
+/* A block-done ticket on *ctr: true in the last of n blocks to arrive (uniform in the block;
+ * s_flag: a shared int). Every thread's earlier writes are released with it, and the last block
+ * acquires the others': a barrier, then thread 0's atom.acq_rel.gpu (the pattern of a CUTLASS
+ * barrier's arrive); the caller's threads read the others' data after it with ld.global.cg.
+ * fence (d.route_fence = 1): each thread also runs __threadfence() before, and the winner after
+ * (the earlier form; the same results). */
+__device__ __forceinline__ bool block_ticket(int *ctr, int n, int fence, int *s_flag) {
+    if (fence) __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int old;
+        asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;" : "=r"(old) : "l"(ctr) : "memory");
+        *s_flag = old == n - 1;
+    }
+    __syncthreads();
+    const bool last = *s_flag != 0;
+    if (last && fence) __threadfence();
+    return last;
+}
+
 /* Buckets of the permutation: the E1 slots, plus the drop bucket with EP. */
 __device__ __forceinline__ int n_buckets(const tpm_moe_dev &d) { return d.E1 + (d.ep > 1 ? 1 : 0); }
 

@@ -30,7 +30,7 @@
  *     partial logits[sc][t][e] (sc = cx / 8, SC = X / 8 clusters along H).
  *     Cluster barrier arrive (the peers may read our tile until they arrive;
  *     every CTA waits on it before it exits).
- *  3. Ticket per 8-token group (tile_ctr[t/8], after __threadfence): the last
+ *  3. Ticket per 8-token group (tile_ctr[t/8], block_ticket): the last
  *     of the SC CTAs that wrote the group's partials sums them in sc order
  *     (ld.global.cg) and selects the group's tokens, one warp per token
  *     (select_token). Ticket ctr[2] over the ceil(T/8) groups: the last one
@@ -291,12 +291,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     /* 3. the group's selection by the last of its SC CTAs, then the permutation by the last group */
     if (tg0 < T && stop != 1) {
         const int grp = tg0 / 8, ngroups = (T + 7) / 8;
-        __threadfence();
-        __syncthreads();
-        if (threadIdx.x == 0) s_last = atomicAdd(d.tile_ctr + grp, 1) == SC - 1;
-        __syncthreads();
-        if (s_last) {
-            __threadfence();
+        if (block_ticket(d.tile_ctr + grp, SC, d.route_fence, &s_last)) {
             for (int i = threadIdx.x; i < 8 * E4; i += kTcThreads) {
                 const int tl = i / E4, e4 = i - tl * E4, t = tg0 + tl;
                 if (t >= T) continue;
@@ -322,12 +317,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
                 select_token(d, tg0 + warp, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], nullptr);
             if (threadIdx.x == 0) d.tile_ctr[grp] = 0; /* for the next replay */
             if (stop == 0) {
-                __threadfence();
-                __syncthreads();
-                if (threadIdx.x == 0) s_last = atomicAdd(d.ctr + 2, 1) == ngroups - 1;
-                __syncthreads();
-                if (s_last) {
-                    __threadfence();
+                if (block_ticket(d.ctr + 2, ngroups, d.route_fence, &s_last)) {
                     build_permutation_small(d, T, bits, s_off);
                     if (threadIdx.x == 0) d.ctr[2] = 0;
                 }
