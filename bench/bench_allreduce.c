@@ -311,8 +311,8 @@ int cmd_bench_allreduce(int argc, char **argv) {
             nvar = 0;
             for (const char *p = v; *p; p++) {
                 if (*p == ',') continue;
-                if (*p < '0' || *p > '8' || nvar == MAXVAR || (p[1] && p[1] != ','))
-                    return cli_usage_error(kCmd, "--variants: up to %d of 0..8, comma separated",
+                if (*p < '0' || *p > '9' || nvar == MAXVAR || (p[1] && p[1] != ','))
+                    return cli_usage_error(kCmd, "--variants: up to %d of 0..9, comma separated",
                                            MAXVAR);
                 variants[nvar++] = *p - '0';
             }

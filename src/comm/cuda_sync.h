@@ -148,7 +148,9 @@ __device__ __forceinline__ void epoch_end(const tpm_cuda_ar_args &a, uint32_t ep
  * two-shot's reduce and gather two pipeline steps behind its scatter
  * (cuda_twoshot.cu, LAG), 8 = 5 with the world-2 exact two-shot over
  * registered buffers where the call's in/out are registered
- * (tpm_cuda_comm_register_io; twoshot_reg_kernel). Variants 1-8 share
+ * (tpm_cuda_comm_register_io; twoshot_reg_kernel), 9 = 5 with the world-2
+ * two-shot's scatter, reduce and gather in warp-specialized roles of one
+ * CTA per SM (twoshot_ws_kernel). Variants 1-9 share
  * the one-shot's per-CTA epochs and word-to-CTA map, so a process may
  * switch between them (tpm_cuda_comm_set_variant) at a point where every
  * rank's stream is idle (the benchmark's --variants does: every packet slot
