@@ -309,12 +309,14 @@ int cmd_bench_allreduce(int argc, char **argv) {
                 return cli_usage_error(kCmd, "--sizes: bad '%s'", v);
         } else if (!strcmp(a, "--variants")) {
             nvar = 0;
-            for (const char *p = v; *p; p++) {
-                if (*p == ',') continue;
-                if (*p < '0' || *p > '9' || nvar == MAXVAR || (p[1] && p[1] != ','))
-                    return cli_usage_error(kCmd, "--variants: up to %d of 0..9, comma separated",
+            for (const char *p = v; *p;) {
+                char *end = NULL;
+                long n = strtol(p, &end, 10);
+                if (end == p || n < 0 || n > 12 || nvar == MAXVAR || (*end && *end != ','))
+                    return cli_usage_error(kCmd, "--variants: up to %d of 0..12, comma separated",
                                            MAXVAR);
-                variants[nvar++] = *p - '0';
+                variants[nvar++] = (int)n;
+                p = *end ? end + 1 : end;
             }
             if (!nvar) return cli_usage_error(kCmd, "--variants: empty list");
         } else if (!strcmp(a, "--json")) {

@@ -78,7 +78,7 @@ static void invalid_env_names_variable(void **state) {
     expect_bad_env("TPMOE_TIMEOUT_MS", "-5", NULL, NULL);
     expect_bad_env("TPMOE_WORLD_SIZE", "9", "TPMOE_WORLD_SIZE", "spans nodes"); /* no tcp rendezvous */
     expect_bad_env("TPMOE_WORLD_SIZE", "257", "TPMOE_WORLD_SIZE", NULL);
-    expect_bad_env("TPMOE_CUDA_AR_VARIANT", "9", "TPMOE_CUDA_AR_VARIANT", NULL);
+    expect_bad_env("TPMOE_CUDA_AR_VARIANT", "13", "TPMOE_CUDA_AR_VARIANT", NULL);
     expect_bad_env("TPMOE_CUDA_AR_VARIANT", "fast", "TPMOE_CUDA_AR_VARIANT", NULL);
     setenv("TPMOE_QUICK_REDUCE_MIN_BYTES", "2M", 1);
     setenv("TPMOE_QUICK_REDUCE_MAX_BYTES", "1M", 1);
@@ -177,7 +177,7 @@ static void hash_covers_agreement_fields(void **state) {
     assert_true(a.hash != b.hash);
     /* the CUDA kernel set: ranks on different sets would disagree on epochs */
     cfg.codec = TPM_CODEC_DEFAULT;
-    assert_int_equal(a.cuda_kernels, 5);
+    assert_int_equal(a.cuda_kernels, 10);
     setenv("TPMOE_CUDA_AR_VARIANT", "1", 1);
     assert_int_equal(tpm_config_resolve(&cfg, &b, NULL, 0), TPM_OK);
     unsetenv("TPMOE_CUDA_AR_VARIANT");

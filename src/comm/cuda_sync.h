@@ -150,13 +150,24 @@ __device__ __forceinline__ void epoch_end(const tpm_cuda_ar_args &a, uint32_t ep
  * registered buffers where the call's in/out are registered
  * (tpm_cuda_comm_register_io; twoshot_reg_kernel), 9 = 5 with the world-2
  * two-shot's scatter, reduce and gather in warp-specialized roles of one
- * CTA per SM (twoshot_ws_kernel). Variants 1-9 share
+ * CTA per SM (twoshot_ws_kernel), 10 = 5 with set 9's two-shot where it
+ * measured faster (exact, INT8, INT6 over bf16 / fp16 from
+ * TPM_CUDA_WS_MIN_BYTES; cuda_twoshot.cu ws_pays), 11 = 9 with two reduce
+ * roles taking alternate columns in the exact two-shot, 12 = 9 with the
+ * codec two-shot's own-output decode moved from the reduce role to the
+ * gather role. Variants 1-12 share
  * the one-shot's per-CTA epochs and word-to-CTA map, so a process may
  * switch between them (tpm_cuda_comm_set_variant) at a point where every
  * rank's stream is idle (the benchmark's --variants does: every packet slot
  * is back to all-ones then). A diagnostic switch for the benchmark and the
  * GPU tests, not a tuning knob. */
 inline int tpm_cuda_variant(const tpm_cuda_ar_args *a) { return a->variant; }
+
+/* Set 10: a launch of at least this many bytes (16-bit dtypes) runs set 9's
+ * two-shot. Measured (bench/results/r40, bf16, set 9 / set 5 two-shot, us):
+ * exact 8 MB 33.7 / 33.0, 16 MB 55.6 / 59.9; INT8 8 MB 26.4 / 24.7, 16 MB
+ * 40.8 / 42.8; INT6 8 MB 22.9 / 21.7, 16 MB 38.1 / 38.7. */
+#define TPM_CUDA_WS_MIN_BYTES ((size_t)16 << 20)
 
 /* MARK: programmatic dependent launch (variant 3) */
 /* A kernel launched with programmatic stream serialization (launch_pdl)

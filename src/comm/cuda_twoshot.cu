@@ -626,9 +626,15 @@ template <int DT, int C> struct Roles {
         }
     }
 
-    template <int R> static __device__ void reduce(const Ctx &x, int t, int mine) {
+    /* Sub-role `sub` of NB (its own barrier id) takes columns k = sub, sub + NB, ... */
+    /* D (set 12): the reduce role leaves its own output to the gather role:
+     * it also writes its codes into my own ag slot [me] and releases my own
+     * ag flag [me] (locally); gather decodes both columns. */
+    template <int R, int NB = 1, bool D = false>
+    static __device__ void reduce(const Ctx &x, int t, int mine, int sub = 0) {
         const int me = x.a.rank, q = 1 - me, G = (int)gridDim.x;
-        for (int k = 0; k < mine; k++) {
+        const int bar = NB == 1 || sub == 0 ? 2 : 3 + sub; /* 1 and 3: scatter and gather */
+        for (int k = sub; k < mine; k += NB) {
             const int c = (int)blockIdx.x + k * G;
             size_t g0, g1;
             S::range(x, me, c, g0, g1);
@@ -647,7 +653,7 @@ template <int DT, int C> struct Roles {
                 }
                 bool ok = true;
                 if (t == 0) ok = wait_flag(x.a, x.flag(me, kRs, q, c), x.epoch, 2, q);
-                if (!role_and(2, R, ok)) return;
+                if (!role_and(bar, R, ok)) return;
 #pragma unroll
                 for (int j = 0; j < N; j++) {
                     size_t w = w0 + t + (size_t)j * R;
@@ -673,7 +679,7 @@ template <int DT, int C> struct Roles {
                 for (int j = 0; j < N; j++) r[j].load(x, g0 + t + j * R, g0 + t + j * R < g1);
                 bool ok = true;
                 if (t == 0) ok = wait_flag(x.a, x.flag(me, kRs, q, c), x.epoch, 2, q);
-                if (!role_and(2, R, ok)) return;
+                if (!role_and(bar, R, ok)) return;
 #pragma unroll
                 for (int j = 0; j < N; j++) {
                     const size_t g = g0 + t + j * R;
@@ -687,16 +693,39 @@ template <int DT, int C> struct Roles {
                     for (int i = 0; i < 32; i++) acc[i] = me == 0 ? acc[i] + v[i] : v[i] + acc[i];
                     const uint16_t sc = BCd::quant(acc, cd);
                     IO::put(dst, t + j * R, cd, sc);
-                    BCd::dequant(cd, sc, v);
-                    IO::store_dom(x, g, v);
+                    if constexpr (D) {
+                        IO::put(x.slot(me, kAg, me) + off, t + j * R, cd, sc);
+                    } else {
+                        BCd::dequant(cd, sc, v);
+                        IO::store_dom(x, g, v);
+                    }
                 }
             }
-            role_bar(2, R);
+            role_bar(bar, R);
             if (t == 0) st_release_sys(x.flag(q, kAg, me, c), x.epoch);
+            if (D && !kExact && t == 32) st_release_sys(x.flag(me, kAg, me, c), x.epoch);
         }
     }
 
-    template <int R> static __device__ void gather(const Ctx &x, int t, int mine) {
+    /* Decode one column's payload (owner's groups [g0, g1)) into my output. */
+    template <int R> static __device__ void decode_col(const Ctx &x, int t, const uint8_t *src, size_t g0, size_t g1) {
+        constexpr int N = kCol / R;
+        Codes cp[N];
+        uint16_t sp[N];
+#pragma unroll
+        for (int j = 0; j < N; j++)
+            if (g0 + t + j * R < g1) sp[j] = IO::get(src, t + j * R, cp[j]);
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            const size_t g = g0 + t + j * R;
+            if (g >= g1) continue;
+            float v[32];
+            BCd::dequant(cp[j], sp[j], v);
+            IO::store_dom(x, g, v);
+        }
+    }
+
+    template <int R, bool D = false> static __device__ void gather(const Ctx &x, int t, int mine) {
         const int me = x.a.rank, q = 1 - me, G = (int)gridDim.x;
         for (int k = 0; k < mine; k++) {
             const int c = (int)blockIdx.x + k * G;
@@ -722,19 +751,12 @@ template <int DT, int C> struct Roles {
                     if (w < w1) Wd::store(x.a.out, w, x.a.count, x.out_al, u[j]);
                 }
             } else {
-                constexpr int N = kCol / R;
-                Codes cp[N];
-                uint16_t sp[N];
-#pragma unroll
-                for (int j = 0; j < N; j++)
-                    if (g0 + t + j * R < g1) sp[j] = IO::get(src, t + j * R, cp[j]);
-#pragma unroll
-                for (int j = 0; j < N; j++) {
-                    const size_t g = g0 + t + j * R;
-                    if (g >= g1) continue;
-                    float v[32];
-                    BCd::dequant(cp[j], sp[j], v);
-                    IO::store_dom(x, g, v);
+                decode_col<R>(x, t, src, g0, g1);
+                if constexpr (D) { /* my own column c, from my reduce role */
+                    if (t == 0) ok = wait_flag(x.a, x.flag(me, kAg, me, c), x.epoch, 3, me);
+                    if (!role_and(3, R, ok)) return;
+                    S::range(x, me, c, g0, g1);
+                    decode_col<R>(x, t, x.slot(me, kAg, me) + (size_t)c * P::kBytes, g0, g1);
                 }
             }
             /* no release: nothing waits for C; the next column has its own slot */
@@ -742,10 +764,11 @@ template <int DT, int C> struct Roles {
     }
 };
 
-constexpr int kWsA = 128, kWsB = 256, kWsC = 128; /* role threads: B has twice the work of A or C */
-
-template <int DT, int C>
-__global__ void __launch_bounds__(kWsA + kWsB + kWsC, 1) twoshot_ws_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
+/* Role threads (RA scatter, NB reduce sub-roles of RB, RC gather). Set 9:
+ * 128 / 1 x 256 / 128 (B has twice the work of A or C); set 11 (exact only):
+ * 128 / 2 x 256 / 128, two reduce columns in flight. */
+template <int DT, int C, int RA, int RB, int NB, int RC, bool D = false>
+__global__ void __launch_bounds__(RA + NB * RB + RC, 1) twoshot_ws_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
     pdl_wait();
     pdl_trigger();
     Ctx x{a, 0, 0, 0, 0, false, false};
@@ -759,12 +782,14 @@ __global__ void __launch_bounds__(kWsA + kWsB + kWsC, 1) twoshot_ws_kernel(const
     const int ncol = (int)((x.sblk + kCol - 1) / kCol);
     const int mine = (int)blockIdx.x < ncol ? (ncol - 1 - (int)blockIdx.x) / G + 1 : 0;
     const int t = (int)threadIdx.x;
-    if (t < kWsA)
-        Roles<DT, C>::template scatter<kWsA>(x, t, mine);
-    else if (t < kWsA + kWsB)
-        Roles<DT, C>::template reduce<kWsB>(x, t - kWsA, mine);
-    else
-        Roles<DT, C>::template gather<kWsC>(x, t - kWsA - kWsB, mine);
+    if (t < RA) {
+        Roles<DT, C>::template scatter<RA>(x, t, mine);
+    } else if (t < RA + NB * RB) {
+        const int u = t - RA;
+        Roles<DT, C>::template reduce<RB, NB, D>(x, NB == 1 ? u : u % RB, mine, NB == 1 ? 0 : u / RB);
+    } else {
+        Roles<DT, C>::template gather<RC, D>(x, t - RA - NB * RB, mine);
+    }
     epoch_end(a, x.epoch);
 }
 
@@ -841,13 +866,15 @@ __global__ void __launch_bounds__(kCol, 2) twoshot_reg_kernel(const __grid_const
 }
 
 template <int C, int V> void launch_v(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
-    if constexpr (V == 9) { /* warp-specialized roles, one CTA per SM (a->grid = 2 per SM) */
+    if constexpr (V == 9 || V == 11 || V == 12) { /* warp-specialized roles, one CTA per SM (a->grid = 2 per SM) */
         const int g = grid < a->grid / 2 ? grid : (a->grid / 2 > 0 ? a->grid / 2 : 1);
-        constexpr int kT = kWsA + kWsB + kWsC;
+        constexpr int kNB = V == 11 && C == TPM_CODEC_NONE ? 2 : 1;
+        constexpr bool kD = V == 12 && C != TPM_CODEC_NONE;
+        constexpr int kT = 128 + kNB * 256 + 128;
         switch (a->dtype) {
-        case TPM_DTYPE_BF16: launch_ar(twoshot_ws_kernel<0, C>, g, kT, s, true, *a); break;
-        case TPM_DTYPE_FP16: launch_ar(twoshot_ws_kernel<1, C>, g, kT, s, true, *a); break;
-        default: launch_ar(twoshot_ws_kernel<2, C>, g, kT, s, true, *a); break;
+        case TPM_DTYPE_BF16: launch_ar(twoshot_ws_kernel<0, C, 128, 256, kNB, 128, kD>, g, kT, s, true, *a); break;
+        case TPM_DTYPE_FP16: launch_ar(twoshot_ws_kernel<1, C, 128, 256, kNB, 128, kD>, g, kT, s, true, *a); break;
+        default: launch_ar(twoshot_ws_kernel<2, C, 128, 256, kNB, 128, kD>, g, kT, s, true, *a); break;
         }
         return;
     }
@@ -881,15 +908,30 @@ template <int C, int V> void launch_v(const tpm_cuda_ar_args *a, int grid, cudaS
     }
 }
 
+/* Set 10: where set 9's warp-specialized kernel measured faster than set
+ * 5's (bench/results/r40): exact and INT8 / INT6 over 16-bit dtypes from
+ * TPM_CUDA_WS_MIN_BYTES per launch. INT4, INT4_H and FP8 stay on set 5's
+ * kernel (set 9 measured 3-50% slower for them: its reduce role has half the
+ * CTA's warps for the heaviest arithmetic); fp32 was not measured. */
+inline bool ws_pays(const tpm_cuda_ar_args *a) {
+    if (a->dtype == TPM_DTYPE_FP32) return false;
+    if (a->codec != TPM_CODEC_NONE && a->codec != TPM_CODEC_INT8 && a->codec != TPM_CODEC_INT6) return false;
+    return a->count * 2 >= TPM_CUDA_WS_MIN_BYTES;
+}
+
 /* Exact payloads have one kernel; codecs one per variant (tpm_cuda_variant). */
 template <int C> void launch_dt(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
     const int v = tpm_cuda_variant(a);
     if (v >= 2 && a->world == 2 && (C != TPM_CODEC_NONE || a->dtype != TPM_DTYPE_FP32)) {
         if (v == 7)
             launch_v<C, 7>(a, grid, s);
-        else if (v == 9)
+        else if (v == 9 || (v == 10 && ws_pays(a)))
             launch_v<C, 9>(a, grid, s);
-        else if (v >= 3) /* 4-6, 8: variant 3's two-shot (cuda_sync.h) */
+        else if (v == 11)
+            launch_v<C, 11>(a, grid, s);
+        else if (v == 12)
+            launch_v<C, 12>(a, grid, s);
+        else if (v >= 3) /* 4-6, 8, 10: variant 3's two-shot (cuda_sync.h) */
             launch_v<C, 3>(a, grid, s);
         else
             launch_v<C, 2>(a, grid, s);

@@ -33,10 +33,12 @@
 #define DEFAULT_TIMEOUT_MS 30000
 #define DEFAULT_BUFFER_BYTES (64ll << 20)
 /* CUDA all-reduce kernel set (TPMOE_CUDA_AR_VARIANT): the fastest measured
- * per size; the sets are listed in src/comm/cuda_sync.h. 5 since round 5
- * (bench/results/r5/bench_allreduce_vars.log: the one-shot 512 KB - 4 MB
- * 0.2-0.5 us faster than set 4, the same elsewhere). */
-#define DEFAULT_CUDA_KERNELS 5
+ * per size; the sets are listed in src/comm/cuda_sync.h. 10 since round 10
+ * (bench/results/r40: set 5, with the world-2 warp-specialized two-shot for
+ * exact and INT8 / INT6 from 16 MB: exact 32 MB 104.6 vs 110.7 us, 96 MB
+ * 293.2 vs 303.6, INT8 32 MB 71.5 vs 77.7); 5 before (round 5,
+ * bench/results/r5/bench_allreduce_vars.log). */
+#define DEFAULT_CUDA_KERNELS 10
 /* Lossy codecs apply from 8 MiB. Measured on H200 x2, bf16
  * (bench/results/allreduce_h200x2.json, tpmoe bench allreduce --tp 2), the
  * CUDA codecs first beat exact at 8 MB for INT8/INT6 (27.3 / 24.9 vs 33.1
@@ -365,7 +367,7 @@ tpm_status tpm_config_resolve(const tpm_config *cfg_in, tpm_resolved_config *out
     r.dtype = cfg->dtype;
     rep(&rp, "dtype              = %s\n", tpm_dtype_name(r.dtype));
     int kv_env;
-    TPM_TRY(pick_int(-1, "TPMOE_CUDA_AR_VARIANT", 0, 9, DEFAULT_CUDA_KERNELS, &r.cuda_kernels, &kv_env));
+    TPM_TRY(pick_int(-1, "TPMOE_CUDA_AR_VARIANT", 0, 12, DEFAULT_CUDA_KERNELS, &r.cuda_kernels, &kv_env));
     rep(&rp, "cuda kernels       = %d (%s)\n", r.cuda_kernels, src_name(0, kv_env));
 
     /* parallelism */
