@@ -152,10 +152,9 @@ __device__ __forceinline__ void epoch_end(const tpm_cuda_ar_args &a, uint32_t ep
  * two-shot's scatter, reduce and gather in warp-specialized roles of one
  * CTA per SM (twoshot_ws_kernel), 10 = 5 with set 9's two-shot where it
  * measured faster (exact, INT8, INT6 over bf16 / fp16 from
- * TPM_CUDA_WS_MIN_BYTES; cuda_twoshot.cu ws_pays), 11 = 9 with two reduce
- * roles taking alternate columns in the exact two-shot, 12 = 9 with the
- * codec two-shot's own-output decode moved from the reduce role to the
- * gather role. Variants 1-12 share
+ * TPM_CUDA_WS_MIN_BYTES; cuda_twoshot.cu ws_pays), 11 and 12 = 10 (retired
+ * experiments of round 10, measured slower: cuda_twoshot.cu), 13 = 10 with streaming cache hints (ld.global.cs on the
+ * input, st.global.cs on the output) in set 9's kernel. Variants 1-13 share
  * the one-shot's per-CTA epochs and word-to-CTA map, so a process may
  * switch between them (tpm_cuda_comm_set_variant) at a point where every
  * rank's stream is idle (the benchmark's --variants does: every packet slot
@@ -236,13 +235,18 @@ __device__ __forceinline__ F8 load8(const void *p, size_t i, size_t n, bool alig
     return r;
 }
 
-template <int DT>
+template <int DT, bool CS = false>
 __device__ __forceinline__ void store8(void *p, size_t i, size_t n, bool aligned, const F8 &r) {
     if (aligned && i + 8 <= n) {
         if (DT == 2) {
             float4 *q = (float4 *)((float *)p + i);
-            q[0] = make_float4(r.v[0], r.v[1], r.v[2], r.v[3]);
-            q[1] = make_float4(r.v[4], r.v[5], r.v[6], r.v[7]);
+            if (CS) {
+                __stcs(q, make_float4(r.v[0], r.v[1], r.v[2], r.v[3]));
+                __stcs(q + 1, make_float4(r.v[4], r.v[5], r.v[6], r.v[7]));
+            } else {
+                q[0] = make_float4(r.v[0], r.v[1], r.v[2], r.v[3]);
+                q[1] = make_float4(r.v[4], r.v[5], r.v[6], r.v[7]);
+            }
         } else {
             uint32_t w[4];
 #pragma unroll
@@ -252,7 +256,10 @@ __device__ __forceinline__ void store8(void *p, size_t i, size_t n, bool aligned
                                       : tpm_f32_to_fp16(r.v[2 * k + 1]);
                 w[k] = (uint32_t)lo | ((uint32_t)hi << 16);
             }
-            *(uint4 *)((uint16_t *)p + i) = make_uint4(w[0], w[1], w[2], w[3]);
+            if (CS)
+                __stcs((uint4 *)((uint16_t *)p + i), make_uint4(w[0], w[1], w[2], w[3]));
+            else
+                *(uint4 *)((uint16_t *)p + i) = make_uint4(w[0], w[1], w[2], w[3]);
         }
         return;
     }
@@ -327,9 +334,11 @@ template <int DT> struct Word {
     }
 
     /* Word i of an array of n elements; elements past n read as zero. */
+    /* CS: streaming cache hint (ld.global.cs / st.global.cs) on the vector path */
+    template <bool CS = false>
     static __device__ __forceinline__ uint4 load(const void *p, size_t i, size_t n, bool aligned) {
         size_t e0 = i * kElems;
-        if (aligned && e0 + kElems <= n) return *((const uint4 *)p + i);
+        if (aligned && e0 + kElems <= n) return CS ? __ldcs((const uint4 *)p + i) : *((const uint4 *)p + i);
         uint32_t x[4] = {0, 0, 0, 0};
 #pragma unroll
         for (int k = 0; k < kElems; k++) {
@@ -342,11 +351,15 @@ template <int DT> struct Word {
         return make_uint4(x[0], x[1], x[2], x[3]);
     }
 
+    template <bool CS = false>
     static __device__ __forceinline__ void store(void *p, size_t i, size_t n, bool aligned,
                                                  uint4 w) {
         size_t e0 = i * kElems;
         if (aligned && e0 + kElems <= n) {
-            *((uint4 *)p + i) = w;
+            if (CS)
+                __stcs((uint4 *)p + i, w);
+            else
+                *((uint4 *)p + i) = w;
             return;
         }
         uint32_t x[4] = {w.x, w.y, w.z, w.w};

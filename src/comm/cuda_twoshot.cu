@@ -130,14 +130,14 @@ template <int DT, int C> struct GroupIO {
         }
         if constexpr (BC::kRotate) tpm_hadamard32(v);
     }
-    static __device__ __forceinline__ void store_dom(const Ctx &x, size_t g, float *v) {
+    template <bool CS = false> static __device__ __forceinline__ void store_dom(const Ctx &x, size_t g, float *v) {
         if constexpr (BC::kRotate) tpm_hadamard32(v);
 #pragma unroll
         for (int q = 0; q < 4; q++) {
             F8 f;
 #pragma unroll
             for (int k = 0; k < 8; k++) f.v[k] = v[8 * q + k];
-            store8<DT>(x.a.out, g * 32 + 8 * q, x.a.count, x.out_al, f);
+            store8<DT, CS>(x.a.out, g * 32 + 8 * q, x.a.count, x.out_al, f);
         }
     }
     static __device__ __forceinline__ void put(uint8_t *col, int t, const Codes &c, uint16_t s) {
@@ -384,12 +384,12 @@ template <int DT> struct RawGroup {
     static constexpr int kN = DT == 2 ? 8 : 4;
     uint4 w[kN];
     bool fast;
-    __device__ __forceinline__ void load(const Ctx &x, size_t g, bool valid) {
+    template <bool CS = false> __device__ __forceinline__ void load(const Ctx &x, size_t g, bool valid) {
         fast = valid && x.in_al && (g + 1) * 32 <= x.a.count;
         if (!fast) return;
         const uint4 *p = (const uint4 *)((const uint8_t *)x.a.in + g * 32 * (DT == 2 ? 4 : 2));
 #pragma unroll
-        for (int k = 0; k < kN; k++) w[k] = p[k];
+        for (int k = 0; k < kN; k++) w[k] = CS ? __ldcs(p + k) : p[k];
     }
     template <bool kRotate> __device__ __forceinline__ void dom(const Ctx &x, size_t g, float *v) const {
         if (!fast) {
@@ -574,7 +574,7 @@ __device__ __forceinline__ bool role_and(int id, int n, bool p) {
     return r != 0;
 }
 
-template <int DT, int C> struct Roles {
+template <int DT, int C, bool CS = false> struct Roles {
     using S = Stages<DT, C, 1>;
     using BCd = typename S::BCd;
     using IO = GroupIO<DT, C>;
@@ -582,6 +582,7 @@ template <int DT, int C> struct Roles {
     using Wd = Word<DT>;
     static constexpr bool kExact = S::kExact;
     static constexpr int kColWords = kCol * 32 / Wd::kElems; /* exact: 16-byte words per column */
+    static_assert(kColWords % 256 == 0, "a column's words split evenly over the role threads");
 
     template <int R> static __device__ void scatter(const Ctx &x, int t, int mine) {
         const int me = x.a.rank, q = 1 - me, G = (int)gridDim.x;
@@ -598,7 +599,7 @@ template <int DT, int C> struct Roles {
 #pragma unroll
                 for (int j = 0; j < N; j++) {
                     size_t w = w0 + t + (size_t)j * R;
-                    u[j] = w < w1 ? Wd::load(x.a.in, w, x.a.count, x.in_al) : make_uint4(0, 0, 0, 0);
+                    u[j] = w < w1 ? Wd::template load<CS>(x.a.in, w, x.a.count, x.in_al) : make_uint4(0, 0, 0, 0);
                 }
 #pragma unroll
                 for (int j = 0; j < N; j++) {
@@ -609,7 +610,7 @@ template <int DT, int C> struct Roles {
                 constexpr int N = kCol / R;
                 RawGroup<DT> r[N];
 #pragma unroll
-                for (int j = 0; j < N; j++) r[j].load(x, g0 + t + j * R, g0 + t + j * R < g1);
+                for (int j = 0; j < N; j++) r[j].template load<CS>(x, g0 + t + j * R, g0 + t + j * R < g1);
 #pragma unroll
                 for (int j = 0; j < N; j++) {
                     const size_t g = g0 + t + j * R;
@@ -626,15 +627,10 @@ template <int DT, int C> struct Roles {
         }
     }
 
-    /* Sub-role `sub` of NB (its own barrier id) takes columns k = sub, sub + NB, ... */
-    /* D (set 12): the reduce role leaves its own output to the gather role:
-     * it also writes its codes into my own ag slot [me] and releases my own
-     * ag flag [me] (locally); gather decodes both columns. */
-    template <int R, int NB = 1, bool D = false>
-    static __device__ void reduce(const Ctx &x, int t, int mine, int sub = 0) {
+    template <int R> static __device__ void reduce(const Ctx &x, int t, int mine) {
         const int me = x.a.rank, q = 1 - me, G = (int)gridDim.x;
-        const int bar = NB == 1 || sub == 0 ? 2 : 3 + sub; /* 1 and 3: scatter and gather */
-        for (int k = sub; k < mine; k += NB) {
+        constexpr int bar = 2; /* 1 and 3: scatter and gather */
+        for (int k = 0; k < mine; k++) {
             const int c = (int)blockIdx.x + k * G;
             size_t g0, g1;
             S::range(x, me, c, g0, g1);
@@ -649,7 +645,7 @@ template <int DT, int C> struct Roles {
 #pragma unroll
                 for (int j = 0; j < N; j++) {
                     size_t w = w0 + t + (size_t)j * R;
-                    u[j] = w < w1 ? Wd::load(x.a.in, w, x.a.count, x.in_al) : make_uint4(0, 0, 0, 0);
+                    u[j] = w < w1 ? Wd::template load<CS>(x.a.in, w, x.a.count, x.in_al) : make_uint4(0, 0, 0, 0);
                 }
                 bool ok = true;
                 if (t == 0) ok = wait_flag(x.a, x.flag(me, kRs, q, c), x.epoch, 2, q);
@@ -670,13 +666,13 @@ template <int DT, int C> struct Roles {
                     for (int e = 0; e < Wd::kElems; e++) f0[e] = f0[e] + f1[e];
                     uint4 res = Wd::from_f32(f0);
                     *(uint4 *)(dst + (w - w0) * 16) = res;
-                    Wd::store(x.a.out, w, x.a.count, x.out_al, res);
+                    Wd::template store<CS>(x.a.out, w, x.a.count, x.out_al, res);
                 }
             } else {
                 constexpr int N = kCol / R;
                 RawGroup<DT> r[N];
 #pragma unroll
-                for (int j = 0; j < N; j++) r[j].load(x, g0 + t + j * R, g0 + t + j * R < g1);
+                for (int j = 0; j < N; j++) r[j].template load<CS>(x, g0 + t + j * R, g0 + t + j * R < g1);
                 bool ok = true;
                 if (t == 0) ok = wait_flag(x.a, x.flag(me, kRs, q, c), x.epoch, 2, q);
                 if (!role_and(bar, R, ok)) return;
@@ -693,17 +689,12 @@ template <int DT, int C> struct Roles {
                     for (int i = 0; i < 32; i++) acc[i] = me == 0 ? acc[i] + v[i] : v[i] + acc[i];
                     const uint16_t sc = BCd::quant(acc, cd);
                     IO::put(dst, t + j * R, cd, sc);
-                    if constexpr (D) {
-                        IO::put(x.slot(me, kAg, me) + off, t + j * R, cd, sc);
-                    } else {
-                        BCd::dequant(cd, sc, v);
-                        IO::store_dom(x, g, v);
-                    }
+                    BCd::dequant(cd, sc, v);
+                    IO::template store_dom<CS>(x, g, v);
                 }
             }
             role_bar(bar, R);
             if (t == 0) st_release_sys(x.flag(q, kAg, me, c), x.epoch);
-            if (D && !kExact && t == 32) st_release_sys(x.flag(me, kAg, me, c), x.epoch);
         }
     }
 
@@ -721,11 +712,11 @@ template <int DT, int C> struct Roles {
             if (g >= g1) continue;
             float v[32];
             BCd::dequant(cp[j], sp[j], v);
-            IO::store_dom(x, g, v);
+            IO::template store_dom<CS>(x, g, v);
         }
     }
 
-    template <int R, bool D = false> static __device__ void gather(const Ctx &x, int t, int mine) {
+    template <int R> static __device__ void gather(const Ctx &x, int t, int mine) {
         const int me = x.a.rank, q = 1 - me, G = (int)gridDim.x;
         for (int k = 0; k < mine; k++) {
             const int c = (int)blockIdx.x + k * G;
@@ -748,27 +739,26 @@ template <int DT, int C> struct Roles {
 #pragma unroll
                 for (int j = 0; j < N; j++) {
                     size_t w = w0 + t + (size_t)j * R;
-                    if (w < w1) Wd::store(x.a.out, w, x.a.count, x.out_al, u[j]);
+                    if (w < w1) Wd::template store<CS>(x.a.out, w, x.a.count, x.out_al, u[j]);
                 }
             } else {
                 decode_col<R>(x, t, src, g0, g1);
-                if constexpr (D) { /* my own column c, from my reduce role */
-                    if (t == 0) ok = wait_flag(x.a, x.flag(me, kAg, me, c), x.epoch, 3, me);
-                    if (!role_and(3, R, ok)) return;
-                    S::range(x, me, c, g0, g1);
-                    decode_col<R>(x, t, x.slot(me, kAg, me) + (size_t)c * P::kBytes, g0, g1);
-                }
             }
             /* no release: nothing waits for C; the next column has its own slot */
         }
     }
 };
 
-/* Role threads (RA scatter, NB reduce sub-roles of RB, RC gather). Set 9:
- * 128 / 1 x 256 / 128 (B has twice the work of A or C); set 11 (exact only):
- * 128 / 2 x 256 / 128, two reduce columns in flight. */
-template <int DT, int C, int RA, int RB, int NB, int RC, bool D = false>
-__global__ void __launch_bounds__(RA + NB * RB + RC, 1) twoshot_ws_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
+/* Role threads: 128 scatter, 256 reduce (twice the work of either other
+ * role), 128 gather: 512 threads, one CTA per SM at <= 128 registers.
+ * Measured and dropped (bench/results/r41, code in commit 223a8f0): two
+ * reduce roles on alternate columns (exact; slower: 32 MB 110.7 us vs
+ * 104.1) and the reduce role's own-output decode moved to the gather role
+ * (codecs; slower: INT4 32 MB 67.5 vs 60.6). */
+constexpr int kWsA = 128, kWsB = 256, kWsC = 128;
+
+template <int DT, int C, bool CS>
+__global__ void __launch_bounds__(kWsA + kWsB + kWsC, 1) twoshot_ws_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
     pdl_wait();
     pdl_trigger();
     Ctx x{a, 0, 0, 0, 0, false, false};
@@ -782,14 +772,12 @@ __global__ void __launch_bounds__(RA + NB * RB + RC, 1) twoshot_ws_kernel(const 
     const int ncol = (int)((x.sblk + kCol - 1) / kCol);
     const int mine = (int)blockIdx.x < ncol ? (ncol - 1 - (int)blockIdx.x) / G + 1 : 0;
     const int t = (int)threadIdx.x;
-    if (t < RA) {
-        Roles<DT, C>::template scatter<RA>(x, t, mine);
-    } else if (t < RA + NB * RB) {
-        const int u = t - RA;
-        Roles<DT, C>::template reduce<RB, NB, D>(x, NB == 1 ? u : u % RB, mine, NB == 1 ? 0 : u / RB);
-    } else {
-        Roles<DT, C>::template gather<RC, D>(x, t - RA - NB * RB, mine);
-    }
+    if (t < kWsA)
+        Roles<DT, C, CS>::template scatter<kWsA>(x, t, mine);
+    else if (t < kWsA + kWsB)
+        Roles<DT, C, CS>::template reduce<kWsB>(x, t - kWsA, mine);
+    else
+        Roles<DT, C, CS>::template gather<kWsC>(x, t - kWsA - kWsB, mine);
     epoch_end(a, x.epoch);
 }
 
@@ -866,15 +854,14 @@ __global__ void __launch_bounds__(kCol, 2) twoshot_reg_kernel(const __grid_const
 }
 
 template <int C, int V> void launch_v(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
-    if constexpr (V == 9 || V == 11 || V == 12) { /* warp-specialized roles, one CTA per SM (a->grid = 2 per SM) */
+    if constexpr (V == 9 || V == 13) { /* warp-specialized roles, one CTA per SM (a->grid = 2 per SM) */
         const int g = grid < a->grid / 2 ? grid : (a->grid / 2 > 0 ? a->grid / 2 : 1);
-        constexpr int kNB = V == 11 && C == TPM_CODEC_NONE ? 2 : 1;
-        constexpr bool kD = V == 12 && C != TPM_CODEC_NONE;
-        constexpr int kT = 128 + kNB * 256 + 128;
+        constexpr bool kCS = V == 13;
+        constexpr int kT = kWsA + kWsB + kWsC;
         switch (a->dtype) {
-        case TPM_DTYPE_BF16: launch_ar(twoshot_ws_kernel<0, C, 128, 256, kNB, 128, kD>, g, kT, s, true, *a); break;
-        case TPM_DTYPE_FP16: launch_ar(twoshot_ws_kernel<1, C, 128, 256, kNB, 128, kD>, g, kT, s, true, *a); break;
-        default: launch_ar(twoshot_ws_kernel<2, C, 128, 256, kNB, 128, kD>, g, kT, s, true, *a); break;
+        case TPM_DTYPE_BF16: launch_ar(twoshot_ws_kernel<0, C, kCS>, g, kT, s, true, *a); break;
+        case TPM_DTYPE_FP16: launch_ar(twoshot_ws_kernel<1, C, kCS>, g, kT, s, true, *a); break;
+        default: launch_ar(twoshot_ws_kernel<2, C, kCS>, g, kT, s, true, *a); break;
         }
         return;
     }
@@ -925,13 +912,11 @@ template <int C> void launch_dt(const tpm_cuda_ar_args *a, int grid, cudaStream_
     if (v >= 2 && a->world == 2 && (C != TPM_CODEC_NONE || a->dtype != TPM_DTYPE_FP32)) {
         if (v == 7)
             launch_v<C, 7>(a, grid, s);
-        else if (v == 9 || (v == 10 && ws_pays(a)))
+        else if (v == 9 || ((v == 10 || v == 11 || v == 12) && ws_pays(a))) /* 11, 12: retired, = 10 */
             launch_v<C, 9>(a, grid, s);
-        else if (v == 11)
-            launch_v<C, 11>(a, grid, s);
-        else if (v == 12)
-            launch_v<C, 12>(a, grid, s);
-        else if (v >= 3) /* 4-6, 8, 10: variant 3's two-shot (cuda_sync.h) */
+        else if (v == 13 && ws_pays(a))
+            launch_v<C, 13>(a, grid, s);
+        else if (v >= 3) /* 4-6, 8, 10, 13: variant 3's two-shot (cuda_sync.h) */
             launch_v<C, 3>(a, grid, s);
         else
             launch_v<C, 2>(a, grid, s);
