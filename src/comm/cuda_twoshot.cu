@@ -22,7 +22,9 @@
  * Codec arithmetic: BlockCodec (variant 0) or FastBlockCodec (variants
  * 1-4; tpm_cuda_variant in cuda_sync.h), identical bits. Variants 2-4 at
  * world 2 run the same pipeline with a step's loads first and one barrier
- * per step (twoshot2_kernel, below).
+ * per step (twoshot2_kernel, below). Set 9 at world 2, and the default set
+ * 10 for exact / INT8 / INT6 launches from 16 MiB, run A, B and C in
+ * different warps of one CTA per SM instead (twoshot_ws_kernel, below).
  * Every rank decodes the same bytes with the same code, so outputs are
  * bitwise identical on every rank and equal to the CPU communicator, whose
  * per-block arithmetic (codec_cuda.h) is the same.
