@@ -256,6 +256,25 @@ static void exact_world(int W) {
     comms_free(&cs);
 }
 
+/* Launches of 16 MiB and more: the default kernel set runs its
+ * warp-specialized two-shot there (exact, INT8, INT6 over 16-bit dtypes;
+ * cuda_sync.h TPM_CUDA_WS_MIN_BYTES), which the 8 MB buffers above never
+ * reach. A 64 MB buffer holds a 24 MB message in one launch. */
+static void test_large_launches(void **state) {
+    (void)state;
+    if (g_ndev < 2) skip();
+    comms cs;
+    comms_make(&cs, 2, 64 << 20, 10000);
+    const size_t n = (12u << 20) + 37; /* 24 MB of bf16, a ragged last group */
+    uint64_t seed = 7001;
+    check_case(&cs, TPM_DTYPE_BF16, TPM_CODEC_NONE, TPM_ALGO_TWOSHOT, n, 0, 0, seed++);
+    check_case(&cs, TPM_DTYPE_FP16, TPM_CODEC_NONE, TPM_ALGO_TWOSHOT, n, 3, 0, seed++); /* unaligned */
+    check_case(&cs, TPM_DTYPE_BF16, TPM_CODEC_INT8, TPM_ALGO_TWOSHOT, n, 0, 0, seed++);
+    check_case(&cs, TPM_DTYPE_BF16, TPM_CODEC_INT6, TPM_ALGO_TWOSHOT, n, 0, 1, seed++); /* in place */
+    check_case(&cs, TPM_DTYPE_BF16, TPM_CODEC_INT4, TPM_ALGO_TWOSHOT, n, 0, 0, seed++);
+    comms_free(&cs);
+}
+
 static void test_exact_world1(void **state) {
     (void)state;
     exact_world(1);
@@ -512,6 +531,7 @@ int main(void) {
         cmocka_unit_test(test_exact_world1),      cmocka_unit_test(test_exact_all_gpus),
         cmocka_unit_test(test_codecs),            cmocka_unit_test(test_inplace_and_unaligned),
         cmocka_unit_test(test_graph_replays),     cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_large_launches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
