@@ -629,63 +629,6 @@ template <int DT, int C, bool CS = false> struct Roles {
         }
     }
 
-    /* Set 14, exact: the reduce role loads its own input of column k + 1
-     * before it sums column k, so that load is in flight during the sum and
-     * the pushes instead of in front of the next flag wait. */
-    template <int R> static __device__ void reduce_exact_pf(const Ctx &x, int t, int mine) {
-        static_assert(kExact, "exact payloads only");
-        constexpr int N = kColWords / R;
-        const int me = x.a.rank, q = 1 - me, G = (int)gridDim.x;
-        uint4 u[N];
-        auto own = [&](int k, uint4 *v) {
-            size_t g0, g1, w0, w1;
-            S::range(x, me, (int)blockIdx.x + k * G, g0, g1);
-            S::words(x, g0, g1, w0, w1);
-#pragma unroll
-            for (int j = 0; j < N; j++) {
-                size_t w = w0 + t + (size_t)j * R;
-                v[j] = w < w1 ? Wd::template load<CS>(x.a.in, w, x.a.count, x.in_al) : make_uint4(0, 0, 0, 0);
-            }
-        };
-        if (mine > 0) own(0, u);
-        for (int k = 0; k < mine; k++) {
-            const int c = (int)blockIdx.x + k * G;
-            size_t g0, g1, w0, w1;
-            S::range(x, me, c, g0, g1);
-            S::words(x, g0, g1, w0, w1);
-            const size_t off = (size_t)c * P::kBytes;
-            const uint8_t *src = x.slot(me, kRs, q) + off;
-            uint8_t *dst = x.slot(q, kAg, me) + off;
-            uint4 p[N], un[N];
-            bool ok = true;
-            if (t == 0) ok = wait_flag(x.a, x.flag(me, kRs, q, c), x.epoch, 2, q);
-            if (!role_and(2, R, ok)) return;
-#pragma unroll
-            for (int j = 0; j < N; j++) {
-                size_t w = w0 + t + (size_t)j * R;
-                p[j] = w < w1 ? __ldcg((const uint4 *)(src + (w - w0) * 16)) : make_uint4(0, 0, 0, 0);
-            }
-            if (k + 1 < mine) own(k + 1, un);
-#pragma unroll
-            for (int j = 0; j < N; j++) {
-                size_t w = w0 + t + (size_t)j * R;
-                if (w >= w1) continue;
-                float f0[Wd::kElems], f1[Wd::kElems];
-                Wd::to_f32(me == 0 ? u[j] : p[j], f0);
-                Wd::to_f32(me == 0 ? p[j] : u[j], f1);
-#pragma unroll
-                for (int e = 0; e < Wd::kElems; e++) f0[e] = f0[e] + f1[e];
-                uint4 res = Wd::from_f32(f0);
-                *(uint4 *)(dst + (w - w0) * 16) = res;
-                Wd::template store<CS>(x.a.out, w, x.a.count, x.out_al, res);
-            }
-#pragma unroll
-            for (int j = 0; j < N; j++) u[j] = un[j];
-            role_bar(2, R);
-            if (t == 0) st_release_sys(x.flag(q, kAg, me, c), x.epoch);
-        }
-    }
-
     template <int R> static __device__ void reduce(const Ctx &x, int t, int mine) {
         const int me = x.a.rank, q = 1 - me, G = (int)gridDim.x;
         constexpr int bar = 2; /* 1 and 3: scatter and gather */
@@ -813,10 +756,12 @@ template <int DT, int C, bool CS = false> struct Roles {
  * Measured and dropped (bench/results/r41, code in commit 223a8f0): two
  * reduce roles on alternate columns (exact; slower: 32 MB 110.7 us vs
  * 104.1) and the reduce role's own-output decode moved to the gather role
- * (codecs; slower: INT4 32 MB 67.5 vs 60.6). */
+ * (codecs; slower: INT4 32 MB 67.5 vs 60.6); set 14 (r43, code in commit
+ * 29ed014): the exact reduce role loading the next column's input during
+ * the current one (no gain: 96 MB 294.2 vs 293.0 us). */
 constexpr int kWsA = 128, kWsB = 256, kWsC = 128;
 
-template <int DT, int C, bool CS, bool PF = false>
+template <int DT, int C, bool CS>
 __global__ void __launch_bounds__(kWsA + kWsB + kWsC, 1) twoshot_ws_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
     pdl_wait();
     pdl_trigger();
@@ -833,12 +778,8 @@ __global__ void __launch_bounds__(kWsA + kWsB + kWsC, 1) twoshot_ws_kernel(const
     const int t = (int)threadIdx.x;
     if (t < kWsA)
         Roles<DT, C, CS>::template scatter<kWsA>(x, t, mine);
-    else if (t < kWsA + kWsB) {
-        if constexpr (PF && C == TPM_CODEC_NONE)
-            Roles<DT, C, CS>::template reduce_exact_pf<kWsB>(x, t - kWsA, mine);
-        else
-            Roles<DT, C, CS>::template reduce<kWsB>(x, t - kWsA, mine);
-    }
+    else if (t < kWsA + kWsB)
+        Roles<DT, C, CS>::template reduce<kWsB>(x, t - kWsA, mine);
     else
         Roles<DT, C, CS>::template gather<kWsC>(x, t - kWsA - kWsB, mine);
     epoch_end(a, x.epoch);
@@ -917,14 +858,14 @@ __global__ void __launch_bounds__(kCol, 2) twoshot_reg_kernel(const __grid_const
 }
 
 template <int C, int V> void launch_v(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
-    if constexpr (V == 9 || V == 13 || V == 14) { /* warp-specialized roles, one CTA per SM (a->grid = 2 per SM) */
+    if constexpr (V == 9 || V == 13) { /* warp-specialized roles, one CTA per SM (a->grid = 2 per SM) */
         const int g = grid < a->grid / 2 ? grid : (a->grid / 2 > 0 ? a->grid / 2 : 1);
-        constexpr bool kCS = V == 13, kPF = V == 14;
+        constexpr bool kCS = V == 13;
         constexpr int kT = kWsA + kWsB + kWsC;
         switch (a->dtype) {
-        case TPM_DTYPE_BF16: launch_ar(twoshot_ws_kernel<0, C, kCS, kPF>, g, kT, s, true, *a); break;
-        case TPM_DTYPE_FP16: launch_ar(twoshot_ws_kernel<1, C, kCS, kPF>, g, kT, s, true, *a); break;
-        default: launch_ar(twoshot_ws_kernel<2, C, kCS, kPF>, g, kT, s, true, *a); break;
+        case TPM_DTYPE_BF16: launch_ar(twoshot_ws_kernel<0, C, kCS>, g, kT, s, true, *a); break;
+        case TPM_DTYPE_FP16: launch_ar(twoshot_ws_kernel<1, C, kCS>, g, kT, s, true, *a); break;
+        default: launch_ar(twoshot_ws_kernel<2, C, kCS>, g, kT, s, true, *a); break;
         }
         return;
     }
@@ -975,12 +916,10 @@ template <int C> void launch_dt(const tpm_cuda_ar_args *a, int grid, cudaStream_
     if (v >= 2 && a->world == 2 && (C != TPM_CODEC_NONE || a->dtype != TPM_DTYPE_FP32)) {
         if (v == 7)
             launch_v<C, 7>(a, grid, s);
-        else if (v == 9 || ((v == 10 || v == 11 || v == 12) && ws_pays(a))) /* 11, 12: retired, = 10 */
+        else if (v == 9 || ((v == 10 || v == 11 || v == 12 || v == 14) && ws_pays(a))) /* 11, 12, 14: retired, = 10 */
             launch_v<C, 9>(a, grid, s);
         else if (v == 13 && ws_pays(a))
             launch_v<C, 13>(a, grid, s);
-        else if (v == 14 && ws_pays(a)) /* only the exact kernel differs from set 10's */
-            launch_v<C, C == TPM_CODEC_NONE ? 14 : 9>(a, grid, s);
         else if (v >= 3) /* 4-6, 8, 10, 13: variant 3's two-shot (cuda_sync.h) */
             launch_v<C, 3>(a, grid, s);
         else
