@@ -859,14 +859,7 @@ __global__ void __launch_bounds__(kCol, 2) twoshot_reg_kernel(const __grid_const
 
 template <int C, int V> void launch_v(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
     if constexpr (V == 9 || V == 13) { /* warp-specialized roles, one CTA per SM (a->grid = 2 per SM) */
-        int g = grid < a->grid / 2 ? grid : (a->grid / 2 > 0 ? a->grid / 2 : 1);
-        if (a->variant == 10) { /* as few CTAs as give the same number of column rounds: every CTA
-                                   gets the same column count (3072 columns on 132 SMs: 128 x 24
-                                   instead of 36 x 24 + 96 x 23) */
-            const size_t ngrp = (a->count + 31) / 32, seg = (ngrp + a->world - 1) / a->world;
-            const size_t ncol = (seg + kCol - 1) / kCol, rounds = (ncol + g - 1) / g;
-            g = (int)((ncol + rounds - 1) / rounds);
-        }
+        const int g = grid < a->grid / 2 ? grid : (a->grid / 2 > 0 ? a->grid / 2 : 1);
         constexpr bool kCS = V == 13;
         constexpr int kT = kWsA + kWsB + kWsC;
         switch (a->dtype) {
