@@ -9,6 +9,9 @@
 # Run from the repository root:  OUT=/some/dir bash bench/run_r46_h200x2.sh
 NAME=${NAME:-r46}
 . bench/device_env.sh
+PART=${PART:-all} # ar: the all-reduce part only (2 GPUs); moe: the MoE part only (one GPU)
+
+if [ "$PART" != moe ]; then
 
 TPMOE_CUDA_AR_VARIANT=15 timeout 150 "$B/gpu_allreduce" > "$R/gpu_allreduce_v15.log" 2>&1
 echo "== gpu_allreduce (set 15) rc=$? ($(el))"
@@ -22,6 +25,9 @@ timeout 280 "$B/tpmoe" bench allreduce --tp 2 --dtype bf16 --codecs none,int8,in
 echo "== bench allreduce 5 / 10 / 15 rc=$? ($(el))"
 cut -c1-220 "$R/bench_allreduce_sets.log"
 pack
+fi
+
+if [ "$PART" != ar ]; then
 timeout 150 "$B/tpmoe" bench moe --preset m3 --tokens 4,8,16,24,32,48,64,128 --fuse-shared both \
   --check 1 --json "$R/moe_auto.json" > "$R/bench_moe_auto.log" 2>&1
 echo "== bench moe auto rc=$? ($(el))"
@@ -32,4 +38,5 @@ timeout 100 "$B/tpmoe" bench moe --preset m3 --tokens 16,24,32,48,64,128 --fuse-
 echo "== bench moe split rc=$? ($(el))"
 cut -c1-200 "$R/bench_moe_split.log" | tail -10
 pack
+fi
 echo "== total $(el)"
