@@ -75,7 +75,7 @@ typedef struct opts {
     int decode_kernel, decode_max, route_gemm_min, route_legacy; /* -1: the layer's default */
     int down_kernel, route_stop, route_experts, gate_up_pairs, route_tc_min, route_tc_max, route_tc_clusters, route_tc_loads, expert_wait, route_fence;
     int ar_tpmoe; /* TP all-reduce: 1 tpmoe's (default), 0 NCCL */
-    int shared_split_min, prefill_gemm, pdl, shared_overlap, prefill_cluster, prefill_split_min;       /* -1: the layer's default */
+    int shared_split_min, prefill_gemm, pdl, shared_overlap, prefill_cluster, prefill_split_min, prefill_split_max; /* -1: the layer's default */
     int flush;                                                     /* 0 write, 1 read */
     uint64_t seed;
     const char *json;
@@ -586,7 +586,7 @@ static int parse(int argc, char **argv, opts *o) {
     o->ar_tpmoe = 1;
     o->flush = 1; /* read: L2 full of clean lines, as after the previous layer's weights streamed */
     o->shared_split_min = o->prefill_gemm = o->pdl = o->shared_overlap = -1;
-    o->prefill_cluster = o->prefill_split_min = -1;
+    o->prefill_cluster = o->prefill_split_min = o->prefill_split_max = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long long n;
@@ -667,9 +667,9 @@ static int parse(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--route-legacy")) {
             if (int_opt(a, v, 0, 1, &o->route_legacy)) return 2;
         } else if (!strcmp(a, "--shared-plan")) {
-            if (!strcmp(v, "auto")) o->shared_split_min = o->prefill_split_min = -1;
-            else if (!strcmp(v, "slot")) o->shared_split_min = o->prefill_split_min = 1 << 20;
-            else if (!strcmp(v, "split")) o->shared_split_min = o->prefill_split_min = 1;
+            if (!strcmp(v, "auto")) o->shared_split_min = o->prefill_split_min = o->prefill_split_max = -1;
+            else if (!strcmp(v, "slot")) o->shared_split_min = o->prefill_split_min = 1 << 20, o->prefill_split_max = 0;
+            else if (!strcmp(v, "split")) o->shared_split_min = o->prefill_split_min = 1, o->prefill_split_max = -1;
             else return cli_usage_error("bench moe", "--shared-plan: '%s' is not auto, slot or split", v);
         } else if (!strcmp(a, "--prefill-gemm")) {
             if (!strcmp(v, "loop")) o->prefill_gemm = TPM_MOE_GEMM_LOOP;
@@ -724,6 +724,7 @@ static tpm_status apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->gate_up_pairs >= 0) t.gate_up_pairs = o->gate_up_pairs;
     if (o->shared_split_min >= 0) t.shared_split_min = o->shared_split_min;
     if (o->prefill_split_min >= 0) t.prefill_split_min = o->prefill_split_min;
+    if (o->prefill_split_max >= 0) t.prefill_split_max = o->prefill_split_max;
     if (o->prefill_gemm >= 0) t.prefill_gemm = o->prefill_gemm;
     if (o->pdl >= 0) t.pdl = o->pdl;
     if (o->down_kernel >= 0) t.down_kernel = o->down_kernel;

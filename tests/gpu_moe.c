@@ -118,7 +118,7 @@ static void expert_ref(const tpm_moe_weights *w, const tpm_expert_weights *x, co
 /* Tuning overrides of the next run_gpu calls (-1: the layer's default). */
 static int tune_decode_kernel = -1, tune_route_gemm_min = -1, tune_route_legacy = -1;
 static int tune_shared_split_min = -1, tune_prefill_gemm = -1, tune_pdl = -1, tune_prefill_cluster = -1;
-static int tune_prefill_split_min = -1, tune_route_experts = -1, tune_route_tc_min = -1, tune_route_tc_max = -1;
+static int tune_prefill_split_min = -1, tune_prefill_split_max = -1, tune_route_experts = -1, tune_route_tc_min = -1, tune_route_tc_max = -1;
 static int tune_route_tc_loads = -1;
 static int last_plan = -1;       /* tpm_cuda_moe_shared_plan of the last run_gpu call */
 static int last_route_mode = -1; /* tpm_cuda_moe_route_mode of the last run_gpu call */
@@ -148,6 +148,7 @@ static void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fuse
     if (tune_pdl >= 0) tu.pdl = tune_pdl;
     if (tune_prefill_cluster >= 0) tu.prefill_cluster = tune_prefill_cluster;
     if (tune_prefill_split_min >= 0) tu.prefill_split_min = tune_prefill_split_min;
+    if (tune_prefill_split_max >= 0) tu.prefill_split_max = tune_prefill_split_max;
     if (tune_route_experts >= 0) tu.route_experts = tune_route_experts;
     if (tune_route_tc_min >= 0) tu.route_tc_min = tune_route_tc_min;
     if (tune_route_tc_max >= 0) tu.route_tc_max = tune_route_tc_max;
@@ -453,7 +454,12 @@ static void shared_split_plan(void **state) {
             assert_int_equal(last_plan, TPM_MOE_SHARED_SLOT);
             free_run(&b);
             tune_decode_kernel = -1;
-            run_gpu(&w, x, T, 1, TPM_MOE_PATH_PREFILL, &b); /* prefill: the slot below prefill_split_min */
+            run_gpu(&w, x, T, 1, TPM_MOE_PATH_PREFILL, &b); /* prefill, default: split up to 16 tokens (9.0) */
+            assert_int_equal(last_plan, sm90_device() && T <= 16 ? TPM_MOE_SHARED_SPLIT : TPM_MOE_SHARED_SLOT);
+            free_run(&b);
+            tune_prefill_split_max = 0; /* prefill: the slot below prefill_split_min */
+            run_gpu(&w, x, T, 1, TPM_MOE_PATH_PREFILL, &b);
+            tune_prefill_split_max = -1;
             assert_int_equal(last_plan, TPM_MOE_SHARED_SLOT);
             free_run(&b);
             tune_prefill_split_min = 1; /* the wgmma prefill's split plan (a 9.0 device), else the slot */

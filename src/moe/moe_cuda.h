@@ -106,6 +106,8 @@ typedef struct tpm_cuda_moe_tuning {
                             * shared slot runs as dense cuBLAS GEMMs (TPM_MOE_SHARED_SPLIT),
                             * its rows where the slot's would be, the routed experts in the
                             * own kernel; below it the slot is one more expert of that kernel */
+    int prefill_split_max; /* fused layer, prefill with prefill_gemm 3: the split plan also up to
+                            * this many tokens (0: never below prefill_split_min) */
     int gate_up_pairs;     /* decode kernel 2 up to 8 tokens: gate/up row pairs per warp of
                             * k_gate_up2, 1 (x 4 chunks per lane) or 2 (x 2); the same bits */
     int route_experts;     /* routing modes 0 and 1: router experts per logits block (8, 16 or

@@ -94,6 +94,12 @@
  *   tokens 8192: slot 9751.9, split 9737.8   (unfused, same runs: 3701.9 / 5633.0 / 9727.7)
  * No gain beyond noise: the slot stays in the grouped launch (off by default). */
 #define TPM_MOE_PREFILL_SPLIT_MIN (1 << 30)
+/* ... and up to this many tokens, where the slot's 128-row tile is mostly padding and the shared
+ * expert's weights are read by a tile of the grouped launch after the routing: bench/results/r46m
+ * (one H200, fused slot / unfused / fused split, us): 16 tokens 1265.6 / 1253.8 / 1254.1 (final10:
+ * slot 1260.9, unfused 1250.0), 24 tokens 1722.0 / 1734.5 / 1732.4, 32 tokens 1989.6 / 1990.8 /
+ * 1997.7, 64 tokens 2823.5 / 2833.5 / 2816.3. Split where the slot lost in both runs: up to 16. */
+#define TPM_MOE_PREFILL_SPLIT_MAX 16
 /* Shared MLP of the split / dense plans overlapped with the routing (round 6). */
 #define TPM_MOE_SHARED_OVERLAP 1
 /* Decode kernel set 2 with programmatic dependent launch (round 4, above). */
@@ -318,6 +324,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.shared_overlap = TPM_MOE_SHARED_OVERLAP;
     m->tune.prefill_cluster = 0;
     m->tune.prefill_split_min = TPM_MOE_PREFILL_SPLIT_MIN;
+    m->tune.prefill_split_max = TPM_MOE_PREFILL_SPLIT_MAX;
     m->tune.pdl = TPM_MOE_PDL;
     m->tune.down_kernel = TPM_MOE_DOWN_KERNEL;
     m->tune.route_stop = 0;
@@ -477,6 +484,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->prefill_cluster == 0 || t->prefill_cluster == 1, "prefill_cluster %d is not 0 or 1",
                   t->prefill_cluster);
     TPM_ARG_CHECK(t->prefill_split_min >= 1, "prefill_split_min %d < 1", t->prefill_split_min);
+    TPM_ARG_CHECK(t->prefill_split_max >= 0, "prefill_split_max %d < 0", t->prefill_split_max);
     TPM_ARG_CHECK(t->pdl == 0 || t->pdl == 1, "pdl %d is not 0 or 1", t->pdl);
     TPM_ARG_CHECK(t->down_kernel >= 0 && t->down_kernel <= 4, "down_kernel %d is not 0..4", t->down_kernel);
     TPM_ARG_CHECK(t->gate_up_pairs == 1 || t->gate_up_pairs == 2, "gate_up_pairs %d is not 1 or 2", t->gate_up_pairs);
@@ -520,7 +528,7 @@ int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T) {
     /* EP prefill: the slot holds only this rank's tokens (t % ep), not rows T*k .. T*k+T-1 */
     if (m->d.ep > 1) return TPM_MOE_SHARED_SLOT;
     if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_PREFILL && m->tune.prefill_gemm == TPM_MOE_GEMM_WGMMA &&
-        T >= m->tune.prefill_split_min)
+        (T >= m->tune.prefill_split_min || T <= m->tune.prefill_split_max))
         return TPM_MOE_SHARED_SPLIT;
     return TPM_MOE_SHARED_SLOT;
 }
