@@ -168,8 +168,9 @@ static void *task_run(void *p) {
     t->msg[0] = '\0';
     if (t->op == OP_VALIDATE) {
         size_t bytes = t->count * tpm_dtype_size(t->dt);
-        cudaMemcpy(r->din, r->hin, bytes, cudaMemcpyHostToDevice);
-        cudaMemset(r->dout, 0xA5, bytes);
+        /* on r->s: a non-blocking stream does not wait for the legacy one */
+        cudaMemcpyAsync(r->din, r->hin, bytes, cudaMemcpyHostToDevice, r->s);
+        cudaMemsetAsync(r->dout, 0xA5, bytes, r->s);
         t->st = call(t);
         if (t->st != TPM_OK) snprintf(t->msg, sizeof t->msg, "%s", tpm_err_msg());
         if (cudaStreamSynchronize(r->s) != cudaSuccess) t->st = TPM_ERR_CUDA;

@@ -308,8 +308,11 @@ static void *rank_main(void *argp) {
     for (int ti = 0; ti < o->nt; ti++) {
         const int T = (int)o->tokens[ti];
         pthread_barrier_wait(&S->bar);
-        if (cudaMemcpy(dx, S->hx, (size_t)T * H * 2, cudaMemcpyHostToDevice) ||
-            cudaMemset(dy, 0xff, (size_t)T * H * 2)) { /* poison: NaN bf16 */
+        /* on tm.s: a non-blocking stream does not wait for the legacy one (a pageable
+         * cudaMemcpy may return before its DMA lands: r47m's first unfused call read a
+         * half-copied x) */
+        if (cudaMemcpyAsync(dx, S->hx, (size_t)T * H * 2, cudaMemcpyHostToDevice, tm.s) ||
+            cudaMemsetAsync(dy, 0xff, (size_t)T * H * 2, tm.s)) { /* poison: NaN bf16 */
             st = tpm_err(TPM_ERR_CUDA, "copy x");
             goto done;
         }

@@ -195,6 +195,7 @@ static void check_case(comms *cs, tpm_dtype dt, tpm_codec codec, tpm_algo algo, 
         if (!inplace) CK(cudaMalloc(&dout[r], bytes));
         CK(cudaMemcpy((uint8_t *)din[r] + offset_elems * es, hin[r], n * es, cudaMemcpyHostToDevice));
         if (!inplace) CK(cudaMemset(dout[r], 0xA5, bytes)); /* poison */
+        CK(cudaDeviceSynchronize()); /* the legacy stream's copies land before s runs */
         jobs[r] = (job){cs->c[r], r, cs->s[r], (uint8_t *)din[r] + offset_elems * es,
                         (uint8_t *)dout[r] + offset_elems * es, n, dt, codec, algo, 1, TPM_OK, ""};
     }
@@ -434,6 +435,7 @@ static void test_graph_replays(void **state) {
             CK(cudaMalloc(&g[r].out[v], n[v] * 2));
             CK(cudaMemcpy(g[r].in[v], hin[v][r], n[v] * 2, cudaMemcpyHostToDevice));
             CK(cudaMemset(g[r].out[v], 0xA5, n[v] * 2));
+            CK(cudaDeviceSynchronize()); /* before the non-blocking streams use them */
             g[r].n[v] = n[v];
             g[r].codec[v] = codec[v];
             g[r].algo[v] = algo[v];

@@ -866,6 +866,8 @@ static void pdl_equals_plain(void **state) {
                         assert_int_equal(cudaMalloc(&dx, (size_t)T * H * 2), cudaSuccess);
                         assert_int_equal(cudaMalloc(&dy, (size_t)T * H * 2), cudaSuccess);
                         assert_int_equal(cudaMemcpy(dx, x, (size_t)T * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
+                        /* the copy ran on the legacy stream, which s does not wait for */
+                        assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
                         out[v] = malloc((size_t)T * H * 2);
                         const int graph = v == 3 || v == 5 || v == 7 || v == 8 || v == 11, reps = graph ? 2 : 1;
                         cudaGraphExec_t ge = NULL;
