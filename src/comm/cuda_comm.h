@@ -43,7 +43,8 @@ extern "C" {
 /* Error word layout (host-mapped, written by a kernel that gave up). */
 enum {
     TPM_CUDA_ERR_CODE = 0,  /* 0 ok, else a tpm_status (TPM_ERR_TIMEOUT) */
-    TPM_CUDA_ERR_STAGE = 1, /* 1 one-shot wait, 2 two-shot rs wait, 3 ag wait */
+    TPM_CUDA_ERR_STAGE = 1, /* 1 one-shot wait, 2 two-shot rs wait, 3 ag wait,
+                             * 4 a role's column mbarrier (sets 16, 17) */
     TPM_CUDA_ERR_PEER = 2,  /* the rank waited for */
     TPM_CUDA_ERR_WORDS = 4
 };
@@ -66,7 +67,7 @@ typedef struct tpm_cuda_ar_args {
     uint32_t *ctl;  /* this rank's control words (device memory) */
     uint32_t *err;  /* host-mapped error words (device pointer) */
     uint64_t timeout_ns;
-    int variant;    /* kernel set 0..15 (cuda_sync.h), the resolved cuda_kernels */
+    int variant;    /* kernel set 0..17 (cuda_sync.h), the resolved cuda_kernels */
     /* registered buffers (set 8): every rank's input and output of this
      * call as mapped here (tpm_cuda_comm_register_io) */
     const void *peer_in[TPM_CUDA_MAX_WORLD];
@@ -90,7 +91,7 @@ int tpm_cuda_twoshot_reg_launch(const tpm_cuda_ar_args *a, void *stream);
 struct tpm_comm;
 tpm_status tpm_cuda_comm_poll(struct tpm_comm *c);
 
-/* Switch a CUDA communicator's kernel set (0..15, cuda_sync.h) for the
+/* Switch a CUDA communicator's kernel set (0..17, cuda_sync.h) for the
  * benchmark's --variants; only where every rank's stream is idle. Returns 0,
  * or -1 for a communicator that is not CUDA or a variant out of range. */
 int tpm_cuda_comm_set_variant(struct tpm_comm *c, int variant);

@@ -53,7 +53,86 @@ __device__ __forceinline__ bool role_and(int id, int n, bool p) {
     return r != 0;
 }
 
-template <int DT, int C, bool CS = false> struct Roles {
+/* MARK: decoupled releases (sets 16, 17)
+ * With a role barrier and one thread's st.release.sys per column, the whole
+ * role waits for that thread's system-scope release (which waits for the
+ * role's remote stores to land) before its next column. Decoupled: each
+ * warp's lane 0 arrives on an mbarrier of the column (two per role, used by
+ * even and odd columns in turn, expected count = the role's warps; arrive
+ * has release, try_wait acquire semantics at CTA scope) and goes on; only
+ * warp k % W, the column's releaser, waits for the column's arrivals and
+ * then releases its flag, so the other warps' next column overlaps the
+ * release. Before arriving for column k a warp waits until column k-2's use
+ * of the same mbarrier completed: no arrival can count for the wrong column
+ * (a warp is at most two columns ahead of the slowest). The flag waits of
+ * the reduce and gather roles are per warp (lane 0 acquires, __syncwarp)
+ * instead of role-wide. Every wait is bounded like the flag waits. */
+__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void mb_init(uint64_t *b, uint32_t n) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(b)), "r"(n) : "memory");
+}
+__device__ __forceinline__ void mb_arrive(uint64_t *b) {
+    asm volatile("{\n\t.reg .b64 st;\n\tmbarrier.arrive.release.cta.shared::cta.b64 st, [%0];\n\t}" ::"r"(smem_u32(b))
+                 : "memory");
+}
+/* Whether the mbarrier's phase of this parity has completed. */
+__device__ __forceinline__ bool mb_done(uint64_t *b, uint32_t parity) {
+    uint32_t r;
+    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2;\n\t"
+                 "selp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(r)
+                 : "r"(smem_u32(b)), "r"(parity)
+                 : "memory");
+    return r != 0;
+}
+__device__ __forceinline__ bool mb_wait(const tpm_cuda_ar_args &a, uint64_t *b, uint32_t parity) {
+    Spin s;
+    while (!mb_done(b, parity))
+        if (!s.tick(a, 4, a.rank)) return false;
+    return true;
+}
+
+/* A role's flag wait and end of column: role-wide (DEC = false: sets 9, 13,
+ * 15) or decoupled (sets 16, 17, above). mb: the role's two mbarriers. */
+template <int R, bool DEC> struct RoleSync {
+    static __device__ __forceinline__ bool wait_in(const Ctx &x, int t, const uint32_t *flag, int stage, int peer,
+                                                   int bar) {
+        bool ok = true;
+        if constexpr (DEC) {
+            if ((t & 31) == 0) ok = wait_flag(x.a, flag, x.epoch, stage, peer);
+            __syncwarp();
+            return __shfl_sync(0xffffffffu, (int)ok, 0) != 0;
+        } else {
+            if (t == 0) ok = wait_flag(x.a, flag, x.epoch, stage, peer);
+            return role_and(bar, R, ok);
+        }
+    }
+    /* Column k (the role's k-th) is pushed by this thread: release flag. */
+    static __device__ __forceinline__ bool done(const Ctx &x, int t, int k, uint32_t *flag, int bar, uint64_t *mb) {
+        if constexpr (DEC) {
+            bool ok = true;
+            __syncwarp();
+            if ((t & 31) == 0) {
+                uint64_t *b = mb + (k & 1);
+                const uint32_t use = (uint32_t)k >> 1;
+                if (k >= 2) ok = mb_wait(x.a, b, (use - 1) & 1u); /* column k-2 complete */
+                if (ok) mb_arrive(b);
+                if (ok && (t >> 5) == k % (R / 32)) {
+                    ok = mb_wait(x.a, b, use & 1u);
+                    if (ok) st_release_sys(flag, x.epoch);
+                }
+            }
+            __syncwarp();
+            return __shfl_sync(0xffffffffu, (int)ok, 0) != 0;
+        } else {
+            role_bar(bar, R);
+            if (t == 0) st_release_sys(flag, x.epoch);
+            return true;
+        }
+    }
+};
+
+template <int DT, int C, bool CS = false, bool DEC = false> struct Roles {
     using S = Stages<DT, C, 1>;
     using BCd = typename S::BCd;
     using IO = GroupIO<DT, C>;
@@ -63,7 +142,8 @@ template <int DT, int C, bool CS = false> struct Roles {
     static constexpr int kColWords = kCol * 32 / Wd::kElems; /* exact: 16-byte words per column */
     static_assert(kColWords % 256 == 0, "a column's words split evenly over the role threads");
 
-    template <int R> static __device__ void scatter(const Ctx &x, int t, int mine) {
+    template <int R> static __device__ void scatter(const Ctx &x, int t, int mine, uint64_t *mb) {
+        using Y = RoleSync<R, DEC>;
         const int me = x.a.rank, q = 1 - me, G = (int)gridDim.x;
         for (int k = 0; k < mine; k++) {
             const int c = (int)blockIdx.x + k * G;
@@ -101,12 +181,12 @@ template <int DT, int C, bool CS = false> struct Roles {
                     IO::put(dst, t + j * R, cd, sc);
                 }
             }
-            role_bar(1, R);
-            if (t == 0) st_release_sys(x.flag(q, kRs, me, c), x.epoch);
+            if (!Y::done(x, t, k, x.flag(q, kRs, me, c), 1, mb)) return;
         }
     }
 
-    template <int R> static __device__ void reduce(const Ctx &x, int t, int mine) {
+    template <int R> static __device__ void reduce(const Ctx &x, int t, int mine, uint64_t *mb) {
+        using Y = RoleSync<R, DEC>;
         const int me = x.a.rank, q = 1 - me, G = (int)gridDim.x;
         constexpr int bar = 2; /* 1 and 3: scatter and gather */
         for (int k = 0; k < mine; k++) {
@@ -126,9 +206,7 @@ template <int DT, int C, bool CS = false> struct Roles {
                     size_t w = w0 + t + (size_t)j * R;
                     u[j] = w < w1 ? Wd::template load<CS>(x.a.in, w, x.a.count, x.in_al) : make_uint4(0, 0, 0, 0);
                 }
-                bool ok = true;
-                if (t == 0) ok = wait_flag(x.a, x.flag(me, kRs, q, c), x.epoch, 2, q);
-                if (!role_and(bar, R, ok)) return;
+                if (!Y::wait_in(x, t, x.flag(me, kRs, q, c), 2, q, bar)) return;
 #pragma unroll
                 for (int j = 0; j < N; j++) {
                     size_t w = w0 + t + (size_t)j * R;
@@ -152,9 +230,7 @@ template <int DT, int C, bool CS = false> struct Roles {
                 RawGroup<DT> r[N];
 #pragma unroll
                 for (int j = 0; j < N; j++) r[j].template load<CS>(x, g0 + t + j * R, g0 + t + j * R < g1);
-                bool ok = true;
-                if (t == 0) ok = wait_flag(x.a, x.flag(me, kRs, q, c), x.epoch, 2, q);
-                if (!role_and(bar, R, ok)) return;
+                if (!Y::wait_in(x, t, x.flag(me, kRs, q, c), 2, q, bar)) return;
 #pragma unroll
                 for (int j = 0; j < N; j++) {
                     const size_t g = g0 + t + j * R;
@@ -172,8 +248,7 @@ template <int DT, int C, bool CS = false> struct Roles {
                     IO::template store_dom<CS>(x, g, v);
                 }
             }
-            role_bar(bar, R);
-            if (t == 0) st_release_sys(x.flag(q, kAg, me, c), x.epoch);
+            if (!Y::done(x, t, k, x.flag(q, kAg, me, c), bar, mb)) return;
         }
     }
 
@@ -196,15 +271,14 @@ template <int DT, int C, bool CS = false> struct Roles {
     }
 
     template <int R> static __device__ void gather(const Ctx &x, int t, int mine) {
+        using Y = RoleSync<R, DEC>;
         const int me = x.a.rank, q = 1 - me, G = (int)gridDim.x;
         for (int k = 0; k < mine; k++) {
             const int c = (int)blockIdx.x + k * G;
             size_t g0, g1;
             S::range(x, q, c, g0, g1);
             const uint8_t *src = x.slot(me, kAg, q) + (size_t)c * P::kBytes;
-            bool ok = true;
-            if (t == 0) ok = wait_flag(x.a, x.flag(me, kAg, q, c), x.epoch, 3, q);
-            if (!role_and(3, R, ok)) return;
+            if (!Y::wait_in(x, t, x.flag(me, kAg, q, c), 3, q, 3)) return;
             if constexpr (kExact) {
                 constexpr int N = kColWords / R;
                 size_t w0, w1;
@@ -250,8 +324,15 @@ template <int RA, int RB, int RC> struct WsShape {
 using WsOne = WsShape<128, 256, 128>; /* sets 9, 13: one CTA per SM */
 using WsTwo = WsShape<64, 128, 64>;   /* set 15: two CTAs per SM */
 
-template <int DT, int C, bool CS, class W, int MINB>
+template <int DT, int C, bool CS, class W, int MINB, bool DEC>
 __global__ void __launch_bounds__(W::kThreads, MINB) twoshot_ws_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
+    __shared__ uint64_t mb[4]; /* DEC: scatter's two mbarriers, then reduce's */
+    if (DEC && threadIdx.x == 0) {
+        mb_init(mb, W::kA / 32);
+        mb_init(mb + 1, W::kA / 32);
+        mb_init(mb + 2, W::kB / 32);
+        mb_init(mb + 3, W::kB / 32);
+    }
     pdl_wait();
     pdl_trigger();
     Ctx x{a, 0, 0, 0, 0, false, false};
@@ -265,20 +346,22 @@ __global__ void __launch_bounds__(W::kThreads, MINB) twoshot_ws_kernel(const __g
     const int ncol = (int)((x.sblk + kCol - 1) / kCol);
     const int mine = (int)blockIdx.x < ncol ? (ncol - 1 - (int)blockIdx.x) / G + 1 : 0;
     const int t = (int)threadIdx.x;
+    using Ro = Roles<DT, C, CS, DEC>;
     if (t < W::kA)
-        Roles<DT, C, CS>::template scatter<W::kA>(x, t, mine);
+        Ro::template scatter<W::kA>(x, t, mine, mb);
     else if (t < W::kA + W::kB)
-        Roles<DT, C, CS>::template reduce<W::kB>(x, t - W::kA, mine);
+        Ro::template reduce<W::kB>(x, t - W::kA, mine, mb + 2);
     else
-        Roles<DT, C, CS>::template gather<W::kC>(x, t - W::kA - W::kB, mine);
+        Ro::template gather<W::kC>(x, t - W::kA - W::kB, mine);
     epoch_end(a, x.epoch);
 }
 
-template <int C, bool CS, class W, int MINB> void launch_ws(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
+template <int C, bool CS, class W, int MINB, bool DEC = false>
+void launch_ws(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
     switch (a->dtype) {
-    case TPM_DTYPE_BF16: launch_ar(twoshot_ws_kernel<0, C, CS, W, MINB>, grid, W::kThreads, s, true, *a); break;
-    case TPM_DTYPE_FP16: launch_ar(twoshot_ws_kernel<1, C, CS, W, MINB>, grid, W::kThreads, s, true, *a); break;
-    default: launch_ar(twoshot_ws_kernel<2, C, CS, W, MINB>, grid, W::kThreads, s, true, *a); break;
+    case TPM_DTYPE_BF16: launch_ar(twoshot_ws_kernel<0, C, CS, W, MINB, DEC>, grid, W::kThreads, s, true, *a); break;
+    case TPM_DTYPE_FP16: launch_ar(twoshot_ws_kernel<1, C, CS, W, MINB, DEC>, grid, W::kThreads, s, true, *a); break;
+    default: launch_ar(twoshot_ws_kernel<2, C, CS, W, MINB, DEC>, grid, W::kThreads, s, true, *a); break;
     }
 }
 
@@ -287,6 +370,10 @@ template <int C> void launch_set(const tpm_cuda_ar_args *a, int grid, cudaStream
     const int one = grid < a->grid / 2 ? grid : (a->grid / 2 > 0 ? a->grid / 2 : 1);
     if (set == 15)
         launch_ws<C, false, WsTwo, 2>(a, grid, s);
+    else if (set == 16)
+        launch_ws<C, false, WsTwo, 2, true>(a, grid, s);
+    else if (set == 17)
+        launch_ws<C, false, WsOne, 1, true>(a, one, s);
     else if (set == 13)
         launch_ws<C, true, WsOne, 1>(a, one, s);
     else
@@ -296,7 +383,7 @@ template <int C> void launch_set(const tpm_cuda_ar_args *a, int grid, cudaStream
 } /* namespace */
 
 int twoshot_ws_launch(const tpm_cuda_ar_args *a, int grid, cudaStream_t s, int set) {
-    if (a->world != 2 || (set != 9 && set != 13 && set != 15)) return -1;
+    if (a->world != 2 || !(set == 9 || set == 13 || (set >= 15 && set <= 17))) return -1;
     if (a->codec == TPM_CODEC_NONE && a->dtype == TPM_DTYPE_FP32) return -1; /* 16-bit exact payloads only */
     switch (a->codec) {
     case TPM_CODEC_NONE: launch_set<TPM_CODEC_NONE>(a, grid, s, set); break;
