@@ -236,13 +236,13 @@ tpm_status check_error_words(struct tpm_comm *c, Impl *im) {
     if (e[TPM_CUDA_ERR_CODE] == 0) return TPM_OK;
     im->broken = 1;
     static const char *stage[] = {"?", "one-shot packets", "two-shot reduce-scatter flag",
-                                  "two-shot all-gather flag", "two-shot role's column barrier"};
+                                  "two-shot all-gather flag"};
     uint32_t s = e[TPM_CUDA_ERR_STAGE];
     return tpm_err((tpm_status)e[TPM_CUDA_ERR_CODE],
                    "rank %d: a kernel gave up after %d ms waiting for rank %u (%s); the "
                    "communicator is unusable, destroy it",
                    c->rank, (int)(im->base.timeout_ns / 1000000ull), e[TPM_CUDA_ERR_PEER],
-                   stage[s < 5 ? s : 0]);
+                   stage[s < 4 ? s : 0]);
 }
 
 tpm_status nccl_allreduce(Impl *im, const void *in, void *out, size_t count, tpm_dtype dt,

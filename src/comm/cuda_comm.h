@@ -43,8 +43,7 @@ extern "C" {
 /* Error word layout (host-mapped, written by a kernel that gave up). */
 enum {
     TPM_CUDA_ERR_CODE = 0,  /* 0 ok, else a tpm_status (TPM_ERR_TIMEOUT) */
-    TPM_CUDA_ERR_STAGE = 1, /* 1 one-shot wait, 2 two-shot rs wait, 3 ag wait,
-                             * 4 a role's column mbarrier (sets 16, 17) */
+    TPM_CUDA_ERR_STAGE = 1, /* 1 one-shot wait, 2 two-shot rs wait, 3 ag wait */
     TPM_CUDA_ERR_PEER = 2,  /* the rank waited for */
     TPM_CUDA_ERR_WORDS = 4
 };

@@ -22,7 +22,7 @@
  * Codec arithmetic: BlockCodec (variant 0) or FastBlockCodec (variants
  * 1-4; tpm_cuda_variant in cuda_sync.h), identical bits. Variants 2-4 at
  * world 2 run the same pipeline with a step's loads first and one barrier
- * per step (twoshot2_kernel, below). Sets 9 and 15-17 at world 2, and the
+ * per step (twoshot2_kernel, below). Set 9 at world 2, and the
  * default set 10 for exact / INT8 / INT6 launches from 16 MiB, run A, B and
  * C in different warps instead (cuda_twoshot_ws.cu). The pieces every
  * kernel shares (payload layout, context, stages) are in cuda_twoshot.cuh.
@@ -339,10 +339,10 @@ template <int C> void launch_dt(const tpm_cuda_ar_args *a, int grid, cudaStream_
     if (v >= 2 && a->world == 2 && (C != TPM_CODEC_NONE || a->dtype != TPM_DTYPE_FP32)) {
         if (v == 7)
             launch_v<C, 7>(a, grid, s);
-        else if ((v == 9 || v >= 15) && twoshot_ws_launch(a, grid, s, v) == 0)
+        else if (v == 9 && twoshot_ws_launch(a, grid, s, 9) == 0)
             ; /* cuda_twoshot_ws.cu, every two-shot size */
-        else if ((v == 10 || v == 11 || v == 12 || v == 14) && ws_pays(a) && twoshot_ws_launch(a, grid, s, 9) == 0)
-            ; /* 11, 12, 14: retired, = 10 */
+        else if ((v == 10 || v == 11 || v == 12 || v >= 14) && ws_pays(a) && twoshot_ws_launch(a, grid, s, 9) == 0)
+            ; /* 11, 12, 14-17: retired, = 10 */
         else if (v == 13 && ws_pays(a) && twoshot_ws_launch(a, grid, s, 13) == 0)
             ;
         else if (v >= 3) /* 4-6, 8, 10, 13: variant 3's two-shot (cuda_sync.h) */

@@ -340,8 +340,8 @@ template <int DT> struct RawGroup {
 
 } /* namespace */
 
-/* The warp-specialized two-shot (cuda_twoshot_ws.cu) for set `set` (9, 13
- * or 15) at world 2: 0 on a launch, -1 for a set it does not run. */
+/* The warp-specialized two-shot (cuda_twoshot_ws.cu) for set `set` (9 or
+ * 13) at world 2: 0 on a launch, -1 for a set it does not run. */
 int twoshot_ws_launch(const tpm_cuda_ar_args *a, int grid, cudaStream_t s, int set);
 
 } /* namespace tpm_cuda */

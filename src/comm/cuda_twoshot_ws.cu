@@ -1,6 +1,6 @@
 /*
  * cuda_twoshot_ws.cu - the warp-specialized two-shot all-reduce at world 2
- * (kernel sets 9, 13 and 15; set 10, the default, runs it for exact, INT8
+ * (kernel sets 9 and 13; set 10, the default, runs it for exact, INT8
  * and INT6 launches from TPM_CUDA_WS_MIN_BYTES). The column layout, the
  * flags and the per-group arithmetic are cuda_twoshot.cu's (its top comment
  * has the protocol; the shared pieces are in cuda_twoshot.cuh), so every
@@ -14,7 +14,7 @@
 namespace tpm_cuda {
 namespace {
 
-/* MARK: warp-specialized roles (sets 9, 13, 15)
+/* MARK: warp-specialized roles (sets 9, 13)
  * The three stages of a column run in different warps of one CTA (one CTA
  * per SM, RA + RB + RC threads): role A scatters, role B reduces, role C
  * gathers, each in its own loop over the CTA's columns b, b + G, ...
@@ -53,86 +53,7 @@ __device__ __forceinline__ bool role_and(int id, int n, bool p) {
     return r != 0;
 }
 
-/* MARK: decoupled releases (sets 16, 17)
- * With a role barrier and one thread's st.release.sys per column, the whole
- * role waits for that thread's system-scope release (which waits for the
- * role's remote stores to land) before its next column. Decoupled: each
- * warp's lane 0 arrives on an mbarrier of the column (two per role, used by
- * even and odd columns in turn, expected count = the role's warps; arrive
- * has release, try_wait acquire semantics at CTA scope) and goes on; only
- * warp k % W, the column's releaser, waits for the column's arrivals and
- * then releases its flag, so the other warps' next column overlaps the
- * release. Before arriving for column k a warp waits until column k-2's use
- * of the same mbarrier completed: no arrival can count for the wrong column
- * (a warp is at most two columns ahead of the slowest). The flag waits of
- * the reduce and gather roles are per warp (lane 0 acquires, __syncwarp)
- * instead of role-wide. Every wait is bounded like the flag waits. */
-__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void mb_init(uint64_t *b, uint32_t n) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(b)), "r"(n) : "memory");
-}
-__device__ __forceinline__ void mb_arrive(uint64_t *b) {
-    asm volatile("{\n\t.reg .b64 st;\n\tmbarrier.arrive.release.cta.shared::cta.b64 st, [%0];\n\t}" ::"r"(smem_u32(b))
-                 : "memory");
-}
-/* Whether the mbarrier's phase of this parity has completed. */
-__device__ __forceinline__ bool mb_done(uint64_t *b, uint32_t parity) {
-    uint32_t r;
-    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2;\n\t"
-                 "selp.u32 %0, 1, 0, p;\n\t}"
-                 : "=r"(r)
-                 : "r"(smem_u32(b)), "r"(parity)
-                 : "memory");
-    return r != 0;
-}
-__device__ __forceinline__ bool mb_wait(const tpm_cuda_ar_args &a, uint64_t *b, uint32_t parity) {
-    Spin s;
-    while (!mb_done(b, parity))
-        if (!s.tick(a, 4, a.rank)) return false;
-    return true;
-}
-
-/* A role's flag wait and end of column: role-wide (DEC = false: sets 9, 13,
- * 15) or decoupled (sets 16, 17, above). mb: the role's two mbarriers. */
-template <int R, bool DEC> struct RoleSync {
-    static __device__ __forceinline__ bool wait_in(const Ctx &x, int t, const uint32_t *flag, int stage, int peer,
-                                                   int bar) {
-        bool ok = true;
-        if constexpr (DEC) {
-            if ((t & 31) == 0) ok = wait_flag(x.a, flag, x.epoch, stage, peer);
-            __syncwarp();
-            return __shfl_sync(0xffffffffu, (int)ok, 0) != 0;
-        } else {
-            if (t == 0) ok = wait_flag(x.a, flag, x.epoch, stage, peer);
-            return role_and(bar, R, ok);
-        }
-    }
-    /* Column k (the role's k-th) is pushed by this thread: release flag. */
-    static __device__ __forceinline__ bool done(const Ctx &x, int t, int k, uint32_t *flag, int bar, uint64_t *mb) {
-        if constexpr (DEC) {
-            bool ok = true;
-            __syncwarp();
-            if ((t & 31) == 0) {
-                uint64_t *b = mb + (k & 1);
-                const uint32_t use = (uint32_t)k >> 1;
-                if (k >= 2) ok = mb_wait(x.a, b, (use - 1) & 1u); /* column k-2 complete */
-                if (ok) mb_arrive(b);
-                if (ok && (t >> 5) == k % (R / 32)) {
-                    ok = mb_wait(x.a, b, use & 1u);
-                    if (ok) st_release_sys(flag, x.epoch);
-                }
-            }
-            __syncwarp();
-            return __shfl_sync(0xffffffffu, (int)ok, 0) != 0;
-        } else {
-            role_bar(bar, R);
-            if (t == 0) st_release_sys(flag, x.epoch);
-            return true;
-        }
-    }
-};
-
-template <int DT, int C, bool CS = false, bool DEC = false> struct Roles {
+template <int DT, int C, bool CS = false> struct Roles {
     using S = Stages<DT, C, 1>;
     using BCd = typename S::BCd;
     using IO = GroupIO<DT, C>;
@@ -142,8 +63,7 @@ template <int DT, int C, bool CS = false, bool DEC = false> struct Roles {
     static constexpr int kColWords = kCol * 32 / Wd::kElems; /* exact: 16-byte words per column */
     static_assert(kColWords % 256 == 0, "a column's words split evenly over the role threads");
 
-    template <int R> static __device__ void scatter(const Ctx &x, int t, int mine, uint64_t *mb) {
-        using Y = RoleSync<R, DEC>;
+    template <int R> static __device__ void scatter(const Ctx &x, int t, int mine) {
         const int me = x.a.rank, q = 1 - me, G = (int)gridDim.x;
         for (int k = 0; k < mine; k++) {
             const int c = (int)blockIdx.x + k * G;
@@ -181,12 +101,12 @@ template <int DT, int C, bool CS = false, bool DEC = false> struct Roles {
                     IO::put(dst, t + j * R, cd, sc);
                 }
             }
-            if (!Y::done(x, t, k, x.flag(q, kRs, me, c), 1, mb)) return;
+            role_bar(1, R);
+            if (t == 0) st_release_sys(x.flag(q, kRs, me, c), x.epoch);
         }
     }
 
-    template <int R> static __device__ void reduce(const Ctx &x, int t, int mine, uint64_t *mb) {
-        using Y = RoleSync<R, DEC>;
+    template <int R> static __device__ void reduce(const Ctx &x, int t, int mine) {
         const int me = x.a.rank, q = 1 - me, G = (int)gridDim.x;
         constexpr int bar = 2; /* 1 and 3: scatter and gather */
         for (int k = 0; k < mine; k++) {
@@ -206,7 +126,9 @@ template <int DT, int C, bool CS = false, bool DEC = false> struct Roles {
                     size_t w = w0 + t + (size_t)j * R;
                     u[j] = w < w1 ? Wd::template load<CS>(x.a.in, w, x.a.count, x.in_al) : make_uint4(0, 0, 0, 0);
                 }
-                if (!Y::wait_in(x, t, x.flag(me, kRs, q, c), 2, q, bar)) return;
+                bool ok = true;
+                if (t == 0) ok = wait_flag(x.a, x.flag(me, kRs, q, c), x.epoch, 2, q);
+                if (!role_and(bar, R, ok)) return;
 #pragma unroll
                 for (int j = 0; j < N; j++) {
                     size_t w = w0 + t + (size_t)j * R;
@@ -230,7 +152,9 @@ template <int DT, int C, bool CS = false, bool DEC = false> struct Roles {
                 RawGroup<DT> r[N];
 #pragma unroll
                 for (int j = 0; j < N; j++) r[j].template load<CS>(x, g0 + t + j * R, g0 + t + j * R < g1);
-                if (!Y::wait_in(x, t, x.flag(me, kRs, q, c), 2, q, bar)) return;
+                bool ok = true;
+                if (t == 0) ok = wait_flag(x.a, x.flag(me, kRs, q, c), x.epoch, 2, q);
+                if (!role_and(bar, R, ok)) return;
 #pragma unroll
                 for (int j = 0; j < N; j++) {
                     const size_t g = g0 + t + j * R;
@@ -248,7 +172,8 @@ template <int DT, int C, bool CS = false, bool DEC = false> struct Roles {
                     IO::template store_dom<CS>(x, g, v);
                 }
             }
-            if (!Y::done(x, t, k, x.flag(q, kAg, me, c), bar, mb)) return;
+            role_bar(bar, R);
+            if (t == 0) st_release_sys(x.flag(q, kAg, me, c), x.epoch);
         }
     }
 
@@ -271,14 +196,15 @@ template <int DT, int C, bool CS = false, bool DEC = false> struct Roles {
     }
 
     template <int R> static __device__ void gather(const Ctx &x, int t, int mine) {
-        using Y = RoleSync<R, DEC>;
         const int me = x.a.rank, q = 1 - me, G = (int)gridDim.x;
         for (int k = 0; k < mine; k++) {
             const int c = (int)blockIdx.x + k * G;
             size_t g0, g1;
             S::range(x, q, c, g0, g1);
             const uint8_t *src = x.slot(me, kAg, q) + (size_t)c * P::kBytes;
-            if (!Y::wait_in(x, t, x.flag(me, kAg, q, c), 3, q, 3)) return;
+            bool ok = true;
+            if (t == 0) ok = wait_flag(x.a, x.flag(me, kAg, q, c), x.epoch, 3, q);
+            if (!role_and(3, R, ok)) return;
             if constexpr (kExact) {
                 constexpr int N = kColWords / R;
                 size_t w0, w1;
@@ -302,37 +228,30 @@ template <int DT, int C, bool CS = false, bool DEC = false> struct Roles {
     }
 };
 
-/* Role threads. Set 9 / 13: 128 scatter, 256 reduce (twice the work of
- * either other role), 128 gather: 512 threads, one CTA per SM at <= 128
- * registers. Set 15: the same roles at half the threads (64 / 128 / 64, a
- * thread owns twice the groups) in two CTAs per SM, so each role has two
- * columns in flight per SM (one per CTA) instead of one: in sets 9 / 13 a
- * role's column is a chain of load, [wait], arithmetic, push, role barrier
- * and one thread's system-scope release, and nothing of the role overlaps
- * it. Same groups, payloads and flags per column: bitwise set 9's outputs.
- * Measured and dropped (bench/results/r41, code in commit 223a8f0): two
- * reduce roles on alternate columns (exact; slower: 32 MB 110.7 us vs
- * 104.1) and the reduce role's own-output decode moved to the gather role
- * (codecs; slower: INT4 32 MB 67.5 vs 60.6); set 14 (r43, code in commit
- * 29ed014): the exact reduce role loading the next column's input during
- * the current one (no gain: 96 MB 294.2 vs 293.0 us). */
+/* Role threads: 128 scatter, 256 reduce (twice the work of either other
+ * role), 128 gather: 512 threads, one CTA per SM at <= 128 registers.
+ * Measured and dropped (docs/allreduce_cuda.md, rounds 6 and 7):
+ *  - bench/results/r41, code in commit 223a8f0: two reduce roles on alternate
+ *    columns (exact; slower: 32 MB 110.7 us vs 104.1) and the reduce role's
+ *    own-output decode moved to the gather role (codecs; slower: INT4 32 MB
+ *    67.5 vs 60.6);
+ *  - r43, commit 29ed014 (set 14): the exact reduce role loading the next
+ *    column's input during the current one (no gain: 96 MB 294.2 vs 293.0);
+ *  - r47, commit a4f3122 (set 15): the same roles at half the threads in two
+ *    CTAs per SM (slower everywhere: INT4 32 MB 71.9 vs 59.9, exact 106.2 vs
+ *    104.2);
+ *  - r48, commit ca53df6 (sets 16, 17): decoupled releases (per-column
+ *    mbarriers, one releaser warp per column, per-warp flag waits; slower:
+ *    set 17 INT4 32 MB 75.4, exact 111.6 vs 104.9). */
 template <int RA, int RB, int RC> struct WsShape {
     static constexpr int kA = RA, kB = RB, kC = RC, kThreads = RA + RB + RC;
     static_assert(RA % 32 == 0 && RB % 32 == 0 && RC % 32 == 0, "roles are whole warps");
     static_assert(kCol % RA == 0 && kCol % RB == 0 && kCol % RC == 0, "a role's threads split a column evenly");
 };
-using WsOne = WsShape<128, 256, 128>; /* sets 9, 13: one CTA per SM */
-using WsTwo = WsShape<64, 128, 64>;   /* set 15: two CTAs per SM */
+using WsOne = WsShape<128, 256, 128>; /* one CTA per SM */
 
-template <int DT, int C, bool CS, class W, int MINB, bool DEC>
+template <int DT, int C, bool CS, class W, int MINB>
 __global__ void __launch_bounds__(W::kThreads, MINB) twoshot_ws_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
-    __shared__ uint64_t mb[4]; /* DEC: scatter's two mbarriers, then reduce's */
-    if (DEC && threadIdx.x == 0) {
-        mb_init(mb, W::kA / 32);
-        mb_init(mb + 1, W::kA / 32);
-        mb_init(mb + 2, W::kB / 32);
-        mb_init(mb + 3, W::kB / 32);
-    }
     pdl_wait();
     pdl_trigger();
     Ctx x{a, 0, 0, 0, 0, false, false};
@@ -346,35 +265,27 @@ __global__ void __launch_bounds__(W::kThreads, MINB) twoshot_ws_kernel(const __g
     const int ncol = (int)((x.sblk + kCol - 1) / kCol);
     const int mine = (int)blockIdx.x < ncol ? (ncol - 1 - (int)blockIdx.x) / G + 1 : 0;
     const int t = (int)threadIdx.x;
-    using Ro = Roles<DT, C, CS, DEC>;
     if (t < W::kA)
-        Ro::template scatter<W::kA>(x, t, mine, mb);
+        Roles<DT, C, CS>::template scatter<W::kA>(x, t, mine);
     else if (t < W::kA + W::kB)
-        Ro::template reduce<W::kB>(x, t - W::kA, mine, mb + 2);
+        Roles<DT, C, CS>::template reduce<W::kB>(x, t - W::kA, mine);
     else
-        Ro::template gather<W::kC>(x, t - W::kA - W::kB, mine);
+        Roles<DT, C, CS>::template gather<W::kC>(x, t - W::kA - W::kB, mine);
     epoch_end(a, x.epoch);
 }
 
-template <int C, bool CS, class W, int MINB, bool DEC = false>
-void launch_ws(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
+template <int C, bool CS, class W, int MINB> void launch_ws(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
     switch (a->dtype) {
-    case TPM_DTYPE_BF16: launch_ar(twoshot_ws_kernel<0, C, CS, W, MINB, DEC>, grid, W::kThreads, s, true, *a); break;
-    case TPM_DTYPE_FP16: launch_ar(twoshot_ws_kernel<1, C, CS, W, MINB, DEC>, grid, W::kThreads, s, true, *a); break;
-    default: launch_ar(twoshot_ws_kernel<2, C, CS, W, MINB, DEC>, grid, W::kThreads, s, true, *a); break;
+    case TPM_DTYPE_BF16: launch_ar(twoshot_ws_kernel<0, C, CS, W, MINB>, grid, W::kThreads, s, true, *a); break;
+    case TPM_DTYPE_FP16: launch_ar(twoshot_ws_kernel<1, C, CS, W, MINB>, grid, W::kThreads, s, true, *a); break;
+    default: launch_ar(twoshot_ws_kernel<2, C, CS, W, MINB>, grid, W::kThreads, s, true, *a); break;
     }
 }
 
 /* grid = min(columns, a->grid); a->grid is two CTAs per SM. */
 template <int C> void launch_set(const tpm_cuda_ar_args *a, int grid, cudaStream_t s, int set) {
     const int one = grid < a->grid / 2 ? grid : (a->grid / 2 > 0 ? a->grid / 2 : 1);
-    if (set == 15)
-        launch_ws<C, false, WsTwo, 2>(a, grid, s);
-    else if (set == 16)
-        launch_ws<C, false, WsTwo, 2, true>(a, grid, s);
-    else if (set == 17)
-        launch_ws<C, false, WsOne, 1, true>(a, one, s);
-    else if (set == 13)
+    if (set == 13)
         launch_ws<C, true, WsOne, 1>(a, one, s);
     else
         launch_ws<C, false, WsOne, 1>(a, one, s);
@@ -383,7 +294,7 @@ template <int C> void launch_set(const tpm_cuda_ar_args *a, int grid, cudaStream
 } /* namespace */
 
 int twoshot_ws_launch(const tpm_cuda_ar_args *a, int grid, cudaStream_t s, int set) {
-    if (a->world != 2 || !(set == 9 || set == 13 || (set >= 15 && set <= 17))) return -1;
+    if (a->world != 2 || (set != 9 && set != 13)) return -1;
     if (a->codec == TPM_CODEC_NONE && a->dtype == TPM_DTYPE_FP32) return -1; /* 16-bit exact payloads only */
     switch (a->codec) {
     case TPM_CODEC_NONE: launch_set<TPM_CODEC_NONE>(a, grid, s, set); break;
