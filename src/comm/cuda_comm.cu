@@ -625,7 +625,7 @@ fail:
 }
 
 extern "C" int tpm_cuda_comm_set_variant(struct tpm_comm *c, int variant) {
-    if (!c || c->ops != &kCudaOps || !c->impl || variant < 0 || variant > 17) return -1;
+    if (!c || c->ops != &kCudaOps || !c->impl || variant < 0 || variant > 18) return -1;
     ((Impl *)c->impl)->base.variant = variant;
     c->cfg.cuda_kernels = variant;
     return 0;

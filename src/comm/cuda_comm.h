@@ -66,7 +66,7 @@ typedef struct tpm_cuda_ar_args {
     uint32_t *ctl;  /* this rank's control words (device memory) */
     uint32_t *err;  /* host-mapped error words (device pointer) */
     uint64_t timeout_ns;
-    int variant;    /* kernel set 0..17 (cuda_sync.h), the resolved cuda_kernels */
+    int variant;    /* kernel set 0..18 (cuda_sync.h), the resolved cuda_kernels */
     /* registered buffers (set 8): every rank's input and output of this
      * call as mapped here (tpm_cuda_comm_register_io) */
     const void *peer_in[TPM_CUDA_MAX_WORLD];
@@ -90,7 +90,7 @@ int tpm_cuda_twoshot_reg_launch(const tpm_cuda_ar_args *a, void *stream);
 struct tpm_comm;
 tpm_status tpm_cuda_comm_poll(struct tpm_comm *c);
 
-/* Switch a CUDA communicator's kernel set (0..17, cuda_sync.h) for the
+/* Switch a CUDA communicator's kernel set (0..18, cuda_sync.h) for the
  * benchmark's --variants; only where every rank's stream is idle. Returns 0,
  * or -1 for a communicator that is not CUDA or a variant out of range. */
 int tpm_cuda_comm_set_variant(struct tpm_comm *c, int variant);

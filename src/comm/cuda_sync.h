@@ -157,7 +157,9 @@ __device__ __forceinline__ void epoch_end(const tpm_cuda_ar_args &a, uint32_t ep
  * docs/allreduce_cuda.md, measured slower or no faster; cuda_twoshot_ws.cu
  * says what they were), 13 =
  * 10 with streaming cache hints (ld.global.cs on the input, st.global.cs on
- * the output) in set 9's kernel (measured no gain). Variants 1-17 share the
+ * the output) in set 9's kernel (measured no gain), 18 = 10 with the codec
+ * arithmetic of ShortCodec (codec_cuda.h: the same bits, shorter dependency
+ * chains per block). Variants 1-18 share the
  * one-shot's per-CTA epochs and word-to-CTA map, so a process may
  * switch between them (tpm_cuda_comm_set_variant) at a point where every
  * rank's stream is idle (the benchmark's --variants does: every packet slot
