@@ -121,14 +121,7 @@ template <int FMT> struct FmtCodec {
  *    then the same multiply by s.
  * FP8 keeps FmtCodec (its e4m3 conversion has no such shortcut). */
 template <int FMT> struct FastCodec : FmtCodec<FMT> {};
-/* SHORT (the two-shot's set 18): the same bits with shorter dependency
- * chains per block: the extreme scan as 4 scans of 8 consecutive values
- * combined in index order (a later part wins only if strictly larger, so
- * the first maximum still wins: depth 8 + 2 instead of 31), the scale's
- * division by the power of two QNEG as the exact multiply by 1/QNEG, and
- * 1/s as __frcp_rn (IEEE round-to-nearest reciprocal = 1.0f / s for the
- * normal s that reach it) instead of the division subroutine. */
-template <int FMT, bool SHORT = false> struct FastIntCodec {
+template <int FMT> struct FastIntCodec {
     static constexpr int kBits = FMT == TPM_FMT_INT6 ? 6 : FMT == TPM_FMT_INT4 ? 4 : 8;
     static constexpr int kCodeBytes = 32 * kBits / 8;
     static constexpr int kQneg = 1 << (kBits - 1);
@@ -136,43 +129,16 @@ template <int FMT, bool SHORT = false> struct FastIntCodec {
     static __device__ __forceinline__ uint16_t quant(const float *v, Codes &c) {
         float m = v[0];
         uint32_t best = __float_as_uint(v[0]) & 0x7fffffffu;
-        if constexpr (SHORT) {
-            float pm[4];
-            uint32_t pb[4];
 #pragma unroll
-            for (int p = 0; p < 4; p++) {
-                pm[p] = v[8 * p];
-                pb[p] = __float_as_uint(v[8 * p]) & 0x7fffffffu;
-#pragma unroll
-                for (int i = 8 * p + 1; i < 8 * p + 8; i++) {
-                    const uint32_t a = __float_as_uint(v[i]) & 0x7fffffffu;
-                    if (a > pb[p]) pb[p] = a, pm[p] = v[i];
-                }
-            }
-#pragma unroll
-            for (int p = 0; p < 4; p += 2)
-                if (pb[p + 1] > pb[p]) pb[p] = pb[p + 1], pm[p] = pm[p + 1];
-            best = pb[0], m = pm[0];
-            if (pb[2] > best) best = pb[2], m = pm[2];
-        } else {
-#pragma unroll
-            for (int i = 1; i < 32; i++) {
-                const uint32_t a = __float_as_uint(v[i]) & 0x7fffffffu;
-                if (a > best) best = a, m = v[i];
-            }
+        for (int i = 1; i < 32; i++) {
+            const uint32_t a = __float_as_uint(v[i]) & 0x7fffffffu;
+            if (a > best) best = a, m = v[i];
         }
 #pragma unroll
         for (int k = 0; k < 8; k++) c.w[k] = 0;
         if (best >= 0x7f800000u) return (uint16_t)TPM_CODEC_SCALE_POISON;
         float inv;
-        uint16_t sb;
-        if constexpr (SHORT) { /* tpm_codec_scale, the same bits */
-            sb = tpm_f32_to_bf16(__fmul_rn(m, -1.0f / (float)kQneg));
-            if ((sb & 0x7f80u) == 0) sb = 0, inv = 0.0f;
-            else inv = __frcp_rn(tpm_bf16_to_f32(sb));
-        } else {
-            sb = tpm_codec_scale(FMT, m, &inv);
-        }
+        const uint16_t sb = tpm_codec_scale(FMT, m, &inv);
         const float lo = (float)(-kQneg), hi = (float)(kQneg - 1);
         const float cq = 12582912.0f + (float)kQneg;
 #pragma unroll
@@ -210,10 +176,6 @@ template <int FMT, bool SHORT = false> struct FastIntCodec {
 template <> struct FastCodec<TPM_FMT_INT8> : FastIntCodec<TPM_FMT_INT8> {};
 template <> struct FastCodec<TPM_FMT_INT6> : FastIntCodec<TPM_FMT_INT6> {};
 template <> struct FastCodec<TPM_FMT_INT4> : FastIntCodec<TPM_FMT_INT4> {};
-template <int FMT> struct ShortCodec : FmtCodec<FMT> {}; /* FP8: FmtCodec */
-template <> struct ShortCodec<TPM_FMT_INT8> : FastIntCodec<TPM_FMT_INT8, true> {};
-template <> struct ShortCodec<TPM_FMT_INT6> : FastIntCodec<TPM_FMT_INT6, true> {};
-template <> struct ShortCodec<TPM_FMT_INT4> : FastIntCodec<TPM_FMT_INT4, true> {};
 
 /* MARK: quad codec (4 lanes per block)
  * Four consecutive lanes of a warp (a "quad", lanes 4q..4q+3) own one block:
@@ -336,10 +298,6 @@ TPM_BLOCK_CODEC(TPM_CODEC_INT6_H, TPM_FMT_INT6, true);
 
 /* The same per tpm_codec value with FastCodec's arithmetic (identical bits). */
 template <int C> struct FastBlockCodec : FastCodec<tpm_codec_fmt_c(C)> {
-    static constexpr bool kRotate = C == TPM_CODEC_INT4_H || C == TPM_CODEC_INT6_H;
-};
-/* ... and with ShortCodec's (identical bits). */
-template <int C> struct ShortBlockCodec : ShortCodec<tpm_codec_fmt_c(C)> {
     static constexpr bool kRotate = C == TPM_CODEC_INT4_H || C == TPM_CODEC_INT6_H;
 };
 

@@ -153,13 +153,11 @@ __device__ __forceinline__ void epoch_end(const tpm_cuda_ar_args &a, uint32_t ep
  * CTA per SM (cuda_twoshot_ws.cu), 10 = 5 with set 9's two-shot where it
  * measured faster (exact, INT8, INT6 over bf16 / fp16 from
  * TPM_CUDA_WS_MIN_BYTES; cuda_twoshot.cu ws_pays; the default), 11, 12 and
- * 14-17 = 10 (retired experiments of rounds 6 and 7 in
- * docs/allreduce_cuda.md, measured slower or no faster; cuda_twoshot_ws.cu
- * says what they were), 13 =
+ * 14-18 = 10 (retired experiments of rounds 6-8 in docs/allreduce_cuda.md,
+ * measured slower or no faster; cuda_twoshot_ws.cu and the docs say what
+ * they were), 13 =
  * 10 with streaming cache hints (ld.global.cs on the input, st.global.cs on
- * the output) in set 9's kernel (measured no gain), 18 = 10 with the codec
- * arithmetic of ShortCodec (codec_cuda.h: the same bits, shorter dependency
- * chains per block). Variants 1-18 share the
+ * the output) in set 9's kernel (measured no gain). Variants 1-18 share the
  * one-shot's per-CTA epochs and word-to-CTA map, so a process may
  * switch between them (tpm_cuda_comm_set_variant) at a point where every
  * rank's stream is idle (the benchmark's --variants does: every packet slot

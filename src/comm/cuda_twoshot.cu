@@ -91,13 +91,13 @@ __global__ void __launch_bounds__(kCol, 2) twoshot_kernel(const __grid_constant_
  * thread); fp32 exact and worlds other than 2 launch variant 1's kernel. */
 
 
-template <int DT, int C, bool PDL, int LAG = 1, int CV = 1>
+template <int DT, int C, bool PDL, int LAG = 1>
 __global__ void __launch_bounds__(kCol, 2) twoshot2_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
     if (PDL) {
         pdl_wait();
         pdl_trigger();
     }
-    using S = Stages<DT, C, CV>;
+    using S = Stages<DT, C, 1>;
     using BCd = typename S::BCd;
     using IO = GroupIO<DT, C>;
     using P = Payload<DT, C>;
@@ -292,15 +292,6 @@ __global__ void __launch_bounds__(kCol, 2) twoshot_reg_kernel(const __grid_const
 }
 
 template <int C, int V> void launch_v(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
-    if constexpr (V == 18) { /* variant 3's kernel with ShortCodec arithmetic (codecs) */
-        constexpr int cv = C == TPM_CODEC_NONE ? 1 : 2;
-        switch (a->dtype) {
-        case TPM_DTYPE_BF16: launch_ar(twoshot2_kernel<0, C, true, 1, cv>, grid, kCol, s, true, *a); break;
-        case TPM_DTYPE_FP16: launch_ar(twoshot2_kernel<1, C, true, 1, cv>, grid, kCol, s, true, *a); break;
-        default: launch_ar(twoshot2_kernel<2, C, true, 1, cv>, grid, kCol, s, true, *a); break;
-        }
-        return;
-    }
     if constexpr (V == 7) { /* variant 3's kernel, B and C two steps behind A */
         switch (a->dtype) {
         case TPM_DTYPE_BF16: launch_ar(twoshot2_kernel<0, C, true, 2>, grid, kCol, s, true, *a); break;
@@ -350,13 +341,8 @@ template <int C> void launch_dt(const tpm_cuda_ar_args *a, int grid, cudaStream_
             launch_v<C, 7>(a, grid, s);
         else if (v == 9 && twoshot_ws_launch(a, grid, s, 9) == 0)
             ; /* cuda_twoshot_ws.cu, every two-shot size */
-        else if (v == 18 && ws_pays(a) && twoshot_ws_launch(a, grid, s, 18) == 0)
-            ; /* set 10 with ShortCodec arithmetic */
-        else if (v == 18)
-            launch_v<C, 18>(a, grid, s);
-        else if ((v == 10 || v == 11 || v == 12 || (v >= 14 && v <= 17)) && ws_pays(a) &&
-                 twoshot_ws_launch(a, grid, s, 9) == 0)
-            ; /* 11, 12, 14-17: retired, = 10 */
+        else if ((v == 10 || v == 11 || v == 12 || v >= 14) && ws_pays(a) && twoshot_ws_launch(a, grid, s, 9) == 0)
+            ; /* 11, 12, 14-18: retired, = 10 */
         else if (v == 13 && ws_pays(a) && twoshot_ws_launch(a, grid, s, 13) == 0)
             ;
         else if (v >= 3) /* 4-6, 8, 10, 13: variant 3's two-shot (cuda_sync.h) */

@@ -139,10 +139,8 @@ template <int DT, int C> struct GroupIO {
 };
 
 template <int DT, int C, int V> struct Stages {
-    /* V = 0: FmtCodec arithmetic, 1: FastCodec (same bits, no conversion-pipe ops), 2: ShortCodec
-     * (the same bits, shorter chains per block; set 18) */
-    using BCd = typename std::conditional<
-        V == 2, ShortBlockCodec<C>, typename std::conditional<V == 1, FastBlockCodec<C>, BlockCodec<C>>::type>::type;
+    /* V = 0: FmtCodec arithmetic, 1: FastCodec (same bits, no conversion-pipe ops) */
+    using BCd = typename std::conditional<V == 1, FastBlockCodec<C>, BlockCodec<C>>::type;
     using P = Payload<DT, C>;
     using Wd = Word<DT>;
     using IO = GroupIO<DT, C>;
