@@ -51,15 +51,8 @@ namespace {
 
 template <int DT, int C, int V>
 __global__ void __launch_bounds__(kCol, 2) twoshot_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
-    Ctx x{a, 0, 0, 0, 0, false, false};
-    x.epoch = epoch_begin(a);
-    x.par = (int)(x.epoch & 1u);
-    x.ngrp = (a.count + 31) / 32;
-    x.in_al = ((uintptr_t)a.in & 15u) == 0;
-    x.out_al = ((uintptr_t)a.out & 15u) == 0;
-    x.sblk = (x.ngrp + a.world - 1) / a.world;
-    const int ncol = (int)((x.sblk + kCol - 1) / kCol);
-    const int mine = (int)blockIdx.x < ncol ? (ncol - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
+    int mine;
+    const Ctx x = Ctx::begin(a, mine);
     using S = Stages<DT, C, V>;
     for (int k = 0; k < mine + 2; k++) {
         if (k < mine) S::stage_a(x, (int)blockIdx.x + k * (int)gridDim.x);
@@ -103,16 +96,9 @@ __global__ void __launch_bounds__(kCol, 2) twoshot2_kernel(const __grid_constant
     using P = Payload<DT, C>;
     using Wd = Word<DT>;
     constexpr bool kExact = S::kExact;
-    Ctx x{a, 0, 0, 0, 0, false, false};
-    x.epoch = epoch_begin(a);
-    x.par = (int)(x.epoch & 1u);
-    x.ngrp = (a.count + 31) / 32;
-    x.in_al = ((uintptr_t)a.in & 15u) == 0;
-    x.out_al = ((uintptr_t)a.out & 15u) == 0;
-    x.sblk = (x.ngrp + 1) / 2;
+    int mine;
+    const Ctx x = Ctx::begin(a, mine);
     const int me = a.rank, q = 1 - a.rank, t = threadIdx.x, G = (int)gridDim.x;
-    const int ncol = (int)((x.sblk + kCol - 1) / kCol);
-    const int mine = (int)blockIdx.x < ncol ? (ncol - 1 - (int)blockIdx.x) / G + 1 : 0;
     bool alive = true;
     for (int k = 0; k < mine + 2 * LAG && alive; k++) {
         const bool doA = k < mine, doB = k >= LAG && k - LAG < mine, doC = k >= 2 * LAG && k - 2 * LAG < mine;

@@ -54,6 +54,20 @@ struct Ctx {
     size_t ngrp, sblk;
     bool in_al, out_al;
 
+    /* The launch's context (epoch_begin: a CTA-wide barrier) and how many
+     * columns this CTA runs: b, b + grid, ... below the segment's columns. */
+    static __device__ Ctx begin(const tpm_cuda_ar_args &a, int &mine) {
+        Ctx x{a, 0, 0, 0, 0, false, false};
+        x.epoch = epoch_begin(a);
+        x.par = (int)(x.epoch & 1u);
+        x.ngrp = (a.count + 31) / 32;
+        x.in_al = ((uintptr_t)a.in & 15u) == 0;
+        x.out_al = ((uintptr_t)a.out & 15u) == 0;
+        x.sblk = (x.ngrp + a.world - 1) / a.world;
+        const int ncol = (int)((x.sblk + kCol - 1) / kCol);
+        mine = (int)blockIdx.x < ncol ? (ncol - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
+        return x;
+    }
     /* Owner r's first group: segments of sblk = ceil(ngrp/W) groups, like the
      * CPU communicator (the last ones may be short or empty). */
     __device__ size_t glo(int r) const {

@@ -256,16 +256,8 @@ template <int DT, int C, bool CS, class W, int MINB>
 __global__ void __launch_bounds__(W::kThreads, MINB) twoshot_ws_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
     pdl_wait();
     pdl_trigger();
-    Ctx x{a, 0, 0, 0, 0, false, false};
-    x.epoch = epoch_begin(a);
-    x.par = (int)(x.epoch & 1u);
-    x.ngrp = (a.count + 31) / 32;
-    x.in_al = ((uintptr_t)a.in & 15u) == 0;
-    x.out_al = ((uintptr_t)a.out & 15u) == 0;
-    x.sblk = (x.ngrp + 1) / 2;
-    const int G = (int)gridDim.x;
-    const int ncol = (int)((x.sblk + kCol - 1) / kCol);
-    const int mine = (int)blockIdx.x < ncol ? (ncol - 1 - (int)blockIdx.x) / G + 1 : 0;
+    int mine;
+    const Ctx x = Ctx::begin(a, mine);
     const int t = (int)threadIdx.x;
     if (t < W::kA)
         Roles<DT, C, CS>::template scatter<W::kA>(x, t, mine);
