@@ -173,7 +173,10 @@ tpm_status alloc_rank(Impl *im, int r, int n, int64_t B, int32_t timeout_ms) {
     im->buf = (uint8_t *)d;
     im->buf_bytes = bytes;
     CUDA_TRY(cudaMemset(im->buf, 0, ll_off));
-    CUDA_TRY(cudaMemset(im->buf + ll_off, 0xff, ts_off - ll_off));
+    /* the one-shot packets and the two-shot slots start as the all-ones
+     * sentinel (set 19's two-shot reads its slots' words as their own ready
+     * markers; the flag two-shots overwrite whatever is there) */
+    CUDA_TRY(cudaMemset(im->buf + ll_off, 0xff, bytes - ll_off));
     CUDA_TRY(cudaHostAlloc((void **)&im->err_host, TPM_CUDA_ERR_WORDS * sizeof(uint32_t),
                            cudaHostAllocMapped | cudaHostAllocPortable));
     memset(im->err_host, 0, TPM_CUDA_ERR_WORDS * sizeof(uint32_t));
@@ -225,6 +228,16 @@ tpm_status probe_peer(Impl *a, int p, int *ok) {
     }
     CUDA_TRY(cudaMemcpy(back, chk, kBytes, cudaMemcpyDeviceToHost));
     *ok = memcmp(pat, back, kBytes) == 0;
+    /* put the sentinel back into both regions (set 19's two-shot needs every
+     * slot word all-ones); done before the verdict exchange, after which no
+     * rank writes into another's buffer outside a launch */
+    CUDA_TRY(cudaMemset(src, 0xff, kBytes));
+    if (*ok && tpm_cuda_copy_launch(dst, src, kBytes, 8, NULL)) {
+        st = cuda_fail(cudaGetLastError(), "P2P probe cleanup launch");
+        goto fail;
+    }
+    CUDA_TRY(cudaMemset(chk, 0xff, kBytes));
+    CUDA_TRY(cudaDeviceSynchronize());
 fail:
     free(pat);
     free(back);
@@ -625,8 +638,23 @@ fail:
 }
 
 extern "C" int tpm_cuda_comm_set_variant(struct tpm_comm *c, int variant) {
-    if (!c || c->ops != &kCudaOps || !c->impl || variant < 0 || variant > 18) return -1;
-    ((Impl *)c->impl)->base.variant = variant;
+    if (!c || c->ops != &kCudaOps || !c->impl || variant < 0 || variant > TPM_CUDA_LL_SET) return -1;
+    Impl *im = (Impl *)c->impl;
+    if (variant == TPM_CUDA_LL_SET && im->base.variant != TPM_CUDA_LL_SET && im->buf) {
+        /* the flag two-shots leave payload in the slots: back to all-ones */
+        const size_t ts_off = TPM_CUDA_CTL_BYTES + TPM_CUDA_FLAG_BYTES + 2 * (size_t)im->base.world * im->base.ll_slot;
+        int prev = -1;
+        cudaGetDevice(&prev);
+        if (cudaSetDevice(im->dev) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess ||
+            cudaMemset(im->buf + ts_off, 0xff, im->buf_bytes - ts_off) != cudaSuccess ||
+            cudaDeviceSynchronize() != cudaSuccess) {
+            (void)cudaGetLastError();
+            if (prev >= 0) cudaSetDevice(prev);
+            return -1;
+        }
+        if (prev >= 0) cudaSetDevice(prev);
+    }
+    im->base.variant = variant;
     c->cfg.cuda_kernels = variant;
     return 0;
 }

@@ -157,7 +157,10 @@ __device__ __forceinline__ void epoch_end(const tpm_cuda_ar_args &a, uint32_t ep
  * measured slower or no faster; cuda_twoshot_ws.cu and the docs say what
  * they were), 13 =
  * 10 with streaming cache hints (ld.global.cs on the input, st.global.cs on
- * the output) in set 9's kernel (measured no gain). Variants 1-18 share the
+ * the output) in set 9's kernel (measured no gain), 19 = 10 with every
+ * two-shot launch (any world, dtype, codec) on the flag-free kernel of
+ * cuda_twoshot_ll.cu (payload words carry their own ready marker; no
+ * system-scope release per column). Variants 1-19 share the
  * one-shot's per-CTA epochs and word-to-CTA map, so a process may
  * switch between them (tpm_cuda_comm_set_variant) at a point where every
  * rank's stream is idle (the benchmark's --variants does: every packet slot

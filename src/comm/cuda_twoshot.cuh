@@ -357,6 +357,11 @@ template <int DT> struct RawGroup {
 /* The warp-specialized two-shot (cuda_twoshot_ws.cu) for set `set` (9 or
  * 13) at world 2: 0 on a launch, -1 for a set it does not run. */
 int twoshot_ws_launch(const tpm_cuda_ar_args *a, int grid, cudaStream_t s, int set);
+/* The flag-free two-shot of set 19 (cuda_twoshot_ll.cu), any world, dtype and
+ * codec: 0 on a launch. Its column payload is larger for the codecs (one
+ * tagged word more per group): twoshot_ll_payload_bytes. */
+int twoshot_ll_launch(const tpm_cuda_ar_args *a, int grid, cudaStream_t s);
+size_t twoshot_ll_payload_bytes(int dtype, int codec);
 
 } /* namespace tpm_cuda */
 #endif /* TPM_CUDA_TWOSHOT_CUH */

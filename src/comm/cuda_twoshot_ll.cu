@@ -1,0 +1,320 @@
+/*
+ * cuda_twoshot_ll.cu - the two-shot all-reduce without flags (kernel set
+ * 19): every payload word carries its own ready marker, as the one-shot's
+ * packets do, so no column ever waits for a system-scope release.
+ *
+ * Why: a column of the flag two-shots ends with a barrier and one thread's
+ * st.release.sys (MEMBAR.ALL.SYS), which waits until the CTA's remote stores
+ * have landed. bench/results/r51 (bench/fence_probe.cu) timed a push stream
+ * with one such release per chunk and CTA: 183 GB/s at 4 KB chunks, 243 at
+ * 8 KB, 289 at 16 KB, against 357 GB/s without; a codec column moves 4.6-9
+ * KB, an exact bf16 column 16 KB. Here nothing is released: the reader
+ * polls the payload itself.
+ *
+ * Work split: as the flag two-shots (cuda_twoshot.cu): groups of 32
+ * elements, owner r's segment [r*ceil(ngrp/W), ...), columns of kCol groups,
+ * column c of every segment run by CTA c % grid on every rank, one group
+ * (codecs) or kWU 16-byte words (exact) per thread and column. Every CTA
+ * runs, for its columns b, b + grid, ...:
+ *   A  for every owner s != me: my input of (s, c) [quantize] -> s's rs
+ *      slot [me];
+ *   B  for my own (me, c): poll the W-1 rs slots until my words are there,
+ *      put the sentinel back, sum the W terms in fp32 in rank order 0..W-1
+ *      (my own term from my input) [re-quantize], push the result into
+ *      every peer's ag slot [me], write my output from the pushed bits;
+ *   C  for every owner s != me: poll my ag slot [s], put the sentinel back,
+ *      [decode], write my output.
+ * A for all of a CTA's columns first (it never waits), then B, then C: a
+ * thread waits only for words its partner thread on the peer (same CTA
+ * index, same thread) pushes in an earlier phase that never waits, so every
+ * wait ends while the grid is co-resident (grid <= 2 CTAs per SM, the
+ * launcher's cap), or times out (bounded like every wait: TPM_ERR_TIMEOUT in
+ * the host-mapped error words, stage 2 / 3).
+ *
+ * Ready markers (every slot word starts as the all-ones sentinel: the
+ * region is set to 0xff at init and after the P2P probe, and whenever a
+ * communicator switches to this set; every reader restores what it read):
+ *  - exact: 16-byte words of dtype elements, each element != all-ones (a
+ *    pushed all-ones element, a NaN, becomes the canonical quiet NaN, as in
+ *    the one-shot); a word is there when none of its elements is all-ones
+ *    (a store may land in pieces but never splits an element);
+ *  - codecs: a group's packed codes (4 / 6 / 8 32-bit words for INT4 /
+ *    INT6 / INT8-FP8) with bit 31 cleared, plus one word holding the bf16
+ *    scale in bits 0-15 and the codes' cleared top bits in bits 16-23: no
+ *    word has bit 31 set, so none is all-ones, and each is its own marker.
+ *    One 32-bit word more per group than the flag two-shot's payload
+ *    (INT4 20 bytes instead of 18, INT6 28 / 26, INT8 36 / 34); the codes
+ *    and scales, hence every output bit, are the flag two-shots'.
+ * Pushes are plain stores (the one-shot's default, measured faster than
+ * st.volatile); polls are ld.volatile of my own memory.
+ *
+ * Reuse: a rank in launch e reads half e&1 of its slots and leaves every
+ * word it read all-ones before the launch ends. A peer writes that half
+ * again only in launch e+2, which it starts after finishing e+1, which
+ * needs this rank's data of e+1 (its B and C wait for them), pushed after
+ * this rank's launch e (restores included) finished. Every word a peer
+ * writes in launch e is read in launch e, so the half is clean at its end.
+ * The epoch is the flag two-shots' (epoch_begin / epoch_end).
+ */
+#include "comm/cuda_twoshot.cuh"
+
+#include <cuda_runtime.h>
+
+namespace tpm_cuda {
+namespace {
+
+__device__ __forceinline__ uint32_t ld_volatile4(const void *p) {
+    uint32_t v;
+    asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+/* One column's tagged payload. */
+template <int DT, int C> struct LlPayload {
+    static constexpr bool kExact = C == TPM_CODEC_NONE;
+    static constexpr int kNc = kExact ? 0 : BlockCodec<C>::kCodeBytes / 4; /* code words */
+    static constexpr int kNt = kNc + 1;                                    /* + scale/tops */
+    static constexpr size_t kBytes = kExact ? Payload<DT, C>::kBytes : (size_t)kCol * kNt * 4;
+};
+
+template <int DT, int C> struct Ll {
+    using S = Stages<DT, C, 1>;
+    using BCd = typename S::BCd;
+    using IO = GroupIO<DT, C>;
+    using Wd = Word<DT>;
+    using P = LlPayload<DT, C>;
+    static constexpr bool kExact = P::kExact;
+
+    /* MARK: codec groups: word k of group t at (k * kCol + t) * 4 */
+    static __device__ __forceinline__ void put(uint8_t *col, int t, const Codes &c, uint16_t s) {
+        uint32_t top = 0;
+#pragma unroll
+        for (int k = 0; k < P::kNc; k++) {
+            *(uint32_t *)(col + ((size_t)k * kCol + t) * 4) = c.w[k] & 0x7fffffffu;
+            top |= (c.w[k] >> 31) << k;
+        }
+        *(uint32_t *)(col + ((size_t)P::kNc * kCol + t) * 4) = (uint32_t)s | (top << 16);
+    }
+    /* Poll group t's words until none is all-ones (or the wait times out:
+     * alive = false), put the sentinel back, unpack. */
+    static __device__ __forceinline__ uint16_t get(const Ctx &x, uint8_t *col, int t, Codes &c, int stage,
+                                                   int peer, bool &alive) {
+        uint32_t w[P::kNt];
+#pragma unroll
+        for (int k = 0; k < P::kNt; k++) w[k] = ld_volatile4(col + ((size_t)k * kCol + t) * 4);
+#pragma unroll
+        for (int k = 0; k < P::kNt; k++) {
+            Spin sp;
+            while (alive && w[k] == 0xffffffffu) {
+                if (!sp.tick(x.a, stage, peer)) alive = false;
+                w[k] = ld_volatile4(col + ((size_t)k * kCol + t) * 4);
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < P::kNt; k++) *(uint32_t *)(col + ((size_t)k * kCol + t) * 4) = 0xffffffffu;
+        const uint32_t last = w[P::kNc];
+#pragma unroll
+        for (int k = 0; k < P::kNc; k++) c.w[k] = w[k] | (((last >> (16 + k)) & 1u) << 31);
+        return (uint16_t)(last & 0xffffu);
+    }
+
+    /* MARK: exact words: poll, restore */
+    static __device__ __forceinline__ uint4 get_word(const Ctx &x, uint8_t *p, uint4 w, int stage, int peer,
+                                                     bool &alive) {
+        Spin sp;
+        while (alive && !Wd::valid(w)) {
+            if (!sp.tick(x.a, stage, peer)) alive = false;
+            w = ld_volatile16(p);
+        }
+        *(uint4 *)p = make_uint4(~0u, ~0u, ~0u, ~0u);
+        return w;
+    }
+
+    /* A(c): my input of every other owner's column c into its rs slot [me]. */
+    static __device__ void scatter(const Ctx &x, int col) {
+        const int t = threadIdx.x, me = x.a.rank, W = x.a.world;
+        for (int d = 1; d < W; d++) {
+            const int s = me + d < W ? me + d : me + d - W;
+            size_t g0, g1;
+            S::range(x, s, col, g0, g1);
+            uint8_t *dst = x.slot(s, kRs, me) + (size_t)col * P::kBytes;
+            if constexpr (kExact) {
+                size_t w0, w1;
+                S::words(x, g0, g1, w0, w1);
+                for (size_t b = w0 + t; b < w1; b += (size_t)kWU * kCol) {
+                    uint4 u[kWU];
+#pragma unroll
+                    for (int k = 0; k < kWU; k++) {
+                        const size_t w = b + (size_t)k * kCol;
+                        if (w < w1) u[k] = Wd::sanitize(Wd::load(x.a.in, w, x.a.count, x.in_al));
+                    }
+#pragma unroll
+                    for (int k = 0; k < kWU; k++) {
+                        const size_t w = b + (size_t)k * kCol;
+                        if (w < w1) *(uint4 *)(dst + (w - w0) * 16) = u[k];
+                    }
+                }
+            } else if (g0 + t < g1) {
+                float v[32];
+                Codes cd;
+                IO::load_dom(x, g0 + t, v);
+                const uint16_t sc = BCd::quant(v, cd);
+                put(dst, t, cd, sc);
+            }
+        }
+    }
+
+    /* B(c): sum my column c over the ranks, push it, write my output. */
+    static __device__ void reduce(const Ctx &x, int col, bool &alive) {
+        const int t = threadIdx.x, me = x.a.rank, W = x.a.world;
+        size_t g0, g1;
+        S::range(x, me, col, g0, g1);
+        const size_t off = (size_t)col * P::kBytes;
+        if constexpr (kExact) {
+            size_t w0, w1;
+            S::words(x, g0, g1, w0, w1);
+            for (size_t b = w0 + t; b < w1; b += (size_t)kWU * kCol) {
+                float acc[kWU][Wd::kElems];
+                for (int r = 0; r < W; r++) {
+                    uint8_t *src = x.slot(me, kRs, r) + off;
+                    uint4 u[kWU];
+#pragma unroll
+                    for (int k = 0; k < kWU; k++) {
+                        const size_t w = b + (size_t)k * kCol;
+                        u[k] = make_uint4(0, 0, 0, 0);
+                        if (w < w1)
+                            u[k] = r == me ? Wd::load(x.a.in, w, x.a.count, x.in_al)
+                                           : ld_volatile16(src + (w - w0) * 16);
+                    }
+#pragma unroll
+                    for (int k = 0; k < kWU; k++) {
+                        const size_t w = b + (size_t)k * kCol;
+                        if (r != me && w < w1) u[k] = get_word(x, src + (w - w0) * 16, u[k], 2, r, alive);
+                        float f[Wd::kElems];
+                        Wd::to_f32(u[k], f);
+#pragma unroll
+                        for (int e = 0; e < Wd::kElems; e++) acc[k][e] = r == 0 ? f[e] : acc[k][e] + f[e];
+                    }
+                }
+#pragma unroll
+                for (int k = 0; k < kWU; k++) {
+                    const size_t w = b + (size_t)k * kCol;
+                    if (w >= w1) continue;
+                    const uint4 res = Wd::sanitize(Wd::from_f32(acc[k]));
+                    for (int d = 1; d < W; d++) {
+                        const int q = me + d < W ? me + d : me + d - W;
+                        *(uint4 *)(x.slot(q, kAg, me) + off + (w - w0) * 16) = res;
+                    }
+                    Wd::store(x.a.out, w, x.a.count, x.out_al, res);
+                }
+            }
+        } else if (g0 + t < g1) {
+            float acc[32], v[32];
+            Codes c;
+            for (int r = 0; r < W; r++) {
+                if (r == me) {
+                    IO::load_dom(x, g0 + t, v);
+                } else {
+                    const uint16_t sc = get(x, x.slot(me, kRs, r) + off, t, c, 2, r, alive);
+                    BCd::dequant(c, sc, v);
+                }
+#pragma unroll
+                for (int k = 0; k < 32; k++) acc[k] = r == 0 ? v[k] : acc[k] + v[k];
+            }
+            const uint16_t sc = BCd::quant(acc, c);
+            for (int d = 1; d < W; d++) {
+                const int q = me + d < W ? me + d : me + d - W;
+                put(x.slot(q, kAg, me) + off, t, c, sc);
+            }
+            BCd::dequant(c, sc, v);
+            IO::store_dom(x, g0 + t, v);
+        }
+    }
+
+    /* C(c): every other owner's result of column c into my output. */
+    static __device__ void gather(const Ctx &x, int col, bool &alive) {
+        const int t = threadIdx.x, me = x.a.rank, W = x.a.world;
+        const size_t off = (size_t)col * P::kBytes;
+        for (int d = 1; d < W; d++) {
+            const int s = me + d < W ? me + d : me + d - W;
+            size_t g0, g1;
+            S::range(x, s, col, g0, g1);
+            uint8_t *src = x.slot(me, kAg, s) + off;
+            if constexpr (kExact) {
+                size_t w0, w1;
+                S::words(x, g0, g1, w0, w1);
+                for (size_t b = w0 + t; b < w1; b += (size_t)kWU * kCol) {
+                    uint4 u[kWU];
+#pragma unroll
+                    for (int k = 0; k < kWU; k++) {
+                        const size_t w = b + (size_t)k * kCol;
+                        if (w < w1) u[k] = ld_volatile16(src + (w - w0) * 16);
+                    }
+#pragma unroll
+                    for (int k = 0; k < kWU; k++) {
+                        const size_t w = b + (size_t)k * kCol;
+                        if (w >= w1) continue;
+                        u[k] = get_word(x, src + (w - w0) * 16, u[k], 3, s, alive);
+                        Wd::store(x.a.out, w, x.a.count, x.out_al, u[k]);
+                    }
+                }
+            } else if (g0 + t < g1) {
+                Codes c;
+                float v[32];
+                const uint16_t sc = get(x, src, t, c, 3, s, alive);
+                BCd::dequant(c, sc, v);
+                IO::store_dom(x, g0 + t, v);
+            }
+        }
+    }
+};
+
+template <int DT, int C>
+__global__ void __launch_bounds__(kCol, 2) twoshot_ll_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
+    int mine;
+    const Ctx x = Ctx::begin(a, mine);
+    using L = Ll<DT, C>;
+    const int G = (int)gridDim.x, b = (int)blockIdx.x;
+    bool alive = true;
+    for (int k = 0; k < mine; k++) L::scatter(x, b + k * G);
+    for (int k = 0; k < mine; k++) L::reduce(x, b + k * G, alive);
+    for (int k = 0; k < mine; k++) L::gather(x, b + k * G, alive);
+    epoch_end(a, x.epoch);
+}
+
+template <int C> void launch_c(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
+    switch (a->dtype) {
+    case TPM_DTYPE_BF16: twoshot_ll_kernel<0, C><<<grid, kCol, 0, s>>>(*a); break;
+    case TPM_DTYPE_FP16: twoshot_ll_kernel<1, C><<<grid, kCol, 0, s>>>(*a); break;
+    default: twoshot_ll_kernel<2, C><<<grid, kCol, 0, s>>>(*a); break;
+    }
+}
+
+} /* namespace */
+
+size_t twoshot_ll_payload_bytes(int dtype, int codec) {
+    switch (codec) {
+    case TPM_CODEC_NONE: return LlPayload<0, TPM_CODEC_NONE>::kBytes * (dtype == TPM_DTYPE_FP32 ? 2 : 1);
+    case TPM_CODEC_INT6:
+    case TPM_CODEC_INT6_H: return LlPayload<0, TPM_CODEC_INT6>::kBytes;
+    case TPM_CODEC_INT4:
+    case TPM_CODEC_INT4_H: return LlPayload<0, TPM_CODEC_INT4>::kBytes;
+    default: return LlPayload<0, TPM_CODEC_INT8>::kBytes;
+    }
+}
+
+int twoshot_ll_launch(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
+    switch (a->codec) {
+    case TPM_CODEC_NONE: launch_c<TPM_CODEC_NONE>(a, grid, s); break;
+    case TPM_CODEC_INT8: launch_c<TPM_CODEC_INT8>(a, grid, s); break;
+    case TPM_CODEC_INT6: launch_c<TPM_CODEC_INT6>(a, grid, s); break;
+    case TPM_CODEC_INT4: launch_c<TPM_CODEC_INT4>(a, grid, s); break;
+    case TPM_CODEC_FP8: launch_c<TPM_CODEC_FP8>(a, grid, s); break;
+    case TPM_CODEC_INT4_H: launch_c<TPM_CODEC_INT4_H>(a, grid, s); break;
+    case TPM_CODEC_INT6_H: launch_c<TPM_CODEC_INT6_H>(a, grid, s); break;
+    default: return -1;
+    }
+    return 0;
+}
+
+} /* namespace tpm_cuda */
