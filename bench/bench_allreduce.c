@@ -313,8 +313,8 @@ int cmd_bench_allreduce(int argc, char **argv) {
             for (const char *p = v; *p;) {
                 char *end = NULL;
                 long n = strtol(p, &end, 10);
-                if (end == p || n < 0 || n > 21 || nvar == MAXVAR || (*end && *end != ','))
-                    return cli_usage_error(kCmd, "--variants: up to %d of 0..21, comma separated",
+                if (end == p || n < 0 || n > 19 || nvar == MAXVAR || (*end && *end != ','))
+                    return cli_usage_error(kCmd, "--variants: up to %d of 0..19, comma separated",
                                            MAXVAR);
                 variants[nvar++] = (int)n;
                 p = *end ? end + 1 : end;

@@ -182,7 +182,7 @@ typedef struct tpm_resolved_config {
     char node[64];             /* this rank's node: TPMOE_NODE_ID, else the host name; ranks
                                 * whose names differ are on different nodes (not hashed) */
     char model[64];            /* "" when none */
-    int32_t cuda_kernels;      /* CUDA all-reduce kernel set, 0..21 (TPMOE_CUDA_AR_VARIANT;
+    int32_t cuda_kernels;      /* CUDA all-reduce kernel set, 0..19 (TPMOE_CUDA_AR_VARIANT;
                                 * a diagnostic switch, docs/allreduce_cuda.md) */
     uint64_t hash;       /* over the fields every rank must agree on */
 } tpm_resolved_config;

@@ -638,9 +638,9 @@ fail:
 }
 
 extern "C" int tpm_cuda_comm_set_variant(struct tpm_comm *c, int variant) {
-    if (!c || c->ops != &kCudaOps || !c->impl || variant < 0 || variant > TPM_CUDA_MAX_SET) return -1;
+    if (!c || c->ops != &kCudaOps || !c->impl || variant < 0 || variant > TPM_CUDA_LL_SET) return -1;
     Impl *im = (Impl *)c->impl;
-    if (TPM_CUDA_IS_LL(variant) && !TPM_CUDA_IS_LL(im->base.variant) && im->buf) {
+    if (variant == TPM_CUDA_LL_SET && im->base.variant != TPM_CUDA_LL_SET && im->buf) {
         /* the flag two-shots leave payload in the slots: back to all-ones */
         const size_t ts_off = TPM_CUDA_CTL_BYTES + TPM_CUDA_FLAG_BYTES + 2 * (size_t)im->base.world * im->base.ll_slot;
         int prev = -1;

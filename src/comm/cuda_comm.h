@@ -33,12 +33,8 @@ extern "C" {
 #endif
 
 #define TPM_CUDA_MAX_WORLD 8
-/* Kernel sets 19 and 21 run cuda_twoshot_ll.cu's flag-free two-shot; 20 and
- * 21 back off between data polls (cuda_sync.h, Spin::tick_data). */
+/* The kernel set whose two-shot is cuda_twoshot_ll.cu's (flag-free). */
 #define TPM_CUDA_LL_SET 19
-#define TPM_CUDA_BACKOFF_SET 20
-#define TPM_CUDA_MAX_SET 21
-#define TPM_CUDA_IS_LL(v) ((v) == TPM_CUDA_LL_SET || (v) == 21)
 /* Two-shot: elements per column (one CTA step) and columns per segment. */
 #define TPM_CUDA_TS_COL_ELEMS 8192
 #define TPM_CUDA_TS_MAX_COLS 8192
@@ -72,7 +68,7 @@ typedef struct tpm_cuda_ar_args {
     uint32_t *ctl;  /* this rank's control words (device memory) */
     uint32_t *err;  /* host-mapped error words (device pointer) */
     uint64_t timeout_ns;
-    int variant;    /* kernel set 0..21 (cuda_sync.h), the resolved cuda_kernels */
+    int variant;    /* kernel set 0..19 (cuda_sync.h), the resolved cuda_kernels */
     /* registered buffers (set 8): every rank's input and output of this
      * call as mapped here (tpm_cuda_comm_register_io) */
     const void *peer_in[TPM_CUDA_MAX_WORLD];
@@ -96,9 +92,9 @@ int tpm_cuda_twoshot_reg_launch(const tpm_cuda_ar_args *a, void *stream);
 struct tpm_comm;
 tpm_status tpm_cuda_comm_poll(struct tpm_comm *c);
 
-/* Switch a CUDA communicator's kernel set (0..21, cuda_sync.h) for the
+/* Switch a CUDA communicator's kernel set (0..19, cuda_sync.h) for the
  * benchmark's --variants; only where every rank's stream is idle (switching
- * into set 19 or 21 from another resets this rank's two-shot slots to the all-ones sentinel,
+ * into set 19 resets this rank's two-shot slots to the all-ones sentinel,
  * synchronously). Returns 0,
  * or -1 for a communicator that is not CUDA or a variant out of range. */
 int tpm_cuda_comm_set_variant(struct tpm_comm *c, int variant);

@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(kBlock) oneshot_kernel(const __grid_constant__
                     uint8_t *slot = mine + (size_t)r * a.ll_slot + i * 16;
                     Spin s;
                     while (alive && !Wd::valid(w[u])) {
-                        if (!s.tick_data(a, 1, r)) alive = false;
+                        if (!s.tick(a, 1, r)) alive = false;
                         w[u] = ld_volatile16(slot);
                     }
                     *(uint4 *)slot = make_uint4(~0u, ~0u, ~0u, ~0u);
@@ -224,7 +224,7 @@ __global__ void __launch_bounds__(kBlock) oneshot2_kernel(const __grid_constant_
                     uint8_t *slot = mine + (size_t)r * a.ll_slot + i * 16;
                     Spin s;
                     while (alive && !Wd::valid(w[u])) {
-                        if (!s.tick_data(a, 1, r)) alive = false;
+                        if (!s.tick(a, 1, r)) alive = false;
                         w[u] = ld_volatile16(slot);
                     }
                     *(uint4 *)slot = make_uint4(~0u, ~0u, ~0u, ~0u);

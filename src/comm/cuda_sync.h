@@ -83,20 +83,8 @@ __device__ __forceinline__ uint4 ld_stream16(const void *p) {
  * and records the failure in the host-mapped error words. */
 struct Spin {
     uint64_t start;
-    uint32_t n, ns;
-    __device__ __forceinline__ Spin() : start(0), n(0), ns(0) {}
-    /* A data poll (one-shot packets, set 19's payload words: every thread
-     * polls its own words): tick(), and in the backoff sets (20, 21) a
-     * __nanosleep of 32 ns doubling up to 256 ns between polls, so tens of
-     * thousands of spinning threads do not keep the L2 busy with reloads
-     * while the peer's stores stream into it. */
-    __device__ __forceinline__ bool tick_data(const tpm_cuda_ar_args &a, int stage, int peer) {
-        if (a.variant >= TPM_CUDA_BACKOFF_SET) {
-            ns = ns ? (ns < 256u ? 2u * ns : 256u) : 32u;
-            __nanosleep(ns);
-        }
-        return tick(a, stage, peer);
-    }
+    uint32_t n;
+    __device__ __forceinline__ Spin() : start(0), n(0) {}
     __device__ __forceinline__ bool tick(const tpm_cuda_ar_args &a, int stage, int peer) {
         if ((++n & 255u) != 0) return true;
         uint64_t now = globaltimer();
@@ -172,8 +160,7 @@ __device__ __forceinline__ void epoch_end(const tpm_cuda_ar_args &a, uint32_t ep
  * the output) in set 9's kernel (measured no gain), 19 = 10 with every
  * two-shot launch (any world, dtype, codec) on the flag-free kernel of
  * cuda_twoshot_ll.cu (payload words carry their own ready marker; no
- * system-scope release per column), 20 = 10 and 21 = 19 with a backoff
- * between data polls (Spin::tick_data). Variants 1-21 share the
+ * system-scope release per column). Variants 1-19 share the
  * one-shot's per-CTA epochs and word-to-CTA map, so a process may
  * switch between them (tpm_cuda_comm_set_variant) at a point where every
  * rank's stream is idle (the benchmark's --variants does: every packet slot

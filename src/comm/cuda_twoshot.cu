@@ -322,7 +322,7 @@ inline bool ws_pays(const tpm_cuda_ar_args *a) {
 /* Exact payloads have one kernel; codecs one per variant (tpm_cuda_variant). */
 template <int C> void launch_dt(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
     const int v = tpm_cuda_variant(a);
-    if (TPM_CUDA_IS_LL(v)) { /* every world, dtype and codec */
+    if (v == TPM_CUDA_LL_SET) { /* every world, dtype and codec */
         twoshot_ll_launch(a, grid, s);
         return;
     }
@@ -365,7 +365,7 @@ size_t payload_bytes(int dtype, int codec) {
 } /* namespace tpm_cuda */
 
 extern "C" size_t tpm_cuda_twoshot_max_count(const tpm_cuda_ar_args *a) {
-    const size_t pb = TPM_CUDA_IS_LL(a->variant) ? tpm_cuda::twoshot_ll_payload_bytes(a->dtype, a->codec)
+    const size_t pb = a->variant == TPM_CUDA_LL_SET ? tpm_cuda::twoshot_ll_payload_bytes(a->dtype, a->codec)
                                                     : tpm_cuda::payload_bytes(a->dtype, a->codec);
     size_t cols = a->ts_slot / pb;
     if (cols > TPM_CUDA_TS_MAX_COLS) cols = TPM_CUDA_TS_MAX_COLS;

@@ -114,7 +114,7 @@ template <int DT, int C> struct Ll {
         for (int k = 0; k < P::kNt; k++) {
             Spin sp;
             while (alive && w[k] == 0xffffffffu) {
-                if (!sp.tick_data(x.a, stage, peer)) alive = false;
+                if (!sp.tick(x.a, stage, peer)) alive = false;
                 w[k] = ld_volatile4(col + ((size_t)k * kCol + t) * 4);
             }
         }
@@ -131,7 +131,7 @@ template <int DT, int C> struct Ll {
                                                      bool &alive) {
         Spin sp;
         while (alive && !Wd::valid(w)) {
-            if (!sp.tick_data(x.a, stage, peer)) alive = false;
+            if (!sp.tick(x.a, stage, peer)) alive = false;
             w = ld_volatile16(p);
         }
         *(uint4 *)p = make_uint4(~0u, ~0u, ~0u, ~0u);

@@ -368,7 +368,7 @@ tpm_status tpm_config_resolve(const tpm_config *cfg_in, tpm_resolved_config *out
     r.dtype = cfg->dtype;
     rep(&rp, "dtype              = %s\n", tpm_dtype_name(r.dtype));
     int kv_env;
-    TPM_TRY(pick_int(-1, "TPMOE_CUDA_AR_VARIANT", 0, 21, DEFAULT_CUDA_KERNELS, &r.cuda_kernels, &kv_env));
+    TPM_TRY(pick_int(-1, "TPMOE_CUDA_AR_VARIANT", 0, 19, DEFAULT_CUDA_KERNELS, &r.cuda_kernels, &kv_env));
     rep(&rp, "cuda kernels       = %d (%s)\n", r.cuda_kernels, src_name(0, kv_env));
 
     /* parallelism */
