@@ -12,7 +12,9 @@
  *   [ll]    2 parities x W slots x ll_slot bytes: one-shot packets, every
  *                  word pre-set to the all-ones sentinel (see cuda_oneshot.cu)
  *   [ts]    2 parities x (W rs slots + W ag slots) x ts_slot bytes:
- *                  two-shot reduce-scatter and all-gather payloads
+ *                  two-shot reduce-scatter and all-gather payloads, pre-set
+ *                  to all-ones like [ll] (set 19's flag-free two-shot reads
+ *                  them as self-marking words; cuda_twoshot_ll.cu)
  *
  * Every launch takes epoch = ctl.seq + 1 from device memory and the last CTA
  * to finish stores it back (so CUDA-graph replays advance it); parity =
