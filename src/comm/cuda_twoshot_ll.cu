@@ -85,31 +85,6 @@ template <int DT, int C> struct LlPayload {
     static constexpr size_t kBytes = kExact ? Payload<DT, C>::kBytes : (size_t)kCol * kNt * 4;
 };
 
-/* MARK: staged input (codecs, 16-bit dtypes, aligned input)
- * Round 10 (docs/allreduce_cuda.md) found the codec two-shots bound by each
- * GPU's own latency: a thread has one group's 64 input bytes in flight, and
- * its 120 registers cap the SM at 16 warps. Here each thread copies the
- * input group of its work item i + 1 into shared memory with
- * cp.async (no registers held) while it computes item i, so the next item's
- * input loads are in flight behind the arithmetic. A thread reads
- * only the bytes it copied itself, so cp.async.wait_group is the only
- * synchronisation. Work items in order: A of every (peer, column), then B
- * of every column, then C of every (owner, column) - the order of the
- * unstaged kernel - and the payload words are still polled from global
- * memory (they are written by the peer while we run, so they are not
- * copied ahead). */
-constexpr int kStages = 2; /* 32 KB of static shared memory: 48 KB is the static cap */
-
-__device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(smem)),
-                 "l"(gmem)
-                 : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
 template <int DT, int C> struct Ll {
     using S = Stages<DT, C, 1>;
     using BCd = typename S::BCd;
@@ -300,105 +275,6 @@ template <int DT, int C> struct Ll {
             }
         }
     }
-    /* The staged codec path (16-bit dtypes, 16-byte aligned input); see the
-     * top of this MARK. stg[stage][k][t]: 16-byte chunk k of thread t's group
-     * (chunk-major, so a warp's chunks are contiguous: no bank conflicts). */
-    struct Item {
-        int kind, col, peer; /* kind 0 = A, 1 = B, 2 = C */
-    };
-    static __device__ __forceinline__ Item item(const Ctx &x, int i, int mine) {
-        const int me = x.a.rank, W = x.a.world, G = (int)gridDim.x, b = (int)blockIdx.x;
-        const int nA = mine * (W - 1);
-        Item it;
-        if (i < nA) {
-            const int d = i % (W - 1) + 1;
-            it = {0, b + (i / (W - 1)) * G, me + d < W ? me + d : me + d - W};
-        } else if (i < nA + mine) {
-            it = {1, b + (i - nA) * G, me};
-        } else {
-            const int j = i - nA - mine, d = j % (W - 1) + 1;
-            it = {2, b + (j / (W - 1)) * G, me + d < W ? me + d : me + d - W};
-        }
-        return it;
-    }
-    /* Copy item i's input group (A: peer's column, B: mine) into stage
-     * slot i % kStages when it is whole; commit a group either way. */
-    static __device__ __forceinline__ void issue(const Ctx &x, uint4 (*stg)[4][kCol], int i, int n, int mine) {
-        const int t = threadIdx.x;
-        if (i < n) {
-            const Item it = item(x, i, mine);
-            if (it.kind != 2) {
-                size_t g0, g1;
-                S::range(x, it.peer, it.col, g0, g1);
-                const size_t g = g0 + t;
-                if (g < g1 && (g + 1) * 32 <= x.a.count) {
-                    const uint4 *src = (const uint4 *)((const uint8_t *)x.a.in + g * 64);
-#pragma unroll
-                    for (int k = 0; k < 4; k++) cp_async16(&stg[i % kStages][k][t], src + k);
-                }
-            }
-        }
-        cp_async_commit();
-    }
-    /* Item i's input group as domain values: from the stage when it was
-     * copied, else from global memory (partial last group). */
-    static __device__ __forceinline__ void dom(const Ctx &x, uint4 (*stg)[4][kCol], int i, size_t g, float *v) {
-        const int t = threadIdx.x;
-        if ((g + 1) * 32 <= x.a.count) {
-#pragma unroll
-            for (int k = 0; k < 4; k++) Wd::to_f32(stg[i % kStages][k][t], v + 8 * k);
-            if constexpr (BCd::kRotate) tpm_hadamard32(v);
-        } else {
-            IO::load_dom(x, g, v);
-        }
-    }
-    static __device__ void run_staged(const Ctx &x, int mine, bool &alive) {
-        __shared__ uint4 stg[kStages][4][kCol]; /* 32 KB */
-        const int t = threadIdx.x, me = x.a.rank, W = x.a.world;
-        const int n = mine * (2 * W - 1);
-#pragma unroll
-        for (int i = 0; i < kStages - 1; i++) issue(x, stg, i, n, mine);
-        for (int i = 0; i < n; i++) {
-            issue(x, stg, i + kStages - 1, n, mine);
-            cp_async_wait<kStages - 1>(); /* item i's copies (this thread's) have landed */
-            const Item it = item(x, i, mine);
-            size_t g0, g1;
-            S::range(x, it.peer, it.col, g0, g1);
-            if (g0 + t >= g1) continue;
-            const size_t g = g0 + t, off = (size_t)it.col * P::kBytes;
-            float v[32];
-            Codes c;
-            if (it.kind == 0) { /* A */
-                dom(x, stg, i, g, v);
-                const uint16_t sc = BCd::quant(v, c);
-                put(x.slot(it.peer, kRs, me) + off, t, c, sc);
-            } else if (it.kind == 1) { /* B */
-                float acc[32];
-                for (int r = 0; r < W; r++) {
-                    if (r == me) {
-                        dom(x, stg, i, g, v);
-                    } else {
-                        const uint16_t sc = get(x, x.slot(me, kRs, r) + off, t, c, 2, r, alive);
-                        BCd::dequant(c, sc, v);
-                    }
-#pragma unroll
-                    for (int k = 0; k < 32; k++) acc[k] = r == 0 ? v[k] : acc[k] + v[k];
-                }
-                const uint16_t sc = BCd::quant(acc, c);
-                for (int d = 1; d < W; d++) {
-                    const int q = me + d < W ? me + d : me + d - W;
-                    put(x.slot(q, kAg, me) + off, t, c, sc);
-                }
-                BCd::dequant(c, sc, v);
-                IO::store_dom(x, g, v);
-            } else { /* C */
-                const uint16_t sc = get(x, x.slot(me, kAg, it.peer) + off, t, c, 3, it.peer, alive);
-                BCd::dequant(c, sc, v);
-                IO::store_dom(x, g, v);
-            }
-        }
-        cp_async_wait<0>();
-    }
 };
 
 template <int DT, int C>
@@ -408,13 +284,6 @@ __global__ void __launch_bounds__(kCol, 2) twoshot_ll_kernel(const __grid_consta
     using L = Ll<DT, C>;
     const int G = (int)gridDim.x, b = (int)blockIdx.x;
     bool alive = true;
-    if constexpr (C != TPM_CODEC_NONE && DT != 2) {
-        if (x.in_al) { /* the staged path (round 10) */
-            L::run_staged(x, mine, alive);
-            epoch_end(a, x.epoch);
-            return;
-        }
-    }
     for (int k = 0; k < mine; k++) L::scatter(x, b + k * G);
     for (int k = 0; k < mine; k++) L::reduce(x, b + k * G, alive);
     for (int k = 0; k < mine; k++) L::gather(x, b + k * G, alive);
