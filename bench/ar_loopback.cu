@@ -40,14 +40,7 @@
 #include <string.h>
 #include <vector>
 
-#define CK(x)                                                                                     \
-    do {                                                                                          \
-        cudaError_t e_ = (x);                                                                     \
-        if (e_ != cudaSuccess) {                                                                  \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));    \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
+#include "cuda_check.h"
 
 static uint16_t f2bf(float f) {
     uint32_t u;

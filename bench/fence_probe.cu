@@ -36,14 +36,7 @@
 #include <stdlib.h>
 #include <vector>
 
-#define CK(x)                                                                                     \
-    do {                                                                                          \
-        cudaError_t e_ = (x);                                                                     \
-        if (e_ != cudaSuccess) {                                                                  \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));    \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
+#include "cuda_check.h"
 
 __global__ void __launch_bounds__(256) push(uint4 *dst, unsigned *flag, size_t per_cta, int chunk, int mode,
                                             unsigned epoch) {
