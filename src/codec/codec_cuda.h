@@ -43,6 +43,7 @@ int tpm_cuda_codec_dequantize(tpm_codec c, const uint8_t *wire, size_t nblk, flo
 #endif
 
 #ifdef __CUDACC__
+#include "codec/codec_fast.h"
 #include "codec/codec_format.h"
 
 namespace tpm_cuda {
@@ -87,6 +88,7 @@ template <int FMT> struct FmtCodec {
         return sb;
     }
 
+    static __device__ __forceinline__ void dequant_raw(const Codes &c, uint16_t sb, float *v) { dequant(c, sb, v); }
     static __device__ __forceinline__ void dequant(const Codes &c, uint16_t sb, float *v) {
         if (tpm_codec_scale_poisoned(sb)) {
 #pragma unroll
@@ -107,69 +109,29 @@ template <int FMT> struct FmtCodec {
 
 /* FastCodec<FMT>: the same bytes and values as FmtCodec<FMT> for the INT
  * formats, with no conversion-pipe instructions (F2I/I2F/FRND run at a
- * quarter of the FP32 rate on sm_90 and were 7 per value in the two-shot):
- *  - finiteness from the extreme scan itself: abs bits compared as integers,
- *    so a NaN or Inf always wins and the block is finite iff the winner's abs
- *    bits are below 0x7f800000 (m is the CPU's first maximum otherwise);
- *  - quantize: y = x*inv clamped to [-QNEG, QNEG-1] in fp32 (integer bounds,
- *    so clamp-then-round == round-then-clamp), then t = y + (1.5*2^23 + QNEG):
- *    the exact sum lies in [2^23, 2^24) where the ulp is 1, so the FADD rounds
- *    it to nearest even, and 1.5*2^23 + QNEG is even, so t = C + rintf(y) and
- *    the low bits of t are the biased code (sb == 0: inv = 0, y = +-0, code
- *    QNEG, the zero code, without a select);
- *  - dequantize: (2^23 + code) - (2^23 + QNEG) is exact, = (float)(code - QNEG),
- *    then the same multiply by s.
+ * quarter of the FP32 rate on sm_90) and fewer instructions per value: the
+ * arithmetic of codec_fast.h (its top comment has each trick and why it is
+ * exact; tests/test_codec_fast.c checks it against the CPU reference).
+ * dequant_raw leaves a poisoned block's values NaN or Inf without writing
+ * the canonical NaN: for sums (which then poison the next quantization) and
+ * for GroupIO::store_codec, which writes the canonical NaN itself.
  * FP8 keeps FmtCodec (its e4m3 conversion has no such shortcut). */
 template <int FMT> struct FastCodec : FmtCodec<FMT> {};
 template <int FMT> struct FastIntCodec {
     static constexpr int kBits = FMT == TPM_FMT_INT6 ? 6 : FMT == TPM_FMT_INT4 ? 4 : 8;
     static constexpr int kCodeBytes = 32 * kBits / 8;
-    static constexpr int kQneg = 1 << (kBits - 1);
 
     static __device__ __forceinline__ uint16_t quant(const float *v, Codes &c) {
-        float m = v[0];
-        uint32_t best = __float_as_uint(v[0]) & 0x7fffffffu;
-#pragma unroll
-        for (int i = 1; i < 32; i++) {
-            const uint32_t a = __float_as_uint(v[i]) & 0x7fffffffu;
-            if (a > best) best = a, m = v[i];
-        }
-#pragma unroll
-        for (int k = 0; k < 8; k++) c.w[k] = 0;
-        if (best >= 0x7f800000u) return (uint16_t)TPM_CODEC_SCALE_POISON;
-        float inv;
-        const uint16_t sb = tpm_codec_scale(FMT, m, &inv);
-        const float lo = (float)(-kQneg), hi = (float)(kQneg - 1);
-        const float cq = 12582912.0f + (float)kQneg;
-#pragma unroll
-        for (int i = 0; i < 32; i++) {
-            float y = v[i] * inv;
-            y = fminf(fmaxf(y, lo), hi);
-            const float t = __fadd_rn(y, cq);
-            const uint32_t u = __float_as_uint(t) & ((1u << kBits) - 1u);
-            const int bit = i * kBits;
-            c.w[bit / 32] |= u << (bit % 32);
-            if ((bit % 32) + kBits > 32) c.w[bit / 32 + 1] |= u >> (32 - bit % 32);
-        }
-        return sb;
+        return tpm_fast_quant_block(FMT, v, c.w);
     }
-
+    static __device__ __forceinline__ void dequant_raw(const Codes &c, uint16_t sb, float *v) {
+        tpm_fast_dequant_int(FMT, c.w, tpm_bf16_to_f32(sb), v);
+    }
     static __device__ __forceinline__ void dequant(const Codes &c, uint16_t sb, float *v) {
+        dequant_raw(c, sb, v);
         if (tpm_codec_scale_poisoned(sb)) {
 #pragma unroll
             for (int i = 0; i < 32; i++) v[i] = __uint_as_float(TPM_CODEC_NAN_BITS);
-            return;
-        }
-        const float s = tpm_bf16_to_f32(sb);
-        const float cq = 8388608.0f + (float)kQneg;
-#pragma unroll
-        for (int i = 0; i < 32; i++) {
-            const int bit = i * kBits;
-            uint32_t u = c.w[bit / 32] >> (bit % 32);
-            if ((bit % 32) + kBits > 32) u |= c.w[bit / 32 + 1] << (32 - bit % 32);
-            u &= (1u << kBits) - 1u;
-            const float q = __fsub_rn(__uint_as_float(0x4b000000u | u), cq);
-            v[i] = __fmul_rn(q, s);
         }
     }
 };

@@ -184,17 +184,17 @@ __global__ void __launch_bounds__(kCol, 2) twoshot2_kernel(const __grid_constant
                 float acc[32];
                 Codes c;
                 rb.template dom<BCd::kRotate>(x, bg0 + t, acc);
-                BCd::dequant(cpb, spb, v);
+                BCd::dequant_raw(cpb, spb, v);
 #pragma unroll
                 for (int i = 0; i < 32; i++) acc[i] = me == 0 ? acc[i] + v[i] : v[i] + acc[i];
                 uint16_t sc = BCd::quant(acc, c);
                 IO::put(x.slot(q, kAg, me) + offb, t, c, sc);
-                BCd::dequant(c, sc, v);
-                IO::store_dom(x, bg0 + t, v);
+                BCd::dequant_raw(c, sc, v);
+                IO::store_codec(x, bg0 + t, v, sc);
             }
             if (vc) {
-                BCd::dequant(cpc, spc, v);
-                IO::store_dom(x, cg0 + t, v);
+                BCd::dequant_raw(cpc, spc, v);
+                IO::store_codec(x, cg0 + t, v, spc);
             }
         }
         /* 5. release */

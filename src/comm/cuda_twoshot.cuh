@@ -100,6 +100,15 @@ struct Ctx {
     }
 };
 
+/* Two floats as one 32-bit word of bf16 (DT 0) or fp16 (DT 1), lo first,
+ * rounded to nearest even. */
+template <int DT> __device__ __forceinline__ uint32_t cvt_pack2(float lo, float hi) {
+    uint32_t r;
+    if (DT == 0) asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    else asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
 /* MARK: codec groups (one thread = one block of 32) */
 template <int DT, int C> struct GroupIO {
     using P = Payload<DT, C>;
@@ -124,6 +133,36 @@ template <int DT, int C> struct GroupIO {
             for (int k = 0; k < 8; k++) f.v[k] = v[8 * q + k];
             store8<DT, CS>(x.a.out, g * 32 + 8 * q, x.a.count, x.out_al, f);
         }
+    }
+    /* Store a group decoded by dequant_raw with scale bits sb. A whole,
+     * aligned group of 16-bit outputs converts with cvt.rn.{bf16,f16}x2 (two
+     * values per instruction; round to nearest even like tpm_f32_to_bf16 /
+     * tpm_f32_to_fp16, which agree on every non-NaN value, and a decoded
+     * block that is not poisoned has no NaN); a poisoned block gets the
+     * canonical NaN that dequant writes, then the generic store. */
+    template <bool CS = false>
+    static __device__ __forceinline__ void store_codec(const Ctx &x, size_t g, float *v, uint16_t sb) {
+        const bool bad = tpm_codec_scale_poisoned(sb);
+        if constexpr (!BC::kRotate && DT != 2) {
+            if (!bad && x.out_al && (g + 1) * 32 <= x.a.count) {
+                uint4 *p = (uint4 *)((uint16_t *)x.a.out + g * 32);
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    uint32_t w[4];
+#pragma unroll
+                    for (int k = 0; k < 4; k++) w[k] = cvt_pack2<DT>(v[8 * q + 2 * k], v[8 * q + 2 * k + 1]);
+                    const uint4 u = make_uint4(w[0], w[1], w[2], w[3]);
+                    if (CS) __stcs(p + q, u);
+                    else p[q] = u;
+                }
+                return;
+            }
+        }
+        if (bad) {
+#pragma unroll
+            for (int i = 0; i < 32; i++) v[i] = __uint_as_float(TPM_CODEC_NAN_BITS);
+        }
+        store_dom<CS>(x, g, v);
     }
     static __device__ __forceinline__ void put(uint8_t *col, int t, const Codes &c, uint16_t s) {
 #pragma unroll
@@ -270,7 +309,7 @@ template <int DT, int C, int V> struct Stages {
                     IO::load_dom(x, g, v);
                 } else {
                     uint16_t sc = IO::get(x.slot(me, kRs, r) + off, t, c);
-                    BCd::dequant(c, sc, v);
+                    BCd::dequant_raw(c, sc, v);
                 }
 #pragma unroll
                 for (int k = 0; k < 32; k++) acc[k] = r == 0 ? v[k] : acc[k] + v[k];
@@ -280,8 +319,8 @@ template <int DT, int C, int V> struct Stages {
                 int q = (me + d) % x.a.world;
                 IO::put(x.slot(q, kAg, me) + off, t, c, sc);
             }
-            BCd::dequant(c, sc, v);
-            IO::store_dom(x, g, v);
+            BCd::dequant_raw(c, sc, v);
+            IO::store_codec(x, g, v, sc);
         }
     }
 
@@ -314,8 +353,8 @@ template <int DT, int C, int V> struct Stages {
                 Codes c;
                 float v[32];
                 uint16_t sc = IO::get(src, t, c);
-                BCd::dequant(c, sc, v);
-                IO::store_dom(x, g0 + t, v);
+                BCd::dequant_raw(c, sc, v);
+                IO::store_codec(x, g0 + t, v, sc);
             }
         }
         return true;

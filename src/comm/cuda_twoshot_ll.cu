@@ -110,12 +110,17 @@ template <int DT, int C> struct Ll {
         uint32_t w[P::kNt];
 #pragma unroll
         for (int k = 0; k < P::kNt; k++) w[k] = ld_volatile4(col + ((size_t)k * kCol + t) * 4);
+        bool ready = true;
 #pragma unroll
-        for (int k = 0; k < P::kNt; k++) {
-            Spin sp;
-            while (alive && w[k] == 0xffffffffu) {
-                if (!sp.tick(x.a, stage, peer)) alive = false;
-                w[k] = ld_volatile4(col + ((size_t)k * kCol + t) * 4);
+        for (int k = 0; k < P::kNt; k++) ready = ready && w[k] != 0xffffffffu;
+        if (!ready) { /* the spin loops only where a word is missing */
+#pragma unroll
+            for (int k = 0; k < P::kNt; k++) {
+                Spin sp;
+                while (alive && w[k] == 0xffffffffu) {
+                    if (!sp.tick(x.a, stage, peer)) alive = false;
+                    w[k] = ld_volatile4(col + ((size_t)k * kCol + t) * 4);
+                }
             }
         }
 #pragma unroll
@@ -224,7 +229,7 @@ template <int DT, int C> struct Ll {
                     IO::load_dom(x, g0 + t, v);
                 } else {
                     const uint16_t sc = get(x, x.slot(me, kRs, r) + off, t, c, 2, r, alive);
-                    BCd::dequant(c, sc, v);
+                    BCd::dequant_raw(c, sc, v);
                 }
 #pragma unroll
                 for (int k = 0; k < 32; k++) acc[k] = r == 0 ? v[k] : acc[k] + v[k];
@@ -234,8 +239,8 @@ template <int DT, int C> struct Ll {
                 const int q = me + d < W ? me + d : me + d - W;
                 put(x.slot(q, kAg, me) + off, t, c, sc);
             }
-            BCd::dequant(c, sc, v);
-            IO::store_dom(x, g0 + t, v);
+            BCd::dequant_raw(c, sc, v);
+            IO::store_codec(x, g0 + t, v, sc);
         }
     }
 
@@ -270,8 +275,8 @@ template <int DT, int C> struct Ll {
                 Codes c;
                 float v[32];
                 const uint16_t sc = get(x, src, t, c, 3, s, alive);
-                BCd::dequant(c, sc, v);
-                IO::store_dom(x, g0 + t, v);
+                BCd::dequant_raw(c, sc, v);
+                IO::store_codec(x, g0 + t, v, sc);
             }
         }
     }

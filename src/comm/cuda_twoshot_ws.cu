@@ -163,13 +163,13 @@ template <int DT, int C, bool CS = false> struct Roles {
                     const uint16_t sp = IO::get(src, t + j * R, cp);
                     float acc[32], v[32];
                     r[j].template dom<BCd::kRotate>(x, g, acc);
-                    BCd::dequant(cp, sp, v);
+                    BCd::dequant_raw(cp, sp, v);
 #pragma unroll
                     for (int i = 0; i < 32; i++) acc[i] = me == 0 ? acc[i] + v[i] : v[i] + acc[i];
                     const uint16_t sc = BCd::quant(acc, cd);
                     IO::put(dst, t + j * R, cd, sc);
-                    BCd::dequant(cd, sc, v);
-                    IO::template store_dom<CS>(x, g, v);
+                    BCd::dequant_raw(cd, sc, v);
+                    IO::template store_codec<CS>(x, g, v, sc);
                 }
             }
             role_bar(bar, R);
@@ -190,8 +190,8 @@ template <int DT, int C, bool CS = false> struct Roles {
             const size_t g = g0 + t + j * R;
             if (g >= g1) continue;
             float v[32];
-            BCd::dequant(cp[j], sp[j], v);
-            IO::template store_dom<CS>(x, g, v);
+            BCd::dequant_raw(cp[j], sp[j], v);
+            IO::template store_codec<CS>(x, g, v, sp[j]);
         }
     }
 
