@@ -53,9 +53,12 @@ int main(int argc, char **argv) {
     const int n = 2;
     int sms = 0;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    const size_t ll_slot = 16, ts_slot = (maxb / n + 32767) / 32768 * 32768 + 32768;
+    /* flag slots twice the largest owner segment, so the flag-free kernel's
+     * slots (half a flag slot, cuda_comm.h [tl]) hold it too */
+    const size_t ll_slot = 16, ts_slot = (2 * maxb / n + 32767) / 32768 * 32768 + 32768;
+    const size_t tl_slot = TPM_CUDA_TL_SLOT(ts_slot);
     const size_t ll_off = TPM_CUDA_CTL_BYTES + TPM_CUDA_FLAG_BYTES;
-    const size_t ts_off = ll_off + 2 * n * ll_slot, bytes = ts_off + 4 * n * ts_slot;
+    const size_t ts_off = ll_off + 2 * n * ll_slot, bytes = ts_off + 4 * n * (ts_slot + tl_slot);
     uint8_t *buf[2];
     uint16_t *in[2], *out[2];
     cudaStream_t st[2];
@@ -115,7 +118,7 @@ int main(int argc, char **argv) {
         a[0].grid = 2 * sms; /* what the communicator gives a rank */
         std::vector<float> t;
         for (int it = 0; it < 23; it++) {
-            CK(cudaMemsetAsync(buf[0] + ts_off, 0x11, 4 * n * ts_slot, st[0]));
+            CK(cudaMemsetAsync(buf[0] + ts_off + 4 * n * ts_slot, 0x11, 4 * n * tl_slot, st[0]));
             CK(cudaEventRecord(e0, st[0]));
             if (tpm_cuda_twoshot_launch(&a[0], st[0])) return 1;
             CK(cudaEventRecord(e1[0], st[0]));

@@ -163,7 +163,7 @@ tpm_status alloc_rank(Impl *im, int r, int n, int64_t B, int32_t timeout_ms) {
     size_t ts_slot = round_up((size_t)B / (size_t)n, 32768) + 32768;
     size_t ll_off = TPM_CUDA_CTL_BYTES + TPM_CUDA_FLAG_BYTES;
     size_t ts_off = ll_off + 2 * (size_t)n * ll_slot;
-    size_t bytes = ts_off + 4 * (size_t)n * ts_slot;
+    size_t bytes = ts_off + 4 * (size_t)n * (ts_slot + TPM_CUDA_TL_SLOT(ts_slot));
     void *d = NULL;
     cudaDeviceProp prop;
     CUDA_TRY(cudaSetDevice(im->dev));
@@ -174,8 +174,8 @@ tpm_status alloc_rank(Impl *im, int r, int n, int64_t B, int32_t timeout_ms) {
     im->buf_bytes = bytes;
     CUDA_TRY(cudaMemset(im->buf, 0, ll_off));
     /* the one-shot packets and the two-shot slots start as the all-ones
-     * sentinel (set 19's two-shot reads its slots' words as their own ready
-     * markers; the flag two-shots overwrite whatever is there) */
+     * sentinel (the flag-free two-shot reads its [tl] words as their own
+     * ready markers; the flag two-shots overwrite whatever is in [ts]) */
     CUDA_TRY(cudaMemset(im->buf + ll_off, 0xff, bytes - ll_off));
     CUDA_TRY(cudaHostAlloc((void **)&im->err_host, TPM_CUDA_ERR_WORDS * sizeof(uint32_t),
                            cudaHostAllocMapped | cudaHostAllocPortable));
@@ -333,6 +333,7 @@ tpm_status cuda_allreduce_here(struct tpm_comm *c, Impl *im, const void *in, voi
         return TPM_OK;
     }
     a.grid = im->sms * 2; /* co-resident: 2 CTAs of 256 threads per SM */
+    if (!oneshot) a.variant = tpm_cuda_twoshot_set(&a, count);
     size_t maxc = oneshot ? tpm_cuda_oneshot_max_count(&a) : tpm_cuda_twoshot_max_count(&a);
     maxc -= maxc % 32;
     for (size_t off = 0; off < count; off += maxc) {
@@ -640,20 +641,6 @@ fail:
 extern "C" int tpm_cuda_comm_set_variant(struct tpm_comm *c, int variant) {
     if (!c || c->ops != &kCudaOps || !c->impl || variant < 0 || variant > TPM_CUDA_LL_SET) return -1;
     Impl *im = (Impl *)c->impl;
-    if (variant == TPM_CUDA_LL_SET && im->base.variant != TPM_CUDA_LL_SET && im->buf) {
-        /* the flag two-shots leave payload in the slots: back to all-ones */
-        const size_t ts_off = TPM_CUDA_CTL_BYTES + TPM_CUDA_FLAG_BYTES + 2 * (size_t)im->base.world * im->base.ll_slot;
-        int prev = -1;
-        cudaGetDevice(&prev);
-        if (cudaSetDevice(im->dev) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess ||
-            cudaMemset(im->buf + ts_off, 0xff, im->buf_bytes - ts_off) != cudaSuccess ||
-            cudaDeviceSynchronize() != cudaSuccess) {
-            (void)cudaGetLastError();
-            if (prev >= 0) cudaSetDevice(prev);
-            return -1;
-        }
-        if (prev >= 0) cudaSetDevice(prev);
-    }
     im->base.variant = variant;
     c->cfg.cuda_kernels = variant;
     return 0;

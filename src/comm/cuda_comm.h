@@ -12,9 +12,14 @@
  *   [ll]    2 parities x W slots x ll_slot bytes: one-shot packets, every
  *                  word pre-set to the all-ones sentinel (see cuda_oneshot.cu)
  *   [ts]    2 parities x (W rs slots + W ag slots) x ts_slot bytes:
- *                  two-shot reduce-scatter and all-gather payloads, pre-set
- *                  to all-ones like [ll] (set 19's flag-free two-shot reads
- *                  them as self-marking words; cuda_twoshot_ll.cu)
+ *                  the flag two-shots' reduce-scatter and all-gather
+ *                  payloads (they leave their payload behind)
+ *   [tl]    the same shape with TPM_CUDA_TL_SLOT(ts_slot) bytes per slot:
+ *                  the flag-free two-shot's payloads (cuda_twoshot_ll.cu,
+ *                  set 19, and set 10's codec calls, tpm_cuda_twoshot_set),
+ *                  all-ones between launches (its readers put the sentinel
+ *                  back), so the two kinds of kernel never share a slot and
+ *                  may follow each other in any order
  *
  * Every launch takes epoch = ctl.seq + 1 from device memory and the last CTA
  * to finish stores it back (so CUDA-graph replays advance it); parity =
@@ -37,6 +42,9 @@ extern "C" {
 #define TPM_CUDA_MAX_WORLD 8
 /* The kernel set whose two-shot is cuda_twoshot_ll.cu's (flag-free). */
 #define TPM_CUDA_LL_SET 19
+/* Bytes per slot of the flag-free two-shot's region [tl] (half a flag
+ * slot: its codec payloads are at most 36 / 64 of the bf16 bytes). */
+#define TPM_CUDA_TL_SLOT(ts_slot) ((((size_t)(ts_slot) / 2) + 32767) & ~(size_t)32767)
 /* Two-shot: elements per column (one CTA step) and columns per segment. */
 #define TPM_CUDA_TS_COL_ELEMS 8192
 #define TPM_CUDA_TS_MAX_COLS 8192
@@ -84,6 +92,11 @@ int tpm_cuda_twoshot_launch(const tpm_cuda_ar_args *a, void *stream);
 /* Largest element count one launch can take (buffer slot limits). */
 size_t tpm_cuda_oneshot_max_count(const tpm_cuda_ar_args *a);
 size_t tpm_cuda_twoshot_max_count(const tpm_cuda_ar_args *a);
+/* The kernel set a two-shot call of count elements (all launches of it)
+ * runs under a->variant: set 10 (the default) sends the codecs for which
+ * the flag-free kernel measured faster to set 19 (cuda_twoshot.cu has the
+ * rule and the measurements); every other set is itself. */
+int tpm_cuda_twoshot_set(const tpm_cuda_ar_args *a, size_t count);
 /* Set 8, world 2, exact: the two-shot over registered buffers (a->peer_in /
  * peer_out): each rank reads its peer's input half directly and writes the
  * sums into both outputs; one launch for any count. */
@@ -95,9 +108,7 @@ struct tpm_comm;
 tpm_status tpm_cuda_comm_poll(struct tpm_comm *c);
 
 /* Switch a CUDA communicator's kernel set (0..19, cuda_sync.h) for the
- * benchmark's --variants; only where every rank's stream is idle (switching
- * into set 19 resets this rank's two-shot slots to the all-ones sentinel,
- * synchronously). Returns 0,
+ * benchmark's --variants; only where every rank's stream is idle. Returns 0,
  * or -1 for a communicator that is not CUDA or a variant out of range. */
 int tpm_cuda_comm_set_variant(struct tpm_comm *c, int variant);
 /* Register this call's buffers of every rank, for kernel set 8: ins[r] /

@@ -365,12 +365,37 @@ size_t payload_bytes(int dtype, int codec) {
 } /* namespace tpm_cuda */
 
 extern "C" size_t tpm_cuda_twoshot_max_count(const tpm_cuda_ar_args *a) {
-    const size_t pb = a->variant == TPM_CUDA_LL_SET ? tpm_cuda::twoshot_ll_payload_bytes(a->dtype, a->codec)
-                                                    : tpm_cuda::payload_bytes(a->dtype, a->codec);
-    size_t cols = a->ts_slot / pb;
+    const bool ll = a->variant == TPM_CUDA_LL_SET;
+    const size_t pb = ll ? tpm_cuda::twoshot_ll_payload_bytes(a->dtype, a->codec)
+                         : tpm_cuda::payload_bytes(a->dtype, a->codec);
+    size_t cols = (ll ? TPM_CUDA_TL_SLOT(a->ts_slot) : a->ts_slot) / pb;
     if (cols > TPM_CUDA_TS_MAX_COLS) cols = TPM_CUDA_TS_MAX_COLS;
     /* every owner segment (<= ceil(ngrp/W) groups) must fit in cols columns */
     return cols * tpm_cuda::kCol * 32 * (size_t)a->world - 32 * (size_t)a->world;
+}
+
+/* Set 10's codec calls on the flag-free kernel (set 19), where it measured
+ * faster than set 10's flag kernels once the codec arithmetic of
+ * codec_fast.h made each GPU's work shorter (bench/results/r60, 2 x H200,
+ * bf16, us, set 10 flag kernels / flag-free): INT4 2 MB 11.62 / 11.08, 8 MB
+ * 19.55 / 15.82, 32 MB 57.76 / 44.47, 96 MB 145.38 / 128.52; INT6 8 MB
+ * 21.82 / 18.58, 32 MB 62.95 / 56.53, 96 MB 162.36 / 161.32; INT8 2 MB
+ * 12.53 / 14.38, 8 MB 24.28 / 22.46, 32 MB 68.84 / 67.40, 96 MB 177.24 /
+ * 192.67; FP8 slower everywhere (32 MB 99.50 / 109.59). So: INT4, INT6 and
+ * their rotated forms at every size, INT8 from 4 MB to below 64 MB; world 2
+ * and 16-bit dtypes only (what was measured). The rule looks at the whole
+ * call, so all its launches run one kernel. */
+extern "C" int tpm_cuda_twoshot_set(const tpm_cuda_ar_args *a, size_t count) {
+    if (a->variant != 10 || a->world != 2 || a->dtype == TPM_DTYPE_FP32) return a->variant;
+    const size_t bytes = count * 2;
+    switch (a->codec) {
+    case TPM_CODEC_INT4:
+    case TPM_CODEC_INT6:
+    case TPM_CODEC_INT4_H:
+    case TPM_CODEC_INT6_H: return TPM_CUDA_LL_SET;
+    case TPM_CODEC_INT8: return bytes >= ((size_t)4 << 20) && bytes < ((size_t)64 << 20) ? TPM_CUDA_LL_SET : 10;
+    default: return 10;
+    }
 }
 
 extern "C" int tpm_cuda_twoshot_launch(const tpm_cuda_ar_args *a, void *stream) {

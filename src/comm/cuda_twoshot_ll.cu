@@ -31,9 +31,12 @@
  * launcher's cap), or times out (bounded like every wait: TPM_ERR_TIMEOUT in
  * the host-mapped error words, stage 2 / 3).
  *
+ * Slots: this kernel's own region [tl] after the flag kernels' [ts]
+ * (cuda_comm.h), so set 10 can run its codec calls here and its other calls
+ * on the flag kernels, in any order, without a reset in between.
  * Ready markers (every slot word starts as the all-ones sentinel: the
- * region is set to 0xff at init and after the P2P probe, and whenever a
- * communicator switches to this set; every reader restores what it read):
+ * region is set to 0xff at init and after the P2P probe; every reader
+ * restores what it read):
  *  - exact: 16-byte words of dtype elements, each element != all-ones (a
  *    pushed all-ones element, a NaN, becomes the canonical quiet NaN, as in
  *    the one-shot); a word is there when none of its elements is all-ones
@@ -56,13 +59,17 @@
  * writes in launch e is read in launch e, so the half is clean at its end.
  * The epoch is the flag two-shots' (epoch_begin / epoch_end).
  *
- * Measured (docs/allreduce_cuda.md, round 9; bench/results/r52, r53): the
- * same bits as set 10, but no faster where it matters: INT4 32 MB 58.1 us
- * (set 10: 60.9), 8 MB 17.4 (20.0); exact 32 MB 109.1 (104.1), 96 MB 320.8
- * (292.0); INT8 32 MB 79.1 (71.8). A quad version for INT8 / INT4 / INT4_H
+ * Measured (docs/allreduce_cuda.md, rounds 9 and 11; bench/results/r52,
+ * r53, r60): the same bits as the flag kernels. With the old codec
+ * arithmetic no faster where it mattered (r52: INT4 32 MB 58.1 us against
+ * 60.9; exact 32 MB 109.1 against 104.1, 96 MB 320.8 against 292.0). With
+ * codec_fast.h's (r60) each GPU's work is shorter, and without flags that
+ * shows: INT4 32 MB 44.5 against 57.8, 96 MB 128.5 against 145.4; INT8 32
+ * MB 67.4 against 68.8. So the default set 10 runs its codec calls here
+ * where that measured faster (tpm_cuda_twoshot_set in cuda_twoshot.cu);
+ * exact stays on the flag kernels. A quad version for INT8 / INT4 / INT4_H
  * (four lanes per group, 64 registers, four CTAs per SM; commit fee3f51)
- * was slower still (INT4 32 MB 60.4, INT8 81.9) and was removed. So set 19
- * stays a selectable experiment, not the default.
+ * was slower (r53) and was removed.
  */
 #include "comm/cuda_twoshot.cuh"
 
@@ -84,6 +91,14 @@ template <int DT, int C> struct LlPayload {
     static constexpr int kNt = kNc + 1;                                    /* + scale/tops */
     static constexpr size_t kBytes = kExact ? Payload<DT, C>::kBytes : (size_t)kCol * kNt * 4;
 };
+
+/* Slot (rank, kind, src) of this launch's parity in the flag-free region
+ * [tl], which follows the flag kernels' [ts] (cuda_comm.h). */
+__device__ __forceinline__ uint8_t *lslot(const Ctx &x, int rank, int kind, int src) {
+    const size_t tl = TPM_CUDA_TL_SLOT(x.a.ts_slot);
+    return x.a.ts[rank] + 4 * (size_t)x.a.world * x.a.ts_slot +
+           ((size_t)x.par * 2 * x.a.world + (size_t)kind * x.a.world + src) * tl;
+}
 
 template <int DT, int C> struct Ll {
     using S = Stages<DT, C, 1>;
@@ -150,7 +165,7 @@ template <int DT, int C> struct Ll {
             const int s = me + d < W ? me + d : me + d - W;
             size_t g0, g1;
             S::range(x, s, col, g0, g1);
-            uint8_t *dst = x.slot(s, kRs, me) + (size_t)col * P::kBytes;
+            uint8_t *dst = lslot(x, s, kRs, me) + (size_t)col * P::kBytes;
             if constexpr (kExact) {
                 size_t w0, w1;
                 S::words(x, g0, g1, w0, w1);
@@ -189,7 +204,7 @@ template <int DT, int C> struct Ll {
             for (size_t b = w0 + t; b < w1; b += (size_t)kWU * kCol) {
                 float acc[kWU][Wd::kElems];
                 for (int r = 0; r < W; r++) {
-                    uint8_t *src = x.slot(me, kRs, r) + off;
+                    uint8_t *src = lslot(x, me, kRs, r) + off;
                     uint4 u[kWU];
 #pragma unroll
                     for (int k = 0; k < kWU; k++) {
@@ -216,7 +231,7 @@ template <int DT, int C> struct Ll {
                     const uint4 res = Wd::sanitize(Wd::from_f32(acc[k]));
                     for (int d = 1; d < W; d++) {
                         const int q = me + d < W ? me + d : me + d - W;
-                        *(uint4 *)(x.slot(q, kAg, me) + off + (w - w0) * 16) = res;
+                        *(uint4 *)(lslot(x, q, kAg, me) + off + (w - w0) * 16) = res;
                     }
                     Wd::store(x.a.out, w, x.a.count, x.out_al, res);
                 }
@@ -228,7 +243,7 @@ template <int DT, int C> struct Ll {
                 if (r == me) {
                     IO::load_dom(x, g0 + t, v);
                 } else {
-                    const uint16_t sc = get(x, x.slot(me, kRs, r) + off, t, c, 2, r, alive);
+                    const uint16_t sc = get(x, lslot(x, me, kRs, r) + off, t, c, 2, r, alive);
                     BCd::dequant_raw(c, sc, v);
                 }
 #pragma unroll
@@ -237,7 +252,7 @@ template <int DT, int C> struct Ll {
             const uint16_t sc = BCd::quant(acc, c);
             for (int d = 1; d < W; d++) {
                 const int q = me + d < W ? me + d : me + d - W;
-                put(x.slot(q, kAg, me) + off, t, c, sc);
+                put(lslot(x, q, kAg, me) + off, t, c, sc);
             }
             BCd::dequant_raw(c, sc, v);
             IO::store_codec(x, g0 + t, v, sc);
@@ -252,7 +267,7 @@ template <int DT, int C> struct Ll {
             const int s = me + d < W ? me + d : me + d - W;
             size_t g0, g1;
             S::range(x, s, col, g0, g1);
-            uint8_t *src = x.slot(me, kAg, s) + off;
+            uint8_t *src = lslot(x, me, kAg, s) + off;
             if constexpr (kExact) {
                 size_t w0, w1;
                 S::words(x, g0, g1, w0, w1);
