@@ -144,6 +144,53 @@ static void test_fast_vs_reference(void **state) {
     }
 }
 
+/* tpm_fast_quant_block_lz on the same kinds of block rounded to bf16 and to
+ * fp16 (what a scatter of 16-bit inputs quantizes): scale, codes and the
+ * extreme equal the reference's. */
+static void check_lz(int fmt, const float *v, long *n_tie) {
+    uint8_t ref_codes[32];
+    const uint16_t ref_sb = tpm_codec_quantize_block(fmt, v, ref_codes);
+    uint32_t w[8];
+    memset(w, 0xa5, sizeof w);
+    assert_int_equal(tpm_fast_quant_block_lz(fmt, v, w), ref_sb);
+    const int nb = tpm_fmt_code_bytes(fmt);
+    for (int i = 0; i < nb; i++) assert_int_equal((uint8_t)(w[i / 4] >> (8 * (i % 4))), ref_codes[i]);
+    float m = 0.0f;
+    const int fin = tpm_fast_extreme_lz(v, &m);
+    assert_int_equal(fin, !tpm_codec_scale_poisoned(ref_sb));
+    if (!fin) return;
+    assert_int_equal(tpm_f32_bits(m), tpm_f32_bits(tpm_fast_first_extreme(v)));
+    int pos = 0, neg = 0;
+    for (int i = 0; i < 32; i++)
+        if ((tpm_f32_bits(v[i]) & 0x7fffffffu) == (tpm_f32_bits(m) & 0x7fffffffu)) {
+            if (tpm_f32_bits(v[i]) >> 31) neg = 1;
+            else pos = 1;
+        }
+    *n_tie += pos && neg;
+}
+
+static void test_fast_lz_16bit_inputs(void **state) {
+    (void)state;
+    uint64_t s = 0x1e55b175u;
+    for (size_t f = 0; f < sizeof k_fmts / sizeof k_fmts[0]; f++) {
+        long n_tie = 0;
+        for (int kind = 0; kind < 10; kind++) {
+            for (int r = 0; r < 20000; r++) {
+                float v[32], b[32], h[32];
+                gen_block(&s, kind, v);
+                for (int i = 0; i < 32; i++) {
+                    b[i] = tpm_bf16_to_f32(tpm_f32_to_bf16(v[i]));
+                    h[i] = tpm_fp16_to_f32(tpm_f32_to_fp16(v[i]));
+                }
+                check_lz(k_fmts[f], b, &n_tie);
+                check_lz(k_fmts[f], h, &n_tie);
+            }
+        }
+        printf("fmt %d: 400000 16-bit blocks, %ld +a/-a ties\n", k_fmts[f], n_tie);
+        assert_true(n_tie >= 30000);
+    }
+}
+
 /* The scaled value reaching QNEG * (1 + 2^-8): the INT4 / INT6 lower clamp
  * really is a no-op, and INT8's is needed. */
 static void test_clamp_edges(void **state) {
@@ -176,6 +223,7 @@ int main(void) {
         cmocka_unit_test(test_prmt),
         cmocka_unit_test(test_fast_vs_reference),
         cmocka_unit_test(test_clamp_edges),
+        cmocka_unit_test(test_fast_lz_16bit_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -89,6 +89,7 @@ template <int FMT> struct FmtCodec {
     }
 
     static __device__ __forceinline__ void dequant_raw(const Codes &c, uint16_t sb, float *v) { dequant(c, sb, v); }
+    static __device__ __forceinline__ uint16_t quant_lz(const float *v, Codes &c) { return quant(v, c); }
     static __device__ __forceinline__ void dequant(const Codes &c, uint16_t sb, float *v) {
         if (tpm_codec_scale_poisoned(sb)) {
 #pragma unroll
@@ -123,6 +124,10 @@ template <int FMT> struct FastIntCodec {
 
     static __device__ __forceinline__ uint16_t quant(const float *v, Codes &c) {
         return tpm_fast_quant_block(FMT, v, c.w);
+    }
+    /* Values whose low 5 bits are zero (16-bit inputs widened): no tie scan. */
+    static __device__ __forceinline__ uint16_t quant_lz(const float *v, Codes &c) {
+        return tpm_fast_quant_block_lz(FMT, v, c.w);
     }
     static __device__ __forceinline__ void dequant_raw(const Codes &c, uint16_t sb, float *v) {
         tpm_fast_dequant_int(FMT, c.w, tpm_bf16_to_f32(sb), v);

@@ -177,7 +177,7 @@ __global__ void __launch_bounds__(kCol, 2) twoshot2_kernel(const __grid_constant
             if (va) {
                 Codes c;
                 ra.template dom<BCd::kRotate>(x, ag0 + t, v);
-                uint16_t sc = BCd::quant(v, c);
+                uint16_t sc = S::quant_in(v, c);
                 IO::put(x.slot(q, kRs, me) + offa, t, c, sc);
             }
             if (vb) {

@@ -116,11 +116,20 @@ template <int DT, int C> struct GroupIO {
     static_assert(P::kUnits * P::kUnit == BC::kCodeBytes, "payload units cover the codes");
 
     static __device__ __forceinline__ void load_dom(const Ctx &x, size_t g, float *v) {
+        if (x.in_al && (g + 1) * 32 <= x.a.count) { /* the whole group: one bounds check */
+            const uint4 *p = (const uint4 *)((const uint8_t *)x.a.in + g * 32 * (DT == 2 ? 4 : 2));
+            uint4 u[DT == 2 ? 8 : 4];
 #pragma unroll
-        for (int q = 0; q < 4; q++) {
-            F8 f = load8<DT>(x.a.in, g * 32 + 8 * q, x.a.count, x.in_al);
+            for (int k = 0; k < (DT == 2 ? 8 : 4); k++) u[k] = p[k];
 #pragma unroll
-            for (int k = 0; k < 8; k++) v[8 * q + k] = f.v[k];
+            for (int k = 0; k < (DT == 2 ? 8 : 4); k++) Word<DT>::to_f32(u[k], v + k * Word<DT>::kElems);
+        } else {
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                F8 f = load8<DT>(x.a.in, g * 32 + 8 * q, x.a.count, x.in_al);
+#pragma unroll
+                for (int k = 0; k < 8; k++) v[8 * q + k] = f.v[k];
+            }
         }
         if constexpr (BC::kRotate) tpm_hadamard32(v);
     }
@@ -199,6 +208,13 @@ template <int DT, int C, int V> struct Stages {
     using IO = GroupIO<DT, C>;
     static constexpr bool kExact = C == TPM_CODEC_NONE;
 
+    /* Quantize a group of my input (the scatter): 16-bit inputs widened to
+     * f32 have their low 5 bits zero (unless rotated), so quant_lz. */
+    static __device__ __forceinline__ uint16_t quant_in(const float *v, Codes &c) {
+        if constexpr (DT != 2 && !BCd::kRotate) return BCd::quant_lz(v, c);
+        else return BCd::quant(v, c);
+    }
+
     /* Word range [w0, w1) (exact) or group range [g0, g1) of (owner, col). */
     static __device__ void range(const Ctx &x, int owner, int col, size_t &g0, size_t &g1) {
         size_t lo = x.glo(owner), hi = x.glo(owner + 1);
@@ -240,7 +256,7 @@ template <int DT, int C, int V> struct Stages {
                     float v[32];
                     IO::load_dom(x, g0 + t, v);
                     Codes c;
-                    uint16_t sc = BCd::quant(v, c);
+                    uint16_t sc = quant_in(v, c);
                     IO::put(dst, t, c, sc);
                 }
             }

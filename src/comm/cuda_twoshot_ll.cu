@@ -186,7 +186,7 @@ template <int DT, int C> struct Ll {
                 float v[32];
                 Codes cd;
                 IO::load_dom(x, g0 + t, v);
-                const uint16_t sc = BCd::quant(v, cd);
+                const uint16_t sc = S::quant_in(v, cd);
                 put(dst, t, cd, sc);
             }
         }

@@ -97,7 +97,7 @@ template <int DT, int C, bool CS = false> struct Roles {
                     float v[32];
                     Codes cd;
                     r[j].template dom<BCd::kRotate>(x, g, v);
-                    uint16_t sc = BCd::quant(v, cd);
+                    uint16_t sc = S::quant_in(v, cd);
                     IO::put(dst, t + j * R, cd, sc);
                 }
             }
