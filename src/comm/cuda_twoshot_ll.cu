@@ -27,8 +27,8 @@
  * A for all of a CTA's columns first (it never waits), then B, then C: a
  * thread waits only for words its partner thread on the peer (same CTA
  * index, same thread) pushes in an earlier phase that never waits, so every
- * wait ends while the grid is co-resident (grid <= 2 CTAs per SM, the
- * launcher's cap), or times out (bounded like every wait: TPM_ERR_TIMEOUT in
+ * wait ends while the grid is co-resident (grid <= kLlCtasPerSm CTAs per
+ * SM, the launcher's cap, within the kernel's launch bounds), or times out (bounded like every wait: TPM_ERR_TIMEOUT in
  * the host-mapped error words, stage 2 / 3).
  *
  * Slots: this kernel's own region [tl] after the flag kernels' [ts]
@@ -297,8 +297,14 @@ template <int DT, int C> struct Ll {
     }
 };
 
+/* CTAs per SM: three (<= 80 registers; ptxas spills 24-48 bytes in the
+ * codec kernels) instead of the flag kernels' two, for more warps to hide
+ * the latency of the loads each thread issues one group at a time (round
+ * 10's profile). */
+constexpr int kLlCtasPerSm = 3;
+
 template <int DT, int C>
-__global__ void __launch_bounds__(kCol, 2) twoshot_ll_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
+__global__ void __launch_bounds__(kCol, kLlCtasPerSm) twoshot_ll_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
     int mine;
     const Ctx x = Ctx::begin(a, mine);
     using L = Ll<DT, C>;
@@ -332,6 +338,12 @@ size_t twoshot_ll_payload_bytes(int dtype, int codec) {
 }
 
 int twoshot_ll_launch(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
+    /* a->grid is two CTAs per SM: this kernel's cap is kLlCtasPerSm per SM,
+     * all co-resident (its waits need every CTA of both ranks running) */
+    const size_t ngrp = (a->count + 31) / 32, seg = (ngrp + a->world - 1) / a->world;
+    const size_t ncol = (seg + kCol - 1) / kCol, cap = (size_t)(a->grid / 2) * kLlCtasPerSm;
+    grid = (int)(ncol < cap ? ncol : cap);
+    if (grid < 1) grid = 1;
     switch (a->codec) {
     case TPM_CODEC_NONE: launch_c<TPM_CODEC_NONE>(a, grid, s); break;
     case TPM_CODEC_INT8: launch_c<TPM_CODEC_INT8>(a, grid, s); break;
