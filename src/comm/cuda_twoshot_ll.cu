@@ -297,11 +297,12 @@ template <int DT, int C> struct Ll {
     }
 };
 
-/* CTAs per SM: three (<= 80 registers; ptxas spills 24-48 bytes in the
- * codec kernels) instead of the flag kernels' two, for more warps to hide
- * the latency of the loads each thread issues one group at a time (round
- * 10's profile). */
-constexpr int kLlCtasPerSm = 3;
+/* CTAs per SM: two, as the flag kernels (<= 128 registers). Three (<= 80
+ * registers, 24-48 bytes of spills in the codec kernels; commit 7089819)
+ * measured no faster for INT4 / INT8 (bench/results/r64, back to back with
+ * two: INT4 32 MB 45.4-46.1 us against 44.8-45.1, INT8 68.6-71.1 against
+ * 67.3-67.7) and 2-4% faster only for the rotated codecs at 96 MB. */
+constexpr int kLlCtasPerSm = 2;
 
 template <int DT, int C>
 __global__ void __launch_bounds__(kCol, kLlCtasPerSm) twoshot_ll_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
