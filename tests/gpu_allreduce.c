@@ -420,7 +420,9 @@ static void test_graph_replays(void **state) {
     comms cs;
     comms_make(&cs, W, 8 << 20, 10000);
     const size_t n[3] = {6144, 393216 + 77, 150001};
-    const tpm_codec codec[3] = {TPM_CODEC_NONE, TPM_CODEC_NONE, TPM_CODEC_INT8};
+    /* exact two-shot (flag kernels) and INT4 two-shot (set 10 at world 2: the
+     * flag-free kernel, its own slots) alternate in one graph */
+    const tpm_codec codec[3] = {TPM_CODEC_NONE, TPM_CODEC_NONE, TPM_CODEC_INT4};
     const tpm_algo algo[3] = {TPM_ALGO_ONESHOT, TPM_ALGO_TWOSHOT, TPM_ALGO_TWOSHOT};
     void *hin[3][MAXW] = {{0}}, *ref = malloc(n[1] * 2), *h = malloc(n[1] * 2);
     gjob g[MAXW];
