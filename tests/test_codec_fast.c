@@ -82,7 +82,7 @@ static void check_block(int fmt, const float *v, long *n_poison, long *n_tie) {
     const uint16_t ref_sb = tpm_codec_quantize_block(fmt, v, ref_codes);
     uint32_t w[8];
     memset(w, 0xa5, sizeof w); /* poisoned, must be overwritten */
-    const uint16_t sb = tpm_fast_quant_block(fmt, v, w);
+    const uint16_t sb = tpm_fast_quant_block(fmt, 0, v, w);
     assert_int_equal(sb, ref_sb);
     const int nb = tpm_fmt_code_bytes(fmt);
     uint8_t got[32];
@@ -144,7 +144,7 @@ static void test_fast_vs_reference(void **state) {
     }
 }
 
-/* tpm_fast_quant_block_lz on the same kinds of block rounded to bf16 and to
+/* tpm_fast_quant_block with lz on the same kinds of block rounded to bf16 and to
  * fp16 (what a scatter of 16-bit inputs quantizes): scale, codes and the
  * extreme equal the reference's. */
 static void check_lz(int fmt, const float *v, long *n_tie) {
@@ -152,7 +152,7 @@ static void check_lz(int fmt, const float *v, long *n_tie) {
     const uint16_t ref_sb = tpm_codec_quantize_block(fmt, v, ref_codes);
     uint32_t w[8];
     memset(w, 0xa5, sizeof w);
-    assert_int_equal(tpm_fast_quant_block_lz(fmt, v, w), ref_sb);
+    assert_int_equal(tpm_fast_quant_block(fmt, 1, v, w), ref_sb);
     const int nb = tpm_fmt_code_bytes(fmt);
     for (int i = 0; i < nb; i++) assert_int_equal((uint8_t)(w[i / 4] >> (8 * (i % 4))), ref_codes[i]);
     float m = 0.0f;

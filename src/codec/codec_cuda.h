@@ -123,11 +123,11 @@ template <int FMT> struct FastIntCodec {
     static constexpr int kCodeBytes = 32 * kBits / 8;
 
     static __device__ __forceinline__ uint16_t quant(const float *v, Codes &c) {
-        return tpm_fast_quant_block(FMT, v, c.w);
+        return tpm_fast_quant_block(FMT, 0, v, c.w);
     }
     /* Values whose low 5 bits are zero (16-bit inputs widened): no tie scan. */
     static __device__ __forceinline__ uint16_t quant_lz(const float *v, Codes &c) {
-        return tpm_fast_quant_block_lz(FMT, v, c.w);
+        return tpm_fast_quant_block(FMT, 1, v, c.w);
     }
     static __device__ __forceinline__ void dequant_raw(const Codes &c, uint16_t sb, float *v) {
         tpm_fast_dequant_int(FMT, c.w, tpm_bf16_to_f32(sb), v);

@@ -155,23 +155,11 @@ TPM_HD void tpm_fast_quant_int(int fmt, const float *v, float inv, uint32_t *w) 
 }
 
 /* Quantize one block: tpm_codec_quantize_block's scale bits and code words
- * (all zero for a poisoned block). */
-TPM_HD uint16_t tpm_fast_quant_block(int fmt, const float *v, uint32_t *w) {
+ * (all zero for a poisoned block). lz: every value's low 5 bits are zero
+ * (tpm_fast_extreme_lz; a constant where it is called). */
+TPM_HD uint16_t tpm_fast_quant_block(int fmt, int lz, const float *v, uint32_t *w) {
     float m = 0.0f, inv;
-    if (!tpm_fast_extreme(v, &m)) {
-        TPM_UNROLL
-        for (int k = 0; k < tpm_fast_bits(fmt); k++) w[k] = 0;
-        return (uint16_t)TPM_CODEC_SCALE_POISON;
-    }
-    const uint16_t sb = tpm_codec_scale(fmt, m, &inv);
-    tpm_fast_quant_int(fmt, v, inv, w);
-    return sb;
-}
-
-/* tpm_fast_quant_block for values whose low 5 bits are zero. */
-TPM_HD uint16_t tpm_fast_quant_block_lz(int fmt, const float *v, uint32_t *w) {
-    float m = 0.0f, inv;
-    if (!tpm_fast_extreme_lz(v, &m)) {
+    if (!(lz ? tpm_fast_extreme_lz(v, &m) : tpm_fast_extreme(v, &m))) {
         TPM_UNROLL
         for (int k = 0; k < tpm_fast_bits(fmt); k++) w[k] = 0;
         return (uint16_t)TPM_CODEC_SCALE_POISON;
