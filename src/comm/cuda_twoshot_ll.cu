@@ -28,8 +28,9 @@
  * thread waits only for words its partner thread on the peer (same CTA
  * index, same thread) pushes in an earlier phase that never waits, so every
  * wait ends while the grid is co-resident (grid <= kLlCtasPerSm CTAs per
- * SM, the launcher's cap, within the kernel's launch bounds), or times out (bounded like every wait: TPM_ERR_TIMEOUT in
- * the host-mapped error words, stage 2 / 3).
+ * SM, the launcher's cap, within the kernel's launch bounds), or times out
+ * (bounded like every wait: TPM_ERR_TIMEOUT in the host-mapped error words,
+ * stage 2 / 3).
  *
  * Slots: this kernel's own region [tl] after the flag kernels' [ts]
  * (cuda_comm.h), so set 10 can run its codec calls here and its other calls
