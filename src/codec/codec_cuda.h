@@ -118,6 +118,15 @@ template <int FMT> struct FmtCodec {
  * for GroupIO::store_codec, which writes the canonical NaN itself.
  * FP8 keeps FmtCodec (its e4m3 conversion has no such shortcut). */
 template <int FMT> struct FastCodec : FmtCodec<FMT> {};
+/* 0x4B000000, the exponent byte under which tpm_fast_dequant_int_mg's PRMT
+ * puts a code byte. From constant memory, not as a literal: with the
+ * literal, ptxas under the two-shots' register pressure coded it as the
+ * PRMT's immediate and re-made the selector in a register before every
+ * PRMT (an IMAD.U32 per decoded value, 32 per group and decode:
+ * bench/results/r67); a value it cannot fold stays in one register and the
+ * selectors become immediates. */
+static __constant__ uint32_t tpm_cuda_magic = 0x4B000000u;
+
 template <int FMT> struct FastIntCodec {
     static constexpr int kBits = FMT == TPM_FMT_INT6 ? 6 : FMT == TPM_FMT_INT4 ? 4 : 8;
     static constexpr int kCodeBytes = 32 * kBits / 8;
@@ -130,7 +139,7 @@ template <int FMT> struct FastIntCodec {
         return tpm_fast_quant_block(FMT, 1, v, c.w);
     }
     static __device__ __forceinline__ void dequant_raw(const Codes &c, uint16_t sb, float *v) {
-        tpm_fast_dequant_int(FMT, c.w, tpm_bf16_to_f32(sb), v);
+        tpm_fast_dequant_int_mg(FMT, c.w, tpm_bf16_to_f32(sb), v, tpm_cuda_magic);
     }
     static __device__ __forceinline__ void dequant(const Codes &c, uint16_t sb, float *v) {
         dequant_raw(c, sb, v);

@@ -16,9 +16,10 @@
  *    value (if any has sign 0), the unsigned max the negative value of
  *    largest magnitude (if any has sign 1). The larger magnitude of the two
  *    is the extreme; only a tie between +a and -a needs the first index, and
- *    takes the reference's scan (a branch that random data almost never
- *    takes). A NaN or Inf of either sign wins its max, so the block is
- *    finite iff the extreme's magnitude is below 0x7f800000.
+ *    takes a scan for the first |v[i]| == a (2 per value; a two-shot's sums
+ *    tie in ~3% of blocks, enough that r67 found 63% of warps in it). A NaN
+ *    or Inf of either sign wins its max, so the block is finite iff the
+ *    extreme's magnitude is below 0x7f800000.
  *  - quantize: t = bits(y + (1.5*2^23 + QNEG)) = 0x4B400000 | code (the
  *    FastIntCodec trick: the sum's ulp is 1, so the add rounds half to
  *    even); the codes are packed by ADDING t << shift into the words (one
@@ -74,6 +75,20 @@ TPM_HD float tpm_fast_first_extreme(const float *v) {
     return m;
 }
 
+/* The first of +a and -a in v, for a tie between them (a finite, >= 0): the
+ * same value as tpm_fast_first_extreme there, in two instructions per value
+ * (a compare of |v[i]| with a, which a float compare takes as an operand
+ * modifier, and a select), scanning from the end so the first match wins.
+ * Float equality is bit equality here: a is finite and no value is NaN
+ * (a NaN would have won one of the integer maxes), and +0 / -0 compare
+ * equal exactly when their magnitude bits do. */
+TPM_HD float tpm_fast_first_of_tie(const float *v, float a) {
+    float m = a;
+    TPM_UNROLL
+    for (int i = TPM_CODEC_BLOCK - 1; i >= 0; i--) m = fabsf(v[i]) == a ? v[i] : m;
+    return m;
+}
+
 /* 1 and *m = the extreme (tpm_codec_quantize_block's m) for a finite block;
  * 0 if any value is NaN or Inf. */
 TPM_HD int tpm_fast_extreme(const float *v, float *m) {
@@ -93,7 +108,7 @@ TPM_HD int tpm_fast_extreme(const float *v, float *m) {
     else if (an > ap) best = n;
     else { /* +a and -a: the first one */
         if (ap >= 0x7f800000u) return 0;
-        *m = tpm_fast_first_extreme(v);
+        *m = tpm_fast_first_of_tie(v, tpm_bits_f32(ap));
         return 1;
     }
     if ((best & 0x7fffffffu) >= 0x7f800000u) return 0;
@@ -173,10 +188,12 @@ TPM_HD uint16_t tpm_fast_quant_block(int fmt, int lz, const float *v, uint32_t *
  * values; non-finite: NaN or Inf, see the top comment). */
 TPM_HD float tpm_fast_code_value(uint32_t t, float cq, float s) { return (tpm_bits_f32(t) - cq) * s; }
 
-TPM_HD void tpm_fast_dequant_int(int fmt, const uint32_t *w, float s, float *v) {
+/* mg = 0x4B000000 (tpm_fast_dequant_int); a GPU caller passes it from
+ * constant memory (codec_cuda.h, tpm_cuda_magic) so that ptxas keeps it in
+ * one register and codes the PRMT selectors as immediates. */
+TPM_HD void tpm_fast_dequant_int_mg(int fmt, const uint32_t *w, float s, float *v, uint32_t mg) {
     const int bits = tpm_fast_bits(fmt), qneg = 1 << (bits - 1);
     const float cq = 8388608.0f + (float)qneg; /* 2^23 + QNEG */
-    const uint32_t mg = 0x4B000000u;
     if (fmt == TPM_FMT_INT8) {
         TPM_UNROLL
         for (int i = 0; i < TPM_CODEC_BLOCK; i++)
@@ -200,6 +217,10 @@ TPM_HD void tpm_fast_dequant_int(int fmt, const uint32_t *w, float s, float *v) 
             v[i] = tpm_fast_code_value(mg | (u & ((1u << bits) - 1u)), cq, s);
         }
     }
+}
+
+TPM_HD void tpm_fast_dequant_int(int fmt, const uint32_t *w, float s, float *v) {
+    tpm_fast_dequant_int_mg(fmt, w, s, v, 0x4B000000u);
 }
 
 #endif /* TPM_CODEC_FAST_H */
