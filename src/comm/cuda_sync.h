@@ -154,8 +154,8 @@ __device__ __forceinline__ void epoch_end(const tpm_cuda_ar_args &a, uint32_t ep
  * measured faster (exact, INT8, INT6 over bf16 / fp16 from
  * TPM_CUDA_WS_MIN_BYTES; cuda_twoshot.cu ws_pays) and, at world 2, the
  * codec calls for which set 19's kernel measured faster on that kernel
- * (tpm_cuda_twoshot_set: INT4, INT6, their rotated forms, INT8 from 4 to
- * 64 MB; the default), 11, 12 and
+ * (tpm_cuda_twoshot_set: INT4, INT6, their rotated forms, INT8 from 4 MB;
+ * the default), 11, 12 and
  * 14-18 = 10 (retired experiments of rounds 6-8 in docs/allreduce_cuda.md,
  * measured slower or no faster; cuda_twoshot_ws.cu and the docs say what
  * they were), 13 =

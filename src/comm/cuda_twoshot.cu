@@ -382,9 +382,11 @@ extern "C" size_t tpm_cuda_twoshot_max_count(const tpm_cuda_ar_args *a) {
  * 21.82 / 18.58, 32 MB 62.95 / 56.53, 96 MB 162.36 / 161.32; INT8 2 MB
  * 12.53 / 14.38, 8 MB 24.28 / 22.46, 32 MB 68.84 / 67.40, 96 MB 177.24 /
  * 192.67; FP8 slower everywhere (32 MB 99.50 / 109.59). So: INT4, INT6 and
- * their rotated forms at every size, INT8 from 4 MB to below 64 MB; world 2
- * and 16-bit dtypes only (what was measured). The rule looks at the whole
- * call, so all its launches run one kernel. */
+ * their rotated forms at every size, INT8 from 4 MB; world 2 and 16-bit
+ * dtypes only (what was measured). INT8 was below 64 MB only until the
+ * flag-free kernel's world-2 codec path became a pipeline (r71, us, flag /
+ * flag-free: 64 MB 124.2 / 117.8, 96 MB 179.4 / 169.6). The rule looks at
+ * the whole call, so all its launches run one kernel. */
 extern "C" int tpm_cuda_twoshot_set(const tpm_cuda_ar_args *a, size_t count) {
     if (a->variant != 10 || a->world != 2 || a->dtype == TPM_DTYPE_FP32) return a->variant;
     const size_t bytes = count * 2;
@@ -393,7 +395,7 @@ extern "C" int tpm_cuda_twoshot_set(const tpm_cuda_ar_args *a, size_t count) {
     case TPM_CODEC_INT6:
     case TPM_CODEC_INT4_H:
     case TPM_CODEC_INT6_H: return TPM_CUDA_LL_SET;
-    case TPM_CODEC_INT8: return bytes >= ((size_t)4 << 20) && bytes < ((size_t)64 << 20) ? TPM_CUDA_LL_SET : 10;
+    case TPM_CODEC_INT8: return bytes >= ((size_t)4 << 20) ? TPM_CUDA_LL_SET : 10;
     default: return 10;
     }
 }

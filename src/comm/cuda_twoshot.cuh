@@ -314,6 +314,14 @@ template <int DT, int C, int V> struct Stages {
         return true;
     }
 
+    /* acc += v, the world-2 sum of a codec group: a + b == b + a in IEEE
+     * arithmetic, so adding the peer's term to mine gives the rank-order
+     * sum's bits on both ranks (cuda_twoshot_ll.cu's world-2 path). */
+    static __device__ __forceinline__ void sum2(float *acc, const float *v) {
+#pragma unroll
+        for (int k = 0; k < 32; k++) acc[k] += v[k];
+    }
+
     /* Stage B of one codec group: sum, re-quantize, push, decode my own. */
     static __device__ void reduce_group(const Ctx &x, size_t g, size_t off) {
         const int t = threadIdx.x, me = x.a.rank;

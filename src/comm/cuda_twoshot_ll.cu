@@ -24,13 +24,21 @@
  *      every peer's ag slot [me], write my output from the pushed bits;
  *   C  for every owner s != me: poll my ag slot [s], put the sentinel back,
  *      [decode], write my output.
- * A for all of a CTA's columns first (it never waits), then B, then C: a
- * thread waits only for words its partner thread on the peer (same CTA
- * index, same thread) pushes in an earlier phase that never waits, so every
- * wait ends while the grid is co-resident (grid <= kLlCtasPerSm CTAs per
- * SM, the launcher's cap, within the kernel's launch bounds), or times out
- * (bounded like every wait: TPM_ERR_TIMEOUT in the host-mapped error words,
- * stage 2 / 3).
+ * Order (every rank's CTA b runs the same sequence of stage items over its
+ * columns k = 0, 1, ...):
+ *  - world 2 with a codec (Ll::run2, which has the measurements): a
+ *    software pipeline, step j running A(j), then B(j-1), then C(j-2), so
+ *    C's local work (loads, decodes, output stores) overlaps later columns'
+ *    pushes instead of running after all of them with the link idle;
+ *  - otherwise all the A items, then all the B, then all the C (the same
+ *    pipeline made exact bf16 slower: r71, 96 MB 337-340 us against 320.8
+ *    in phase order, r52).
+ * B(k) waits only for the peers' A(k) and C(k) for the peers' B(k), items
+ * that sit earlier in the sequence (A never waits), so by induction on the
+ * position every wait ends while the grid is co-resident (grid <=
+ * kLlCtasPerSm CTAs per SM, the launcher's cap, within the kernel's launch
+ * bounds), or times out (bounded like every wait: TPM_ERR_TIMEOUT in the
+ * host-mapped error words, stage 2 / 3).
  *
  * Slots: this kernel's own region [tl] after the flag kernels' [ts]
  * (cuda_comm.h), so set 10 can run its codec calls here and its other calls
@@ -296,6 +304,78 @@ template <int DT, int C> struct Ll {
             }
         }
     }
+
+    /* MARK: world 2, codecs
+     * The same groups, slots, stores and bits as scatter / reduce / gather,
+     * in a different order: a software pipeline over this CTA's columns
+     * b + k*G (k < mine), slot j running A(j), then B(j-1), then C(j-2):
+     *   A0 | A1 B0 | A2 B1 C0 | A3 B2 C1 | ... | B(n-1) C(n-2) | C(n-1).
+     * Why: with every A first, then every B, then every C (this kernel's
+     * order until r70), the link carried the scatter's pushes during A and
+     * the results' during B and nothing during C, whose loads, decodes and
+     * output stores then ran with the link idle (r69: 32% fewer instructions
+     * per group left INT4 32 MB at 45 us). Interleaved, C(k-2)'s local work
+     * overlaps A(k)'s and B(k-1)'s pushes. r70 (2 x H200, bf16, us, this
+     * path / the phase order, same run): INT4 32 MB 41.8 / 44.9, 96 MB
+     * 103.0 / 127.2; INT4_H 96 MB 124.9 / 157.6; INT6 96 MB 137.3 / 158.8.
+     * Progress: see the top comment. r71: with this pipeline INT8 runs
+     * faster here than on the flag kernels at 64 and 96 MB too (117.8 /
+     * 169.6 us against 124.2 / 179.4), so set 10 routes every INT8 call
+     * from 4 MB here (tpm_cuda_twoshot_set).
+     * Also: each stage's owner range and slot base are computed once per
+     * launch (the generic path redoes range() / lslot()'s 64-bit arithmetic
+     * per column, ~50 instructions per group and stage), and B loads my term
+     * straight into the sum (Stages::sum2: in the rank loop ptxas hoisted
+     * load_dom's fallback bounds checks, ~210 instructions per group, and
+     * copied the sum through 32 moves per term; bench/results/r67). */
+    struct Two {
+        size_t lo_p, hi_p, lo_m, hi_m; /* group ranges: peer's, mine */
+        uint8_t *rs_out, *rs_in, *ag_out, *ag_in; /* slot bases, column 0 */
+    };
+    static __device__ __forceinline__ void a2(const Ctx &x, const Two &w, size_t col) {
+        const size_t g = w.lo_p + col * kCol + threadIdx.x;
+        if (g >= w.hi_p) return;
+        float v[32];
+        Codes cd;
+        IO::load_dom(x, g, v);
+        const uint16_t sc = S::quant_in(v, cd);
+        put(w.rs_out + col * P::kBytes, threadIdx.x, cd, sc);
+    }
+    static __device__ __forceinline__ void b2(const Ctx &x, const Two &w, size_t col, bool &alive) {
+        const size_t g = w.lo_m + col * kCol + threadIdx.x;
+        if (g >= w.hi_m) return;
+        float acc[32], v[32];
+        Codes c;
+        IO::load_dom(x, g, acc);
+        const uint16_t sp = get(x, w.rs_in + col * P::kBytes, threadIdx.x, c, 2, 1 - x.a.rank, alive);
+        BCd::dequant_raw(c, sp, v);
+        S::sum2(acc, v);
+        const uint16_t sc = BCd::quant(acc, c);
+        put(w.ag_out + col * P::kBytes, threadIdx.x, c, sc);
+        BCd::dequant_raw(c, sc, v);
+        IO::store_codec(x, g, v, sc);
+    }
+    static __device__ __forceinline__ void c2(const Ctx &x, const Two &w, size_t col, bool &alive) {
+        const size_t g = w.lo_p + col * kCol + threadIdx.x;
+        if (g >= w.hi_p) return;
+        Codes c;
+        float v[32];
+        const uint16_t sc = get(x, w.ag_in + col * P::kBytes, threadIdx.x, c, 3, 1 - x.a.rank, alive);
+        BCd::dequant_raw(c, sc, v);
+        IO::store_codec(x, g, v, sc);
+    }
+    static __device__ void run2(const Ctx &x, int mine, bool &alive) {
+        const int me = x.a.rank, peer = 1 - me;
+        const Two w{x.glo(peer), x.glo(peer + 1), x.glo(me), x.glo(me + 1),
+                    lslot(x, peer, kRs, me), lslot(x, me, kRs, peer),
+                    lslot(x, peer, kAg, me), lslot(x, me, kAg, peer)};
+        const size_t G = gridDim.x, b = blockIdx.x;
+        for (int j = 0; j < mine + 2; j++) {
+            if (j < mine) a2(x, w, b + (size_t)j * G);
+            if (j >= 1 && j <= mine) b2(x, w, b + (size_t)(j - 1) * G, alive);
+            if (j >= 2) c2(x, w, b + (size_t)(j - 2) * G, alive);
+        }
+    }
 };
 
 /* CTAs per SM: two, as the flag kernels (<= 128 registers). Three (<= 80
@@ -312,6 +392,13 @@ __global__ void __launch_bounds__(kCol, kLlCtasPerSm) twoshot_ll_kernel(const __
     using L = Ll<DT, C>;
     const int G = (int)gridDim.x, b = (int)blockIdx.x;
     bool alive = true;
+    if constexpr (C != TPM_CODEC_NONE) {
+        if (a.world == 2) {
+            L::run2(x, mine, alive);
+            epoch_end(a, x.epoch);
+            return;
+        }
+    }
     for (int k = 0; k < mine; k++) L::scatter(x, b + k * G);
     for (int k = 0; k < mine; k++) L::reduce(x, b + k * G, alive);
     for (int k = 0; k < mine; k++) L::gather(x, b + k * G, alive);
