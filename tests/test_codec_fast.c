@@ -77,6 +77,17 @@ static void gen_block(uint64_t *s, int kind, float *v) {
     }
 }
 
+/* 1 if magnitude bits mag appear in v with both signs (a +a / -a tie). */
+static int has_tie(const float *v, uint32_t mag) {
+    int pos = 0, neg = 0;
+    for (int i = 0; i < 32; i++)
+        if ((tpm_f32_bits(v[i]) & 0x7fffffffu) == mag) {
+            if (tpm_f32_bits(v[i]) >> 31) neg = 1;
+            else pos = 1;
+        }
+    return pos && neg;
+}
+
 static void check_block(int fmt, const float *v, long *n_poison, long *n_tie) {
     uint8_t ref_codes[32];
     const uint16_t ref_sb = tpm_codec_quantize_block(fmt, v, ref_codes);
@@ -116,14 +127,8 @@ static void check_block(int fmt, const float *v, long *n_poison, long *n_tie) {
     }
     /* a tie between +a and -a took the scan */
     uint32_t best = 0;
-    int pos = 0, neg = 0;
     for (int i = 0; i < 32; i++) best = (tpm_f32_bits(v[i]) & 0x7fffffffu) > best ? tpm_f32_bits(v[i]) & 0x7fffffffu : best;
-    for (int i = 0; i < 32; i++)
-        if ((tpm_f32_bits(v[i]) & 0x7fffffffu) == best) {
-            if (tpm_f32_bits(v[i]) >> 31) neg = 1;
-            else pos = 1;
-        }
-    *n_tie += pos && neg;
+    *n_tie += has_tie(v, best);
 }
 
 static void test_fast_vs_reference(void **state) {
@@ -160,13 +165,7 @@ static void check_lz(int fmt, const float *v, long *n_tie) {
     assert_int_equal(fin, !tpm_codec_scale_poisoned(ref_sb));
     if (!fin) return;
     assert_int_equal(tpm_f32_bits(m), tpm_f32_bits(tpm_fast_first_extreme(v)));
-    int pos = 0, neg = 0;
-    for (int i = 0; i < 32; i++)
-        if ((tpm_f32_bits(v[i]) & 0x7fffffffu) == (tpm_f32_bits(m) & 0x7fffffffu)) {
-            if (tpm_f32_bits(v[i]) >> 31) neg = 1;
-            else pos = 1;
-        }
-    *n_tie += pos && neg;
+    *n_tie += has_tie(v, tpm_f32_bits(m) & 0x7fffffffu);
 }
 
 static void test_fast_lz_16bit_inputs(void **state) {
