@@ -74,7 +74,6 @@ typedef struct opts {
     tpm_moe_path path;
     int decode_kernel, decode_max, route_gemm_min, route_legacy; /* -1: the layer's default */
     int down_kernel, route_stop, route_experts, gate_up_pairs, route_tc_min, route_tc_max, route_tc_clusters, route_tc_loads, expert_wait, route_fence;
-    int combine_fused; /* -1: the layer's default */
     int ar_tpmoe; /* TP all-reduce: 1 tpmoe's (default), 0 NCCL */
     int shared_split_min, prefill_gemm, pdl, shared_overlap, prefill_cluster, prefill_split_min, prefill_split_max; /* -1: the layer's default */
     int flush;                                                     /* 0 write, 1 read */
@@ -90,8 +89,6 @@ typedef struct phase_times {
 typedef struct row {
     int fused, T, path, n_active, decode_kernel, pdl, down_kernel, gate_up_pairs, route_mode, shared_plan, prefill_gemm;
     int shared_overlap; /* the shared MLP ran beside the routing (plan printed with a '+') */
-    int combine_fused;  /* the down kernel ran the combine (dk printed with a 'c'; comb_us then times
-                         * an empty phase: the combine is inside expert_us) */
     double bytes, flops, mem_floor_us, flop_floor_us;
     phase_times t;
     double max_rel_err;
@@ -203,7 +200,7 @@ static tpm_status layer_allreduce(tpm_cuda_moe *m, const timer *tm, void *y, int
 static tpm_status layer_forward(tpm_cuda_moe *m, const timer *tm, const void *x, void *y, int T, cudaStream_t s) {
     if (!tm->ar) return tpm_cuda_moe_forward(m, x, T, y, s);
     TPM_TRY(tpm_cuda_moe_route(m, x, T, s));
-    TPM_TRY(tpm_cuda_moe_experts_y(m, x, T, y, s));
+    TPM_TRY(tpm_cuda_moe_experts(m, x, T, s));
     TPM_TRY(tpm_cuda_moe_combine(m, T, y, s));
     return layer_allreduce(m, tm, y, T, s);
 }
@@ -213,7 +210,7 @@ static tpm_status run_phase(tpm_cuda_moe *m, const timer *tm, int ph, const void
     switch (ph) {
     case PH_NULL: return tpm_cuda_bench_null(s);
     case PH_ROUTE: return tpm_cuda_moe_route(m, x, T, s);
-    case PH_EXPERTS: return tpm_cuda_moe_experts_y(m, x, T, y, s); /* with combine_fused: the combine too */
+    case PH_EXPERTS: return tpm_cuda_moe_experts(m, x, T, s);
     case PH_COMBINE: return tpm_cuda_moe_combine(m, T, y, s);
     case PH_ALLREDUCE: return layer_allreduce(m, tm, y, T, s);
     default: return layer_forward(m, tm, x, y, T, s);
@@ -434,9 +431,6 @@ static void *rank_main(void *argp) {
             S->r.pdl = tu.decode_kernel == 2 ? tu.pdl : 0;
             S->r.down_kernel = tu.decode_kernel == 2 && T <= 8 ? tu.down_kernel : 0;
             S->r.gate_up_pairs = tu.decode_kernel == 2 && T <= 8 ? tu.gate_up_pairs : 1;
-            /* the layer's rule (tpm_moe_launch_decode2): k_down2 without the per-expert wait */
-            S->r.combine_fused = tu.combine_fused && S->r.path == TPM_MOE_PATH_DECODE && tu.decode_kernel == 2 &&
-                                 !(T <= 8 && (tu.down_kernel == 1 || (tu.down_kernel == 2 && tu.expert_wait)));
             S->r.route_mode = tpm_cuda_moe_route_mode(m, T);
             int shp[4];
             if (S->r.route_mode == 3 && tpm_cuda_moe_route_tc_shape(m, T, shp))
@@ -504,7 +498,6 @@ static void usage(FILE *f) {
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 8|16|32]\n"
             "                       [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
             "                       [--route-tc-loads ring|direct] [--expert-wait 0|1] [--route-fence 0|1]\n"
-            "                       [--combine-fused 0|1]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
             "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--shared-overlap 0|1] [--prefill-cluster 0|1]\n"
             "                       [--reps N] [--check N]\n"
@@ -541,8 +534,6 @@ static void usage(FILE *f) {
             "  --route-fence B   routing tickets: every thread fences (1) or one acq_rel atomic (0)\n"
             "  --expert-wait B   decode kernel 2, down kernel 2: each down item waits for its own\n"
             "                    expert's gate_up (1) or for the whole gate_up launch (0)\n"
-            "  --combine-fused B decode kernel 2: the down kernel combines each finished tile of\n"
-            "                    output rows itself (1) or the combine kernel runs after it (0)\n"
             "  --shared-plan X   fused layer, decode path and wgmma prefill: shared slot inside the\n"
             "                    routed launches (slot), as dense cuBLAS GEMMs (split), or the layer's\n"
             "                    per-call plan (auto)\n"
@@ -594,7 +585,6 @@ static int parse(int argc, char **argv, opts *o) {
     o->route_stop = -1;
     o->route_experts = -1;
     o->route_tc_min = o->route_tc_max = o->route_tc_clusters = o->route_tc_loads = o->expert_wait = o->route_fence = -1;
-    o->combine_fused = -1;
     o->gate_up_pairs = -1;
     o->ar_tpmoe = 1;
     o->flush = 1; /* read: L2 full of clean lines, as after the previous layer's weights streamed */
@@ -673,8 +663,6 @@ static int parse(int argc, char **argv, opts *o) {
             if (int_opt(a, v, 0, 1, &o->route_fence)) return 2;
         } else if (!strcmp(a, "--expert-wait")) {
             if (int_opt(a, v, 0, 1, &o->expert_wait)) return 2;
-        } else if (!strcmp(a, "--combine-fused")) {
-            if (int_opt(a, v, 0, 1, &o->combine_fused)) return 2;
         } else if (!strcmp(a, "--route-tc-clusters")) {
             if (int_opt(a, v, 0, 64, &o->route_tc_clusters)) return 2;
         } else if (!strcmp(a, "--route-gemm-min")) {
@@ -736,7 +724,6 @@ static tpm_status apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->route_tc_loads >= 0) t.route_tc_loads = o->route_tc_loads;
     if (o->expert_wait >= 0) t.expert_wait = o->expert_wait;
     if (o->route_fence >= 0) t.route_fence = o->route_fence;
-    if (o->combine_fused >= 0) t.combine_fused = o->combine_fused;
     if (o->gate_up_pairs >= 0) t.gate_up_pairs = o->gate_up_pairs;
     if (o->shared_split_min >= 0) t.shared_split_min = o->shared_split_min;
     if (o->prefill_split_min >= 0) t.prefill_split_min = o->prefill_split_min;
@@ -839,9 +826,9 @@ int cmd_bench_moe(int argc, char **argv) {
         const row *r = &S.rows[i];
         const double floor = r->mem_floor_us > r->flop_floor_us ? r->mem_floor_us : r->flop_floor_us;
         char dk[24], plan[8];
-        snprintf(dk, sizeof dk, "%d%s%s%s%s", r->decode_kernel, r->pdl ? "p" : "",
+        snprintf(dk, sizeof dk, "%d%s%s%s", r->decode_kernel, r->pdl ? "p" : "",
                  r->down_kernel == 1 ? "s" : r->down_kernel == 2 ? "w" : r->down_kernel == 3 ? "n" : r->down_kernel == 4 ? "x" : "",
-                 r->gate_up_pairs == 2 ? "g" : "", r->combine_fused ? "c" : "");
+                 r->gate_up_pairs == 2 ? "g" : "");
         snprintf(plan, sizeof plan, "%s%s", plan_name(r->shared_plan), r->shared_overlap ? "+" : "");
         char tpep[16];
         snprintf(tpep, sizeof tpep, "%dx%d", o.tp, o.ep);
@@ -882,7 +869,6 @@ int cmd_bench_moe(int argc, char **argv) {
             json_object_set_new(j, "path", json_string(path_name(r->path)));
             json_object_set_new(j, "decode_kernel", json_integer(r->decode_kernel));
             json_object_set_new(j, "pdl", json_integer(r->pdl));
-            json_object_set_new(j, "combine_fused", json_integer(r->combine_fused));
             json_object_set_new(j, "down_kernel", json_integer(r->down_kernel));
             json_object_set_new(j, "gate_up_pairs", json_integer(r->gate_up_pairs));
             json_object_set_new(j, "route_mode", json_string(route_name(r->route_mode)));

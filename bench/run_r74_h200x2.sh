@@ -6,7 +6,8 @@
 # itself with set 0 and with combine_fused 0, bit for bit; gpu_moe_api), then
 # m3 at TP 1 (1, 2, 4, 8 tokens, fused; both settings in alternation, twice)
 # and at TP 2 (1, 8 tokens, fused and unfused, both settings).
-# Binaries (prebuilt/bin.txz): tpmoe, gpu_moe, gpu_moe_api (Release, sm_90).
+# Binaries (prebuilt/bin.txz): tpmoe, gpu_moe, gpu_moe_api (Release, sm_90) of
+# commit 7355511 (the option was reverted after this run: slower).
 # Run from the repository root:  OUT=/some/dir bash bench/run_r74_h200x2.sh
 NAME=r74
 . bench/device_env.sh

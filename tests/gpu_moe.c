@@ -585,7 +585,7 @@ static void tp2_equals_tp1(void **state) {
         for (int r = 0; r < 2; r++) {
             cudaSetDevice(r);
             assert_int_equal(tpm_cuda_moe_route(m[r], dx[r], Tp, NULL), TPM_OK);
-            assert_int_equal(tpm_cuda_moe_experts_y(m[r], dx[r], Tp, dy[r], NULL), TPM_OK);
+            assert_int_equal(tpm_cuda_moe_experts(m[r], dx[r], Tp, NULL), TPM_OK);
             assert_int_equal(tpm_cuda_moe_combine(m[r], Tp, dy[r], NULL), TPM_OK);
         }
         assert_int_equal(tpm_cuda_nccl_group(1), TPM_OK);
@@ -667,8 +667,7 @@ static void ep_ranks_sum_to_reference(void **state) {
                         }
                         assert_int_equal(cudaMemset(dy, 0xff, (size_t)T * H * 2), cudaSuccess); /* poison */
                         assert_int_equal(tpm_cuda_moe_route(m, dx, T, NULL), TPM_OK);
-                        /* the kernels' own combine where they run it (T = 8: decode set 2) */
-                        assert_int_equal(tpm_cuda_moe_experts_y(m, dx, T, dy, NULL), TPM_OK);
+                        assert_int_equal(tpm_cuda_moe_experts(m, dx, T, NULL), TPM_OK);
                         assert_int_equal(tpm_cuda_moe_combine(m, T, dy, NULL), TPM_OK);
                         assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
                         assert_int_equal(cudaMemcpy(yr, dy, (size_t)T * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -806,10 +805,6 @@ static void bad_arguments(void **state) {
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.expert_wait = 1;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
-    tu.combine_fused = 2;
-    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
-    tu.combine_fused = 0;
-    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     assert_int_not_equal(tpm_cuda_moe_route_mode(m, 8), 3);
     assert_int_equal(tpm_cuda_moe_route_mode(NULL, 8), -1);
     assert_int_equal(tpm_cuda_moe_shared_plan(NULL, 1), TPM_MOE_SHARED_NONE);
@@ -845,10 +840,8 @@ static void pdl_equals_plain(void **state) {
                      * with k_down2's other shapes (down_kernel 2, 3), then 2 gate/up row pairs
                      * per warp with down_kernel 4 (graph) and 2 (eager), then down_kernel 2 with
                      * the per-expert wait: pdl eager, pdl graph (replayed: the counters reset),
-                     * plain, then set 2 pdl graph with the combine kernel instead of k_down2's
-                     * own combine (combine_fused 0; every other k_down2 variant combines
-                     * itself, set 0 and k_down4 never: all compared bit for bit) */
-                    enum { NV = 14 };
+                     * plain */
+                    enum { NV = 13 };
                     uint16_t *out[NV];
                     for (int v = 0; v < NV; v++) {
                         tpm_cuda_moe_desc d = {p, 0, 1, 0, fused, T, NULL, 1, 0};
@@ -860,11 +853,10 @@ static void pdl_equals_plain(void **state) {
                         assert_int_equal(tpm_cuda_moe_get_tuning(m, &tu), TPM_OK);
                         tu.decode_kernel = v == 0 ? 0 : 2;
                         tu.pdl = v >= 2;
-                        tu.down_kernel = v < 4 || v == 13 ? 0 : v < 6 ? 1 : v < 8 ? v - 4 : v == 8 ? 4 : 2;
-                        tu.gate_up_pairs = v >= 8 && v <= 12 ? 2 : 1;
-                        tu.expert_wait = v >= 10 && v <= 12;
+                        tu.down_kernel = v < 4 ? 0 : v < 6 ? 1 : v < 8 ? v - 4 : v == 8 ? 4 : 2;
+                        tu.gate_up_pairs = v >= 8 ? 2 : 1;
+                        tu.expert_wait = v >= 10;
                         if (v == 12) tu.pdl = 0;
-                        tu.combine_fused = v != 13;
                         tu.shared_split_min = split ? 1 : 1 << 20;
                         tu.shared_overlap = v > 0; /* the reference runs the shared MLP after the routing */
                         assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
@@ -877,7 +869,7 @@ static void pdl_equals_plain(void **state) {
                         /* the copy ran on the legacy stream, which s does not wait for */
                         assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
                         out[v] = malloc((size_t)T * H * 2);
-                        const int graph = v == 3 || v == 5 || v == 7 || v == 8 || v == 11 || v == 13, reps = graph ? 2 : 1;
+                        const int graph = v == 3 || v == 5 || v == 7 || v == 8 || v == 11, reps = graph ? 2 : 1;
                         cudaGraphExec_t ge = NULL;
                         if (graph) {
                             cudaGraph_t g = NULL;

@@ -127,10 +127,6 @@ typedef struct tpm_cuda_moe_tuning {
                             * item waits for its own expert's gate_up tiles (per-expert counters,
                             * acquire / release), 0 = for the whole gate_up grid (griddepcontrol);
                             * the same bits */
-    int combine_fused;     /* decode kernel 2 (not with expert_wait 1 or down_kernel 1): 1 = k_down2
-                            * runs the combine itself, each tile of output rows summed by the block
-                            * that finishes the tile's last item (tpm_cuda_moe_experts_y / forward);
-                            * 0 = the combine kernel after it; the same bits */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */
@@ -176,10 +172,6 @@ tpm_status tpm_cuda_moe_forward(tpm_cuda_moe *m, const void *x, int T, void *y, 
  * run with the same x and T). */
 tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *stream);
 tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *stream);
-/* The experts given the output too: where the kernels combine themselves
- * (tuning combine_fused), they write y, and the next combine call with the
- * same T and y returns at once; elsewhere the same as experts(). */
-tpm_status tpm_cuda_moe_experts_y(tpm_cuda_moe *m, const void *x, int T, void *y, void *stream);
 tpm_status tpm_cuda_moe_combine(tpm_cuda_moe *m, int T, void *y, void *stream);
 tpm_status tpm_cuda_moe_allreduce(tpm_cuda_moe *m, void *y, int T, void *stream);
 

@@ -319,13 +319,11 @@ static tpm_status cuda_forward(struct tpm_moe *m, tpm_comm_t comm, const void *x
         const size_t n = T - off < MOE_CUDA_CHUNK ? T - off : MOE_CUDA_CHUNK;
         if (off > 0) TPM_TRY(collect_chunk(m, s, s->pend_off, s->pend_n));
         /* x == y: this chunk's rows of x are read by route and experts
-         * before combine writes the same rows of y (stream order; a
-         * combine run by the down kernel starts after every reader of x
-         * finished: moe_cuda_decode.cu) */
+         * before combine writes the same rows of y (stream order) */
         TPM_TRY(record(s, EV_CHUNK, st));
         TPM_TRY(tpm_cuda_moe_route(s->gl, xb + off * H, (int)n, stream));
         TPM_TRY(record(s, EV_ROUTED, st));
-        TPM_TRY(tpm_cuda_moe_experts_y(s->gl, xb + off * H, (int)n, yb + off * H, stream));
+        TPM_TRY(tpm_cuda_moe_experts(s->gl, xb + off * H, (int)n, stream));
         TPM_TRY(record(s, EV_EXPERTS, st));
         TPM_TRY(tpm_cuda_moe_combine(s->gl, (int)n, yb + off * H, stream));
         TPM_TRY(record(s, EV_COMBINED, st));

@@ -16,17 +16,41 @@
  * k_act: act[r][i] = act(h[r][i] + b13, h[r][Il+i] + b13) in fp32 -> bf16.
  * Kernels over permuted rows stop at the device-side row total offsets[E1].
  */
-#include "moe_cuda_combine.cuh"
+#include "moe_cuda_kernels.h"
 
 namespace {
 
 __device__ __forceinline__ float bf(uint16_t v) { return __uint_as_float((uint32_t)v << 16); }
 
+/* V consecutive values of a row: fp32 4 (one 16-byte load), bf16 4 or 8 (one
+ * 8- or 16-byte load). */
+template <typename RowT, int V>
+__device__ __forceinline__ void load_v(const RowT *p, float (&v)[V]);
+template <>
+__device__ __forceinline__ void load_v<float, 4>(const float *p, float (&v)[4]) {
+    const float4 a = *reinterpret_cast<const float4 *>(p);
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+}
+template <>
+__device__ __forceinline__ void load_v<uint16_t, 4>(const uint16_t *p, float (&v)[4]) {
+    const uint2 a = *reinterpret_cast<const uint2 *>(p);
+    v[0] = __uint_as_float(a.x << 16), v[1] = __uint_as_float(a.x & 0xffff0000u);
+    v[2] = __uint_as_float(a.y << 16), v[3] = __uint_as_float(a.y & 0xffff0000u);
+}
+template <>
+__device__ __forceinline__ void load_v<uint16_t, 8>(const uint16_t *p, float (&v)[8]) {
+    const uint4 a = *reinterpret_cast<const uint4 *>(p);
+    const uint32_t u[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        v[2 * i] = __uint_as_float(u[i] << 16);
+        v[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
+    }
+}
+
 /* One thread owns V consecutive h of one token (V = 8 for bf16 rows, the
  * prefill path: 16-byte loads, half the instructions of V = 4). Every value
- * is summed in the same order whatever V, so V changes no bit. The
- * arithmetic is tpm_moe_comb::combine_vec (moe_cuda_combine.cuh), which the
- * decode path's down kernel also runs when it combines itself. */
+ * is summed in the same order whatever V, so V changes no bit. */
 template <typename RowT, int V>
 __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t *__restrict__ y, int T) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -37,7 +61,47 @@ __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t
     const size_t gid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (gid >= (size_t)T * HV) return;
     const int t = (int)(gid / HV), h = (int)(gid - (size_t)t * HV) * V;
-    tpm_moe_comb::combine_vec<RowT, V, false>(d, rows, y, t, h);
+    const bool bias = d.b2 && d.rank == 0;
+    const int local = d.ep > 1 ? __ldg(d.offsets + d.E1) : 0; /* EP: rows from here are other ranks' */
+    float acc[V];
+#pragma unroll
+    for (int i = 0; i < V; i++) acc[i] = 0.0f;
+    for (int s = 0; s < d.K; s++) {
+        const int p = t * d.K + s;
+        const float w = d.wts[p];
+        const int r = d.inv[p];
+        if (d.ep > 1 && r >= local) continue;
+        float v[V];
+        load_v<RowT, V>(rows + (size_t)r * d.H + h, v);
+        if (bias) {
+            const int slot = d.ep > 1 ? d.perm_exp[r] : d.sel[p];
+            const float4 *b = reinterpret_cast<const float4 *>(d.b2 + (size_t)slot * d.H + h);
+#pragma unroll
+            for (int i = 0; i < V / 4; i++) {
+                const float4 bb = b[i];
+                v[4 * i] += bb.x;
+                v[4 * i + 1] += bb.y;
+                v[4 * i + 2] += bb.z;
+                v[4 * i + 3] += bb.w;
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < V; i++) acc[i] += w * v[i];
+    }
+    if ((!d.fused || d.shared_dense) && d.sh_out) { /* the dense shared MLP (unfused, or EP split plan) */
+        float v[V];
+        load_v<uint16_t, V>(d.sh_out + (size_t)t * d.H + h, v);
+#pragma unroll
+        for (int i = 0; i < V; i++) acc[i] += v[i];
+    }
+    uint32_t o[V / 2];
+#pragma unroll
+    for (int i = 0; i < V / 2; i++)
+        o[i] = (uint32_t)tpm_f32_to_bf16(acc[2 * i]) | ((uint32_t)tpm_f32_to_bf16(acc[2 * i + 1]) << 16);
+    if constexpr (V == 8)
+        *reinterpret_cast<uint4 *>(y + (size_t)t * d.H + h) = make_uint4(o[0], o[1], o[2], o[3]);
+    else
+        *reinterpret_cast<uint2 *>(y + (size_t)t * d.H + h) = make_uint2(o[0], o[1]);
 }
 
 __global__ void k_gather(tpm_moe_dev d, const uint16_t *__restrict__ x, int nrows) {

@@ -65,7 +65,7 @@
  * cp.async.bulk (mbarrier full / empty per stage; see its comment). Same
  * items, counters and bits as k_down2.
  */
-#include "moe_cuda_combine.cuh"
+#include "moe_cuda_kernels.h"
 
 namespace {
 
@@ -389,19 +389,8 @@ constexpr int kSpinBound = 1 << 26; /* x __nanosleep(64): seconds; a bug, never 
  * loads that item's first weight chunk group before griddepcontrol.wait, so
  * the weight stream continues across the kernel boundary. act_f32 is read
  * only after the wait. */
-/* The combine (moe_cuda_combine.cuh, the combine kernel's arithmetic) of output
- * columns [h0, h1) of all T tokens, by the whole block; h0 and h1 multiples of 4.
- * The rows were written by other blocks of this kernel: read through L2. */
-__device__ __forceinline__ void combine_rows(const tpm_moe_dev &d, int T, int h0, int h1) {
-    const int nv = (h1 - h0) / 4;
-    for (int i = threadIdx.x; i < T * nv; i += kThreads) {
-        const int t = i / nv, h = h0 + (i - t * nv) * 4;
-        tpm_moe_comb::combine_vec<float, 4, true>(d, d.rows_f32, d.y_out, t, h);
-    }
-}
-
 template <int NT, int U, int RD, bool FINE>
-__global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip, int gu_tiles, int T) {
+__global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip, int gu_tiles) {
     __shared__ int s_item, s_last;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int tiles = (d.H + kWarps * RD - 1) / (kWarps * RD);
@@ -425,9 +414,6 @@ __global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip, int
         if (blockIdx.x == 0 && threadIdx.x == 0) d.ctr[0] = 0; /* k_gate_up2 has finished */
     }
     pdl_trigger();
-    const bool comb = !FINE && d.y_out != nullptr; /* block-uniform */
-    if (comb && total == 0 && blockIdx.x == 0) /* nothing to compute here (EP): y from the routing alone */
-        combine_rows(d, T, 0, d.H);
     while (item < total) {
         const int a = item / tiles, tile = item - a * tiles;
         const int e = __ldcg(d.active + na - 1 - a);
@@ -449,24 +435,9 @@ __global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip, int
         }
         if (h0 < d.H) down_rows<NT, U, RD, FINE>(d, e, off, n, h0, lane, w, have0);
         have0 = false;
-        __syncthreads(); /* s_item; with comb: every warp's rows of this item are written */
-        if (threadIdx.x == 0) {
-            if (comb) { /* release this item's rows; the tile's last item (of na) combines it */
-                int old;
-                asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;"
-                             : "=r"(old)
-                             : "l"(d.comb_ctr + tile)
-                             : "memory");
-                s_last = old == na - 1;
-            }
-            s_item = atomicAdd(d.ctr + 1, 1);
-        }
+        __syncthreads(); /* s_item */
+        if (threadIdx.x == 0) s_item = atomicAdd(d.ctr + 1, 1);
         __syncthreads();
-        if (comb && s_last) {
-            const int t0 = tile * kWarps * RD;
-            combine_rows(d, T, t0, min(t0 + kWarps * RD, d.H));
-            if (threadIdx.x == 0) d.comb_ctr[tile] = 0; /* every item of the tile arrived: next launch's */
-        }
         item = s_item;
     }
     if constexpr (FINE) {
@@ -636,17 +607,11 @@ cudaError_t launch_ex(void (*k)(P...), int grid, bool pdl, cudaStream_t s, A... 
     return cudaLaunchKernelEx(&cfg, k, args...);
 }
 
-/* y != NULL (not with FINE): k_down2 runs the combine into y itself (*combined = 1). */
 template <int NT, int U2, int RD, bool FINE = false>
-tpm_status launch_down2(const tpm_moe_dev &d, int T, int skip, bool pdl, cudaStream_t s, uint16_t *y,
-                        int *combined, int gu_tiles = 0) {
+tpm_status launch_down2(const tpm_moe_dev &d, int skip, bool pdl, cudaStream_t s, int gu_tiles = 0) {
     int b2 = 0;
     TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, k_down2<NT, U2, RD, FINE>, kThreads, 0));
-    tpm_moe_dev dc = d;
-    dc.y_out = FINE ? nullptr : y;
-    TPM_CUDA_TRY(
-        launch_ex(k_down2<NT, U2, RD, FINE>, d.sm_count * (b2 > 0 ? b2 : 1), pdl, s, dc, skip, gu_tiles, T));
-    *combined = dc.y_out != nullptr;
+    TPM_CUDA_TRY(launch_ex(k_down2<NT, U2, RD, FINE>, d.sm_count * (b2 > 0 ? b2 : 1), pdl, s, d, skip, gu_tiles));
     return TPM_OK;
 }
 
@@ -665,7 +630,7 @@ tpm_status launch_gate_up2(const tpm_moe_dev &d, const uint16_t *x, int T, int s
 
 template <int NT>
 tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, bool pdl, int down, int gpairs,
-                      int wait, uint16_t *y, int *combined, cudaStream_t s) {
+                      int wait, cudaStream_t s) {
     constexpr int U1 = NT >= 16 ? 2 : 4;
     constexpr int U2 = NT >= 16 ? 2 : 4;
     constexpr int RD = NT >= 16 ? 1 : 2;
@@ -702,12 +667,12 @@ tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, 
         /* down_kernel 2 / 3 / 4: k_down2 with 4 rows x 2 chunks, 1 x 8 or 8 x 1 per warp
          * (the same 4 KB in flight per warp, items of 32, 8 or 64 rows); every lane
          * still adds its chunks lane, lane + 32, ... in order, so the bits are k_down2's */
-        if (down == 2 && fine) return launch_down2<NT, 2, 4, true>(d, T, skip, pdl, s, y, combined, gu_tiles);
-        if (down == 2) return launch_down2<NT, 2, 4>(d, T, skip, pdl, s, y, combined);
-        if (down == 3) return launch_down2<NT, 8, 1>(d, T, skip, pdl, s, y, combined);
-        if (down == 4) return launch_down2<NT, 1, 8>(d, T, skip, pdl, s, y, combined);
+        if (down == 2 && fine) return launch_down2<NT, 2, 4, true>(d, skip, pdl, s, gu_tiles);
+        if (down == 2) return launch_down2<NT, 2, 4>(d, skip, pdl, s);
+        if (down == 3) return launch_down2<NT, 8, 1>(d, skip, pdl, s);
+        if (down == 4) return launch_down2<NT, 1, 8>(d, skip, pdl, s);
     }
-    return launch_down2<NT, U2, RD>(d, T, skip, pdl, s, y, combined);
+    return launch_down2<NT, U2, RD>(d, skip, pdl, s);
 }
 
 template <int NT>
@@ -742,17 +707,16 @@ tpm_status tpm_moe_launch_decode(const tpm_moe_dev &d, const uint16_t *x, int T,
 }
 
 tpm_status tpm_moe_launch_decode2(const tpm_moe_dev &d, const uint16_t *x, int T, int skip_shared, int pdl,
-                                  int down, int gpairs, int wait, uint16_t *y, int *combined, cudaStream_t s) {
-    TPM_ASSERT(d.H % 8 == 0 && d.Il % 8 == 0 && combined);
-    *combined = 0;
+                                  int down, int gpairs, int wait, cudaStream_t s) {
+    TPM_ASSERT(d.H % 8 == 0 && d.Il % 8 == 0);
     const int skip = skip_shared ? 1 : 0;
     const bool p = pdl != 0;
-    if (T <= 1) return launch2_nt<1>(d, x, T, skip, p, down, gpairs, wait, y, combined, s);
-    if (T <= 2) return launch2_nt<2>(d, x, T, skip, p, down, gpairs, wait, y, combined, s);
-    if (T <= 4) return launch2_nt<4>(d, x, T, skip, p, down, gpairs, wait, y, combined, s);
-    if (T <= 8) return launch2_nt<8>(d, x, T, skip, p, down, gpairs, wait, y, combined, s);
-    if (T <= 16) return launch2_nt<16>(d, x, T, skip, p, down, gpairs, wait, y, combined, s);
-    if (T <= 32) return launch2_nt<32>(d, x, T, skip, p, down, gpairs, wait, y, combined, s);
+    if (T <= 1) return launch2_nt<1>(d, x, T, skip, p, down, gpairs, wait, s);
+    if (T <= 2) return launch2_nt<2>(d, x, T, skip, p, down, gpairs, wait, s);
+    if (T <= 4) return launch2_nt<4>(d, x, T, skip, p, down, gpairs, wait, s);
+    if (T <= 8) return launch2_nt<8>(d, x, T, skip, p, down, gpairs, wait, s);
+    if (T <= 16) return launch2_nt<16>(d, x, T, skip, p, down, gpairs, wait, s);
+    if (T <= 32) return launch2_nt<32>(d, x, T, skip, p, down, gpairs, wait, s);
     return tpm_err(TPM_ERR_INVALID_ARG, "decode path takes at most %d tokens (got %d)",
                    TPM_MOE_DECODE_MAX_NT, T);
 }

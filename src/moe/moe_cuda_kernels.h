@@ -65,10 +65,6 @@ struct tpm_moe_dev {
     int32_t *done;           /* [E1] decode_mma / k_down2 with expert_wait: finished gate_up tiles
                               * per expert (zero between launches) */
     int32_t *tile_ctr;       /* [tile_cap] route_fused: finished logit blocks per 8-token tile */
-    int32_t *comb_ctr;       /* [H / 8] k_down2 with y_out: finished down items per tile of output
-                              * rows (zero between launches: the block that combines resets it) */
-    uint16_t *y_out;         /* this call (tuning combine_fused, decode kernel set 2): k_down2 also
-                              * runs the combine into y_out, tile by tile; NULL: the combine kernel */
     int tile_cap;
     /* decode buffers */
     float *act_f32;          /* [T*K][Il] */
@@ -150,13 +146,9 @@ tpm_status tpm_moe_launch_decode(const tpm_moe_dev &d, const uint16_t *x, int T,
  * 1 x 8 or 8 x 1 rows x chunks per warp (0: 2 x 4); gpairs 2 (T <= 8):
  * k_gate_up2 with 2 row pairs x 2 chunks per warp (1: 1 x 4). The same bits.
  * wait 1 (T <= 8, down 2): k_down2's items wait for their expert's gate_up tiles
- * (per-expert counters done[]) instead of the whole k_gate_up2 grid.
- * y != NULL: where the down kernel is k_down2 without the per-expert wait, it
- * also runs the combine into y (each tile of output rows combined by the block
- * that finishes its last item; the combine kernel's arithmetic, the same bits)
- * and *combined = 1; else *combined = 0 and the caller launches the combine. */
+ * (per-expert counters done[]) instead of the whole k_gate_up2 grid. */
 tpm_status tpm_moe_launch_decode2(const tpm_moe_dev &d, const uint16_t *x, int T, int skip_shared, int pdl,
-                                  int down, int gpairs, int wait, uint16_t *y, int *combined, cudaStream_t s);
+                                  int down, int gpairs, int wait, cudaStream_t s);
 /* moe_cuda_decode_mma.cu: the same in one persistent launch on tensor cores (mma.sync);
  * needs H % 32 == 0 and Il % 32 == 0. */
 int tpm_moe_decode_mma_ok(const tpm_moe_dev &d);

@@ -122,9 +122,6 @@
 #define TPM_MOE_EXPERT_WAIT 0
 /* Routing tickets: every thread fences (1) or a barrier and one acq_rel atomic (0). */
 #define TPM_MOE_ROUTE_FENCE 0
-/* Decode set 2: k_down2 runs the combine itself, tile by tile (1), or the combine kernel
- * after it (0); the same bits (docs/moe_cuda.md, round 11). */
-#define TPM_MOE_COMBINE_FUSED 1
 
 struct tpm_cuda_moe {
     tpm_cuda_moe_desc desc;
@@ -139,8 +136,6 @@ struct tpm_cuda_moe {
     tpm_moe_prefill_ctx pf; /* aux streams, handles, events, pointer arrays of the prefill GEMMs */
     tpm_moe_wg_ctx wg;      /* the own grouped GEMM (ready = 0 where it cannot run) */
     int shared_issued;      /* the routing call issued the shared MLP for this T (0: not) */
-    int combined_T;         /* the last experts call ran the combine into combined_y for this T */
-    void *combined_y;
 };
 
 #define NCCL_TRY(expr)                                                                          \
@@ -240,7 +235,6 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         DALLOC(d.wr3, (size_t)3 * d.E * H * 2);
         DALLOC(d.done, E1 * 4);
         DALLOC(d.tile_ctr, (size_t)d.tile_cap * 4);
-        DALLOC(d.comb_ctr, (size_t)(H / 8 + 1) * 4);
         if (p->router != TPM_ROUTER_SOFTMAX_TOPK) DALLOC(d.br, (size_t)d.E * 4);
         d.logit_rows = (int)(T > 4096 ? T : (16 * T < 4096 ? 16 * T : 4096)); /* H slices x tokens */
         if ((size_t)d.logit_rows < 3 * T) d.logit_rows = (int)(3 * T);      /* router GEMM: [T][3E] */
@@ -278,8 +272,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         DALLOC(m->pf.d_ptrs, sizeof(void *) * 6 * E1);
         DALLOC(m->wg.rtp, 2 * (E1 + 1) * 4); /* tiles, or pairs and odd tails */
         if (cudaMemset(d.ctr, 0, 64) != cudaSuccess || cudaMemset(d.done, 0, E1 * 4) != cudaSuccess ||
-            cudaMemset(d.tile_ctr, 0, (size_t)d.tile_cap * 4) != cudaSuccess ||
-            cudaMemset(d.comb_ctr, 0, (size_t)(H / 8 + 1) * 4) != cudaSuccess || cudaMemset(d.w13, 0, E1 * 2 * Il * H * 2) != cudaSuccess ||
+            cudaMemset(d.tile_ctr, 0, (size_t)d.tile_cap * 4) != cudaSuccess || cudaMemset(d.w13, 0, E1 * 2 * Il * H * 2) != cudaSuccess ||
             cudaMemset(d.w2, 0, E1 * H * Il * 2) != cudaSuccess) {
             st = tpm_err(TPM_ERR_CUDA, "cudaMemset failed");
             goto fail;
@@ -342,7 +335,6 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_tc_loads = TPM_MOE_ROUTE_TC_LOADS;
     m->tune.expert_wait = TPM_MOE_EXPERT_WAIT;
     m->tune.route_fence = TPM_MOE_ROUTE_FENCE;
-    m->tune.combine_fused = TPM_MOE_COMBINE_FUSED;
     m->tune.gate_up_pairs = TPM_MOE_GATE_UP_PAIRS;
     *out = m;
     return TPM_OK;
@@ -359,7 +351,7 @@ void tpm_cuda_moe_destroy(tpm_cuda_moe *m) {
                     d.wts,     d.counts, d.offsets, d.perm_tok, d.perm_exp, d.inv,     d.active, d.n_active,
                     d.bits,    d.bitpre, d.ctr,    d.act_f32, d.rows_f32, d.xp,      d.h13,    d.act_bf,
                     d.rows_bf, d.sh_h13, d.sh_act, d.sh_out,  m->blas_ws, d.wr3,     d.done,     d.tile_ctr,
-                    d.comb_ctr, m->wg.rtp};
+                    m->wg.rtp};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) cudaFree(bufs[i]);
     if (m->blas) cublasDestroy(m->blas);
@@ -505,8 +497,6 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   t->route_tc_loads);
     TPM_ARG_CHECK(t->expert_wait == 0 || t->expert_wait == 1, "expert_wait %d is not 0 or 1", t->expert_wait);
     TPM_ARG_CHECK(t->route_fence == 0 || t->route_fence == 1, "route_fence %d is not 0 or 1", t->route_fence);
-    TPM_ARG_CHECK(t->combine_fused == 0 || t->combine_fused == 1, "combine_fused %d is not 0 or 1",
-                  t->combine_fused);
     TPM_ARG_CHECK(t->route_tc_clusters >= 0 && t->route_tc_clusters <= 64, "route_tc_clusters %d outside 0..64",
                   t->route_tc_clusters);
     m->tune = *t;
@@ -651,10 +641,6 @@ tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *strea
 }
 
 tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *stream) {
-    return tpm_cuda_moe_experts_y(m, x, T, NULL, stream);
-}
-
-tpm_status tpm_cuda_moe_experts_y(tpm_cuda_moe *m, const void *x, int T, void *y, void *stream) {
     TPM_TRY(check_call(m, x, T));
     TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
     cudaStream_t s = (cudaStream_t)stream;
@@ -662,8 +648,6 @@ tpm_status tpm_cuda_moe_experts_y(tpm_cuda_moe *m, const void *x, int T, void *y
     const tpm_moe_dev &d = m->d;
     const int issued = m->shared_issued == T; /* by the routing call, beside it */
     m->shared_issued = 0;
-    m->combined_T = 0;
-    m->combined_y = NULL;
     if (!d.fused && m->p->n_shared == 1 && d.ep_rank == 0 && !issued) {
         TPM_TRY(bind_blas(m, s));
         TPM_TRY(tpm_moe_shared_dense(d, m->blas, (const uint16_t *)x, T, s));
@@ -678,17 +662,9 @@ tpm_status tpm_cuda_moe_experts_y(tpm_cuda_moe *m, const void *x, int T, void *y
             TPM_TRY(bind_blas(m, s));
             TPM_TRY(shared_mlp(m, m->blas, x, T, s));
         }
-        if (m->tune.decode_kernel == 2) {
-            int combined = 0;
-            uint16_t *yc = m->tune.combine_fused ? (uint16_t *)y : NULL;
-            TPM_TRY(tpm_moe_launch_decode2(d, (const uint16_t *)x, T, split, use_pdl(m, s), m->tune.down_kernel,
-                                           m->tune.gate_up_pairs, m->tune.expert_wait, yc, &combined, s));
-            if (combined) { /* the combine call with this T and y has nothing left to do */
-                m->combined_T = T;
-                m->combined_y = y;
-            }
-            return TPM_OK;
-        }
+        if (m->tune.decode_kernel == 2)
+            return tpm_moe_launch_decode2(d, (const uint16_t *)x, T, split, use_pdl(m, s), m->tune.down_kernel,
+                                          m->tune.gate_up_pairs, m->tune.expert_wait, s);
         return tpm_moe_launch_decode(d, (const uint16_t *)x, T, split, s);
     }
     if (m->tune.prefill_gemm == TPM_MOE_GEMM_WGMMA) {
@@ -708,11 +684,6 @@ tpm_status tpm_cuda_moe_experts_y(tpm_cuda_moe *m, const void *x, int T, void *y
 
 tpm_status tpm_cuda_moe_combine(tpm_cuda_moe *m, int T, void *y, void *stream) {
     TPM_TRY(check_call(m, y, T));
-    if (m->combined_T == T && m->combined_y == y) { /* the experts call combined into y */
-        m->combined_T = 0;
-        m->combined_y = NULL;
-        return TPM_OK;
-    }
     TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
     set_call(m, T);
     const int bf = tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_PREFILL;
@@ -733,7 +704,7 @@ tpm_status tpm_cuda_moe_forward(tpm_cuda_moe *m, const void *x, int T, void *y, 
     TPM_TRY(check_call(m, x, T));
     TPM_ARG_CHECK(y, "tpm_cuda_moe_forward: null output");
     TPM_TRY(tpm_cuda_moe_route(m, x, T, stream));
-    TPM_TRY(tpm_cuda_moe_experts_y(m, x, T, y, stream));
+    TPM_TRY(tpm_cuda_moe_experts(m, x, T, stream));
     TPM_TRY(tpm_cuda_moe_combine(m, T, y, stream));
     return tpm_cuda_moe_allreduce(m, y, T, stream);
 }
