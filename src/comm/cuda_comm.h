@@ -7,7 +7,9 @@
  * Memory of one rank (one cudaMalloc, its peers map it through peer access
  * or CUDA IPC):
  *
- *   [ctl]   4 KB   local control words: launch sequence, CTA exit counter
+ *   [ctl]   4 KB   local control words: [0] launch sequence, [1] CTA exit
+ *                  counter, [2] the flag-free two-shot's work-unit counter,
+ *                  [64 ..] the one-shot's per-CTA epochs
  *   [flags] 1 MB   two-shot ready flags [kind rs/ag][parity][src][column]
  *   [ll]    2 parities x W slots x ll_slot bytes: one-shot packets, every
  *                  word pre-set to the all-ones sentinel (see cuda_oneshot.cu)

@@ -119,12 +119,15 @@ __device__ __forceinline__ uint32_t epoch_begin(const tpm_cuda_ar_args &a) {
     return e;
 }
 
-__device__ __forceinline__ void epoch_end(const tpm_cuda_ar_args &a, uint32_t epoch) {
+/* reset (optional): a control word of this launch that the last CTA out
+ * zeroes for the next one (the flag-free two-shot's column counter). */
+__device__ __forceinline__ void epoch_end(const tpm_cuda_ar_args &a, uint32_t epoch, uint32_t *reset = nullptr) {
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
         if (atomicAdd(&a.ctl[1], 1u) == gridDim.x - 1) {
             a.ctl[1] = 0;
+            if (reset) *reset = 0;
             *(volatile uint32_t *)&a.ctl[0] = epoch;
             __threadfence();
         }

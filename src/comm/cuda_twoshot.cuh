@@ -64,10 +64,12 @@ struct Ctx {
         x.in_al = ((uintptr_t)a.in & 15u) == 0;
         x.out_al = ((uintptr_t)a.out & 15u) == 0;
         x.sblk = (x.ngrp + a.world - 1) / a.world;
-        const int ncol = (int)((x.sblk + kCol - 1) / kCol);
+        const int ncol = x.ncols();
         mine = (int)blockIdx.x < ncol ? (ncol - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
         return x;
     }
+    /* Columns of one owner's segment. */
+    __device__ int ncols() const { return (int)((sblk + kCol - 1) / kCol); }
     /* Owner r's first group: segments of sblk = ceil(ngrp/W) groups, like the
      * CPU communicator (the last ones may be short or empty). */
     __device__ size_t glo(int r) const {

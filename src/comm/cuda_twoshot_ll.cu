@@ -13,9 +13,11 @@
  *
  * Work split: as the flag two-shots (cuda_twoshot.cu): groups of 32
  * elements, owner r's segment [r*ceil(ngrp/W), ...), columns of kCol groups,
- * column c of every segment run by CTA c % grid on every rank, one group
- * (codecs) or kWU 16-byte words (exact) per thread and column. Every CTA
- * runs, for its columns b, b + grid, ...:
+ * one group (codecs) or kWU 16-byte words (exact) per thread and column.
+ * World 2 with a codec (Ll::run2): every warp takes work units (its 32
+ * groups of a column) from a per-launch counter and runs them as a
+ * pipeline (below and at run2). Otherwise column c of every segment is run
+ * by CTA c % grid on every rank, which runs, for its columns b, b + grid, ...:
  *   A  for every owner s != me: my input of (s, c) [quantize] -> s's rs
  *      slot [me];
  *   B  for my own (me, c): poll the W-1 rs slots until my words are there,
@@ -24,17 +26,18 @@
  *      every peer's ag slot [me], write my output from the pushed bits;
  *   C  for every owner s != me: poll my ag slot [s], put the sentinel back,
  *      [decode], write my output.
- * Order (every rank's CTA b runs the same sequence of stage items over its
- * columns k = 0, 1, ...):
- *  - world 2 with a codec (Ll::run2, which has the measurements): a
- *    software pipeline, step j running A(j), then B(j-1), then C(j-2), so
- *    C's local work (loads, decodes, output stores) overlaps later columns'
- *    pushes instead of running after all of them with the link idle;
- *  - otherwise all the A items, then all the B, then all the C (the same
- *    pipeline made exact bf16 slower: r71, 96 MB 337-340 us against 320.8
- *    in phase order, r52).
- * B(k) waits only for the peers' A(k) and C(k) for the peers' B(k), items
- * that sit earlier in the sequence (A never waits), so by induction on the
+ Order:
+ *  - world 2 with a codec (Ll::run2, which has the measurements and its own
+ *    progress argument): a software pipeline per warp over the units it
+ *    takes, step j running A(j), then B(j-1), then C(j-2), so C's local
+ *    work (loads, decodes, output stores) overlaps later units' pushes
+ *    instead of running after all of them with the link idle;
+ *  - otherwise (every rank's CTA b runs the same sequence of stage items
+ *    over its columns k = 0, 1, ...) all the A items, then all the B, then
+ *    all the C (the same pipeline made exact bf16 slower: r71, 96 MB 337-340
+ *    us against 320.8 in phase order, r52). B(k) waits only for the peers'
+ *    A(k) and C(k) for the peers' B(k), items that sit earlier in the
+ *    sequence (A never waits), so by induction on the
  * position every wait ends while the grid is co-resident (grid <=
  * kLlCtasPerSm CTAs per SM, the launcher's cap, within the kernel's launch
  * bounds), or times out (bounded like every wait: TPM_ERR_TIMEOUT in the
@@ -80,13 +83,27 @@
  * (four lanes per group, 64 registers, four CTAs per SM; commit fee3f51)
  * was slower (r53) and was removed. Round 12 (r67-r72): the world-2 codec
  * path as a pipeline (Ll::run2), INT4 96 MB 127 -> 103 us, and set 10's
- * INT8 calls here from 4 MB up.
+ * INT8 calls here from 4 MB up. Round 13 (r75-r77): run2's units taken
+ * per warp from a counter instead of whole columns dealt to CTAs, INT4 96
+ * MB 103-105 -> 99 us, INT4_H 125-126 -> 119.
  */
 #include "comm/cuda_twoshot.cuh"
 
 #include <cuda_runtime.h>
 
 namespace tpm_cuda {
+
+#ifdef TPM_LL_TRACE
+/* Diagnostic build only (-DTPM_LL_TRACE, bench/diag/ll_trace.c): thread 0 of every
+ * CTA of Ll::run2 (so warp 0's pipeline) writes %globaltimer at its entry,
+ * after Ctx::begin, at the start of every pipeline step and after each of
+ * its A, B and C, and at its end: row b, [0] = {entry, begun, end, units
+ * run}, [1 + j] = {step j start, after A, after B, after C}. The last
+ * launch's values stay. */
+constexpr int kTrCtas = 512, kTrSteps = 40;
+__device__ unsigned long long ll_trace[kTrCtas][kTrSteps + 1][4];
+#endif
+
 namespace {
 
 __device__ __forceinline__ uint32_t ld_volatile4(const void *p) {
@@ -334,49 +351,112 @@ template <int DT, int C> struct Ll {
         size_t lo_p, hi_p, lo_m, hi_m; /* group ranges: peer's, mine */
         uint8_t *rs_out, *rs_in, *ag_out, *ag_in; /* slot bases, column 0 */
     };
-    static __device__ __forceinline__ void a2(const Ctx &x, const Two &w, size_t col) {
-        const size_t g = w.lo_p + col * kCol + threadIdx.x;
+    /* Group slot t (0 .. kCol-1) of column col; the three stages as scatter /
+     * reduce / gather, for one group per thread. */
+    static __device__ __forceinline__ void a2(const Ctx &x, const Two &w, size_t col, int t) {
+        const size_t g = w.lo_p + col * kCol + t;
         if (g >= w.hi_p) return;
         float v[32];
         Codes cd;
         IO::load_dom(x, g, v);
         const uint16_t sc = S::quant_in(v, cd);
-        put(w.rs_out + col * P::kBytes, threadIdx.x, cd, sc);
+        put(w.rs_out + col * P::kBytes, t, cd, sc);
     }
-    static __device__ __forceinline__ void b2(const Ctx &x, const Two &w, size_t col, bool &alive) {
-        const size_t g = w.lo_m + col * kCol + threadIdx.x;
+    static __device__ __forceinline__ void b2(const Ctx &x, const Two &w, size_t col, int t, bool &alive) {
+        const size_t g = w.lo_m + col * kCol + t;
         if (g >= w.hi_m) return;
         float acc[32], v[32];
         Codes c;
         IO::load_dom(x, g, acc);
-        const uint16_t sp = get(x, w.rs_in + col * P::kBytes, threadIdx.x, c, 2, 1 - x.a.rank, alive);
+        const uint16_t sp = get(x, w.rs_in + col * P::kBytes, t, c, 2, 1 - x.a.rank, alive);
         BCd::dequant_raw(c, sp, v);
         S::sum2(acc, v);
         const uint16_t sc = BCd::quant(acc, c);
-        put(w.ag_out + col * P::kBytes, threadIdx.x, c, sc);
+        put(w.ag_out + col * P::kBytes, t, c, sc);
         BCd::dequant_raw(c, sc, v);
         IO::store_codec(x, g, v, sc);
     }
-    static __device__ __forceinline__ void c2(const Ctx &x, const Two &w, size_t col, bool &alive) {
-        const size_t g = w.lo_p + col * kCol + threadIdx.x;
+    static __device__ __forceinline__ void c2(const Ctx &x, const Two &w, size_t col, int t, bool &alive) {
+        const size_t g = w.lo_p + col * kCol + t;
         if (g >= w.hi_p) return;
         Codes c;
         float v[32];
-        const uint16_t sc = get(x, w.ag_in + col * P::kBytes, threadIdx.x, c, 3, 1 - x.a.rank, alive);
+        const uint16_t sc = get(x, w.ag_in + col * P::kBytes, t, c, 3, 1 - x.a.rank, alive);
         BCd::dequant_raw(c, sc, v);
         IO::store_codec(x, g, v, sc);
     }
-    static __device__ void run2(const Ctx &x, int mine, bool &alive) {
+    /* Work units: a warp's share of a column, unit u = (column u / kWu, slot
+     * u % kWu), groups lo + (u / kWu) * kCol + (u % kWu) * 32 + lane (the
+     * same groups, slot words and bits as one group per thread of a column).
+     * Every warp runs its own pipeline over the units it takes, with no
+     * barrier: warp w of CTA b (global warp gw = b * kWu + w of Gw) starts
+     * with units gw and gw + Gw, then takes 2 Gw + (ctr++) (ctr = ctl[2],
+     * zeroed by the last CTA out), lane 0's atomic issued at the start of a
+     * step and its result used at the end of the next one (the latency hides
+     * behind two steps), broadcast with a shuffle.
+     * Why (r75, bench/diag/ll_trace.c: the static deal of whole columns, column b +
+     * k*G to CTA b): CTAs progress at different rates (INT4 96 MB: the third
+     * step starts 6.3-18.1 us into the launch; the CTAs end 66-97 us, median
+     * 88), and the launch waits for its slowest CTA. r76 took whole columns
+     * per CTA from the counter (a barrier per step): 96 MB INT4 103 -> 100
+     * us, INT4_H 126 -> 122, but 32 MB INT4_H 51 -> 54.5 (the barrier) and
+     * still a column's step (~7 us) of tail at the end.
+     * Progress (no deadlock): each rank's units are taken in increasing
+     * order (static ones first), and a warp runs its units' stages in taking
+     * order. Take the smallest unit m any blocked wait is for. If a warp of
+     * rank X waits in B(m) for the peer's A(m): were m taken on the peer by a
+     * warp Q, Q would have done A(m) unless blocked on an earlier, smaller
+     * unit of its own; were m not taken yet, every peer warp would be blocked
+     * on a unit below the peer's counter, hence below m; either way a smaller
+     * blocked unit. If it waits in C(m) for the peer's B(m): Q did A(m), and
+     * B(m) follows with only smaller units' stages between and waits for my
+     * A(m), done. So no wait is blocked forever while the grid is
+     * co-resident (the launcher's cap), or it times out (bounded). */
+    static __device__ void run2(const Ctx &x, int ncol, bool &alive, uint32_t *ctr) {
         const int me = x.a.rank, peer = 1 - me;
         const Two w{x.glo(peer), x.glo(peer + 1), x.glo(me), x.glo(me + 1),
                     lslot(x, peer, kRs, me), lslot(x, me, kRs, peer),
                     lslot(x, peer, kAg, me), lslot(x, me, kAg, peer)};
-        const size_t G = gridDim.x, b = blockIdx.x;
-        for (int j = 0; j < mine + 2; j++) {
-            if (j < mine) a2(x, w, b + (size_t)j * G);
-            if (j >= 1 && j <= mine) b2(x, w, b + (size_t)(j - 1) * G, alive);
-            if (j >= 2) c2(x, w, b + (size_t)(j - 2) * G, alive);
+        constexpr int kWu = kCol / 32;
+        const int lane = (int)threadIdx.x & 31, nunit = ncol * kWu, Gw = (int)gridDim.x * kWu;
+        const int gw = (int)blockIdx.x * kWu + ((int)threadIdx.x >> 5);
+#ifdef TPM_LL_TRACE
+        const bool tr = threadIdx.x == 0 && blockIdx.x < (unsigned)kTrCtas;
+        const int b = (int)blockIdx.x;
+#define TPM_LL_MARK(j, k) \
+    if (tr && (j) < kTrSteps) ll_trace[b][1 + (j)][k] = globaltimer()
+#else
+#define TPM_LL_MARK(j, k)
+#endif
+        /* this step's A, B, C units and the next A (nunit: none) */
+        int ua = gw < nunit ? gw : nunit, ub = nunit, uc = nunit;
+        int un = gw + Gw < nunit ? gw + Gw : nunit;
+        int j = 0;
+        for (;; j++) {
+            const bool take = un < nunit; /* warp-uniform */
+            uint32_t got = 0;
+            if (take && lane == 0) got = (uint32_t)(2 * Gw) + atomicAdd(ctr, 1u);
+            TPM_LL_MARK(j, 0);
+            if (ua < nunit) a2(x, w, (size_t)(ua / kWu), (ua % kWu) * 32 + lane);
+            TPM_LL_MARK(j, 1);
+            if (ub < nunit) b2(x, w, (size_t)(ub / kWu), (ub % kWu) * 32 + lane, alive);
+            TPM_LL_MARK(j, 2);
+            if (uc < nunit) c2(x, w, (size_t)(uc / kWu), (uc % kWu) * 32 + lane, alive);
+            TPM_LL_MARK(j, 3);
+            uc = ub;
+            ub = ua;
+            ua = un;
+            un = nunit;
+            if (take) {
+                const uint32_t u = __shfl_sync(0xffffffffu, got, 0);
+                un = u < (uint32_t)nunit ? (int)u : nunit;
+            }
+            if (ua >= nunit && ub >= nunit && uc >= nunit) break;
         }
+#ifdef TPM_LL_TRACE
+        if (tr) ll_trace[b][0][3] = (unsigned long long)(j - 1); /* units run by warp 0 (steps - 2) */
+#endif
+#undef TPM_LL_MARK
     }
 };
 
@@ -389,18 +469,32 @@ constexpr int kLlCtasPerSm = 2;
 
 template <int DT, int C>
 __global__ void __launch_bounds__(kCol, kLlCtasPerSm) twoshot_ll_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
-    int mine;
-    const Ctx x = Ctx::begin(a, mine);
+#ifdef TPM_LL_TRACE
+    const unsigned long long t_entry = globaltimer();
+#endif
     using L = Ll<DT, C>;
-    const int G = (int)gridDim.x, b = (int)blockIdx.x;
     bool alive = true;
     if constexpr (C != TPM_CODEC_NONE) {
         if (a.world == 2) {
-            L::run2(x, mine, alive);
-            epoch_end(a, x.epoch);
+            int mine;
+            const Ctx x = Ctx::begin(a, mine);
+#ifdef TPM_LL_TRACE
+            if (threadIdx.x == 0 && blockIdx.x < (unsigned)kTrCtas) {
+                ll_trace[blockIdx.x][0][0] = t_entry;
+                ll_trace[blockIdx.x][0][1] = globaltimer();
+            }
+#endif
+            L::run2(x, x.ncols(), alive, a.ctl + 2); /* ctl[2]: the unit counter (cuda_comm.h) */
+#ifdef TPM_LL_TRACE
+            if (threadIdx.x == 0 && blockIdx.x < (unsigned)kTrCtas) ll_trace[blockIdx.x][0][2] = globaltimer();
+#endif
+            epoch_end(a, x.epoch, a.ctl + 2);
             return;
         }
     }
+    int mine;
+    const Ctx x = Ctx::begin(a, mine);
+    const int G = (int)gridDim.x, b = (int)blockIdx.x;
     for (int k = 0; k < mine; k++) L::scatter(x, b + k * G);
     for (int k = 0; k < mine; k++) L::reduce(x, b + k * G, alive);
     for (int k = 0; k < mine; k++) L::gather(x, b + k * G, alive);
@@ -416,6 +510,15 @@ template <int C> void launch_c(const tpm_cuda_ar_args *a, int grid, cudaStream_t
 }
 
 } /* namespace */
+
+#ifdef TPM_LL_TRACE
+/* Copy the current device's trace (kTrCtas x (kTrSteps + 1) x 4 values) to host. */
+extern "C" int tpm_ll_trace_read(unsigned long long *host, int *ctas, int *steps) {
+    *ctas = kTrCtas;
+    *steps = kTrSteps;
+    return cudaMemcpyFromSymbol(host, ll_trace, sizeof ll_trace) == cudaSuccess ? 0 : -1;
+}
+#endif
 
 size_t twoshot_ll_payload_bytes(int dtype, int codec) {
     switch (codec) {
