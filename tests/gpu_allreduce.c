@@ -260,7 +260,8 @@ static void exact_world(int W) {
 /* Launches of 16 MiB and more: the default kernel set runs its
  * warp-specialized two-shot there (exact, INT8, INT6 over 16-bit dtypes;
  * cuda_sync.h TPM_CUDA_WS_MIN_BYTES), which the 8 MB buffers above never
- * reach. A 64 MB buffer holds a 24 MB message in one launch. */
+ * reach. A 64 MB buffer holds a 24 MB message in one launch, a 160 MB one
+ * a 64 MB message. */
 static void test_large_launches(void **state) {
     (void)state;
     if (g_ndev < 2) skip();
@@ -277,6 +278,13 @@ static void test_large_launches(void **state) {
      * a rotated codec, unaligned and in place */
     check_case(&cs, TPM_DTYPE_BF16, TPM_CODEC_INT4_H, TPM_ALGO_TWOSHOT, n, 5, 1, seed++);
     check_case(&cs, TPM_DTYPE_FP16, TPM_CODEC_INT4, TPM_ALGO_TWOSHOT, n - 40, 0, 0, seed++);
+    comms_free(&cs);
+    /* 64 MB of bf16 in one launch: the warp-specialized exact kernel takes its columns from
+     * the counter there (>= kWsTakeMinCols per CTA, cuda_twoshot_ws.cu), a ragged tail */
+    comms_make(&cs, 2, 160 << 20, 10000);
+    const size_t nb = (32u << 20) + 1001;
+    check_case(&cs, TPM_DTYPE_BF16, TPM_CODEC_NONE, TPM_ALGO_TWOSHOT, nb, 0, 0, seed++);
+    check_case(&cs, TPM_DTYPE_BF16, TPM_CODEC_NONE, TPM_ALGO_TWOSHOT, nb - 5000, 1, 1, seed++);
     comms_free(&cs);
 }
 

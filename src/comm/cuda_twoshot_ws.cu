@@ -5,7 +5,8 @@
  * flags and the per-group arithmetic are cuda_twoshot.cu's (its top comment
  * has the protocol; the shared pieces are in cuda_twoshot.cuh), so every
  * output is bitwise that of set 5's kernel. What differs is who runs the
- * stages: below.
+ * stages (below, "warp-specialized roles") and, from kWsTakeMinCols columns
+ * per CTA, which CTA runs a column (taken from a counter, see there).
  */
 #include "comm/cuda_twoshot.cuh"
 
@@ -53,6 +54,31 @@ __device__ __forceinline__ bool role_and(int id, int n, bool p) {
     return r != 0;
 }
 
+/* Which CTA runs a column. Static: column b + k G to CTA b (k = 0, 1, ...).
+ * Taken (launches of at least kWsTakeMinCols columns per CTA): CTA b runs
+ * column b, then its scatter role's thread 0 takes each next column from
+ * the per-launch counter ctl[2] (one relaxed atomic while the current
+ * column is scattered; the last CTA out zeroes it, epoch_end) and
+ * publishes it in the CTA's list in shared memory, where the reduce and
+ * gather roles read their k-th column: entry k >= 1 is kColPending until
+ * published, -1 after the last. A CTA can take every column but the other
+ * G - 1 first ones: at most TPM_CUDA_TS_MAX_COLS entries, plus the -1.
+ * Progress as before: the scatter role never waits (the counter and the
+ * list never block it), so every rank's columns are all taken and
+ * scattered; a reduce or gather wait is for a column the peer has taken or
+ * will take, whose stages there wait only on this rank's scatter (reduce)
+ * or on a reduce that does.
+ * Why (r75: the flag-free kernel's CTAs progress at different rates and
+ * its launch waited for the slowest; the same holds here): r78, exact bf16,
+ * release (static) / taken, three passes, us: 64 MB 198.7-200.9 / 197.3-
+ * 198.4, 96 MB 291.6-296.0 / 289.5-290.3, 128 MB 385.2-386.2 / 381.5-381.6;
+ * but 32 MB 104.8-105.2 / 105.6-106.0 and 16 MB 56.2-56.5 / 57.9-58.1 (3.9
+ * and 7.8 columns per CTA: the take's latency shows, the balance gains
+ * little): taken from 12 columns per CTA (~50 MB of bf16 at 132 CTAs). */
+constexpr int kWsTakeMinCols = 12;
+constexpr int kColPending = -2;
+constexpr int kColList = TPM_CUDA_TS_MAX_COLS + 2;
+
 template <int DT, int C, bool CS = false> struct Roles {
     using S = Stages<DT, C, 1>;
     using BCd = typename S::BCd;
@@ -63,10 +89,13 @@ template <int DT, int C, bool CS = false> struct Roles {
     static constexpr int kColWords = kCol * 32 / Wd::kElems; /* exact: 16-byte words per column */
     static_assert(kColWords % 256 == 0, "a column's words split evenly over the role threads");
 
-    template <int R> static __device__ void scatter(const Ctx &x, int t, int mine) {
-        const int me = x.a.rank, q = 1 - me, G = (int)gridDim.x;
-        for (int k = 0; k < mine; k++) {
-            const int c = (int)blockIdx.x + k * G;
+    template <int R> static __device__ void scatter(const Ctx &x, int t, volatile int *cols, bool dyn) {
+        const int me = x.a.rank, q = 1 - me, G = (int)gridDim.x, ncol = x.ncols();
+        int c = (int)blockIdx.x;
+        for (int k = 0; c >= 0; k++) {
+            /* dyn: take column k + 1 now; its id is published at this column's end */
+            uint32_t next = (uint32_t)(c + G);
+            if (dyn && t == 0) next = (uint32_t)G + atomicAdd(x.a.ctl + 2, 1u);
             size_t g0, g1;
             S::range(x, q, c, g0, g1);
             uint8_t *dst = x.slot(q, kRs, me) + (size_t)c * P::kBytes;
@@ -101,16 +130,38 @@ template <int DT, int C, bool CS = false> struct Roles {
                     IO::put(dst, t + j * R, cd, sc);
                 }
             }
+            if (dyn && t == 0) cols[k + 1] = next < (uint32_t)ncol ? (int)next : -1;
             role_bar(1, R);
             if (t == 0) st_release_sys(x.flag(q, kRs, me, c), x.epoch);
+            c = !dyn ? (next < (uint32_t)ncol ? (int)next : -1) : cols[k + 1];
         }
     }
 
-    template <int R> static __device__ void reduce(const Ctx &x, int t, int mine) {
-        const int me = x.a.rank, q = 1 - me, G = (int)gridDim.x;
+    /* Column k of this CTA for the reduce and gather roles (-1: no more):
+     * static, blockIdx.x + k G; dyn: k = 0 is blockIdx.x, later ones wait for
+     * the scatter role to publish them (it never waits, so this ends;
+     * bounded all the same). */
+    static __device__ __forceinline__ int col_at(const Ctx &x, const volatile int *cols, int k, int stage, bool dyn) {
+        if (!dyn) {
+            const int c = (int)blockIdx.x + k * (int)gridDim.x;
+            return c < x.ncols() ? c : -1;
+        }
+        if (k == 0) return (int)blockIdx.x;
+        int c = cols[k];
+        Spin sp;
+        while (c == kColPending) {
+            if (!sp.tick(x.a, stage, 1 - x.a.rank)) return -1;
+            c = cols[k];
+        }
+        return c;
+    }
+
+    template <int R> static __device__ void reduce(const Ctx &x, int t, const volatile int *cols, bool dyn) {
+        const int me = x.a.rank, q = 1 - me;
         constexpr int bar = 2; /* 1 and 3: scatter and gather */
-        for (int k = 0; k < mine; k++) {
-            const int c = (int)blockIdx.x + k * G;
+        for (int k = 0;; k++) {
+            const int c = col_at(x, cols, k, 2, dyn);
+            if (c < 0) break;
             size_t g0, g1;
             S::range(x, me, c, g0, g1);
             const size_t off = (size_t)c * P::kBytes;
@@ -195,10 +246,11 @@ template <int DT, int C, bool CS = false> struct Roles {
         }
     }
 
-    template <int R> static __device__ void gather(const Ctx &x, int t, int mine) {
-        const int me = x.a.rank, q = 1 - me, G = (int)gridDim.x;
-        for (int k = 0; k < mine; k++) {
-            const int c = (int)blockIdx.x + k * G;
+    template <int R> static __device__ void gather(const Ctx &x, int t, const volatile int *cols, bool dyn) {
+        const int me = x.a.rank, q = 1 - me;
+        for (int k = 0;; k++) {
+            const int c = col_at(x, cols, k, 3, dyn);
+            if (c < 0) break;
             size_t g0, g1;
             S::range(x, q, c, g0, g1);
             const uint8_t *src = x.slot(me, kAg, q) + (size_t)c * P::kBytes;
@@ -254,18 +306,25 @@ using WsOne = WsShape<128, 256, 128>; /* one CTA per SM */
 
 template <int DT, int C, bool CS, class W, int MINB>
 __global__ void __launch_bounds__(W::kThreads, MINB) twoshot_ws_kernel(const __grid_constant__ tpm_cuda_ar_args a) {
+    __shared__ int cols[kColList];
     pdl_wait();
     pdl_trigger();
+    const size_t ncol = ((((size_t)a.count + 31) / 32 + 1) / 2 + kCol - 1) / kCol;
+    const bool dyn = ncol >= (size_t)kWsTakeMinCols * gridDim.x; /* launch-uniform */
+    if (dyn) { /* the entries this launch can reach start pending (Ctx::begin's barrier publishes them) */
+        const size_t n = ncol + 2 > gridDim.x + (size_t)kColList ? (size_t)kColList : ncol + 2 - gridDim.x;
+        for (size_t i = 1 + threadIdx.x; i < n; i += blockDim.x) cols[i] = kColPending;
+    }
     int mine;
     const Ctx x = Ctx::begin(a, mine);
     const int t = (int)threadIdx.x;
     if (t < W::kA)
-        Roles<DT, C, CS>::template scatter<W::kA>(x, t, mine);
+        Roles<DT, C, CS>::template scatter<W::kA>(x, t, cols, dyn);
     else if (t < W::kA + W::kB)
-        Roles<DT, C, CS>::template reduce<W::kB>(x, t - W::kA, mine);
+        Roles<DT, C, CS>::template reduce<W::kB>(x, t - W::kA, cols, dyn);
     else
-        Roles<DT, C, CS>::template gather<W::kC>(x, t - W::kA - W::kB, mine);
-    epoch_end(a, x.epoch);
+        Roles<DT, C, CS>::template gather<W::kC>(x, t - W::kA - W::kB, cols, dyn);
+    epoch_end(a, x.epoch, a.ctl + 2); /* the column counter, zeroed for the next launch */
 }
 
 template <int C, bool CS, class W, int MINB> void launch_ws(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
