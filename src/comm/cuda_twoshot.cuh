@@ -68,8 +68,12 @@ struct Ctx {
         mine = (int)blockIdx.x < ncol ? (ncol - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
         return x;
     }
-    /* Columns of one owner's segment. */
+    /* Columns of one owner's segment (of count elements over world ranks). */
     __device__ int ncols() const { return (int)((sblk + kCol - 1) / kCol); }
+    static __device__ int ncols_of(size_t count, int world) {
+        const size_t ngrp = (count + 31) / 32, sblk = (ngrp + world - 1) / world;
+        return (int)((sblk + kCol - 1) / kCol);
+    }
     /* Owner r's first group: segments of sblk = ceil(ngrp/W) groups, like the
      * CPU communicator (the last ones may be short or empty). */
     __device__ size_t glo(int r) const {

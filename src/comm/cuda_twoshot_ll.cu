@@ -385,17 +385,17 @@ template <int DT, int C> struct Ll {
         BCd::dequant_raw(c, sc, v);
         IO::store_codec(x, g, v, sc);
     }
-    /* Work units: a warp's share of a column, unit u = (column u / kWu, slot
-     * u % kWu), groups lo + (u / kWu) * kCol + (u % kWu) * 32 + lane (the
-     * same groups, slot words and bits as one group per thread of a column).
-     * Every warp runs its own pipeline over the units it takes, with no
-     * barrier: warp w of CTA b (global warp gw = b * kWu + w of Gw) starts
-     * with units gw and gw + Gw, then takes 2 Gw + (ctr++) (ctr = ctl[2],
-     * zeroed by the last CTA out), lane 0's atomic issued at the start of a
-     * step and its result used at the end of the next one (the latency hides
-     * behind two steps), broadcast with a shuffle.
-     * Why (r75, bench/diag/ll_trace.c: the static deal of whole columns, column b +
-     * k*G to CTA b): CTAs progress at different rates (INT4 96 MB: the third
+    /* Work units: a warp's share of a column, unit u = (column u / U, slot
+     * u % U) with U = kUnitsPerCol = kCol / 32, groups lo + (u / U) * kCol +
+     * (u % U) * 32 + lane (the same groups, slot words and bits as one group
+     * per thread of a column). Every warp runs its own pipeline over the
+     * units it takes, with no barrier: warp w of CTA b (global warp gw =
+     * b * U + w of Gw) starts with units gw and gw + Gw, then takes 2 Gw +
+     * (ctr++) (ctr = ctl[2], zeroed by the last CTA out), lane 0's atomic
+     * issued at the start of a step and its result used at the end of the
+     * next one (the latency hides behind two steps), broadcast with a shuffle.
+     * Why (r75, bench/diag/ll_trace.c: the static deal of whole columns,
+     * column b + k*G to CTA b): CTAs progress at different rates (INT4 96 MB: the third
      * step starts 6.3-18.1 us into the launch; the CTAs end 66-97 us, median
      * 88), and the launch waits for its slowest CTA. r76 took whole columns
      * per CTA from the counter (a barrier per step): 96 MB INT4 103 -> 100
@@ -417,9 +417,10 @@ template <int DT, int C> struct Ll {
         const Two w{x.glo(peer), x.glo(peer + 1), x.glo(me), x.glo(me + 1),
                     lslot(x, peer, kRs, me), lslot(x, me, kRs, peer),
                     lslot(x, peer, kAg, me), lslot(x, me, kAg, peer)};
-        constexpr int kWu = kCol / 32;
-        const int lane = (int)threadIdx.x & 31, nunit = ncol * kWu, Gw = (int)gridDim.x * kWu;
-        const int gw = (int)blockIdx.x * kWu + ((int)threadIdx.x >> 5);
+        constexpr int kUnitsPerCol = kCol / 32;
+        const int lane = (int)threadIdx.x & 31, nunit = ncol * kUnitsPerCol;
+        const int Gw = (int)gridDim.x * kUnitsPerCol;
+        const int gw = (int)blockIdx.x * kUnitsPerCol + ((int)threadIdx.x >> 5);
 #ifdef TPM_LL_TRACE
         const bool tr = threadIdx.x == 0 && blockIdx.x < (unsigned)kTrCtas;
         const int b = (int)blockIdx.x;
@@ -437,11 +438,11 @@ template <int DT, int C> struct Ll {
             uint32_t got = 0;
             if (take && lane == 0) got = (uint32_t)(2 * Gw) + atomicAdd(ctr, 1u);
             TPM_LL_MARK(j, 0);
-            if (ua < nunit) a2(x, w, (size_t)(ua / kWu), (ua % kWu) * 32 + lane);
+            if (ua < nunit) a2(x, w, (size_t)(ua / kUnitsPerCol), (ua % kUnitsPerCol) * 32 + lane);
             TPM_LL_MARK(j, 1);
-            if (ub < nunit) b2(x, w, (size_t)(ub / kWu), (ub % kWu) * 32 + lane, alive);
+            if (ub < nunit) b2(x, w, (size_t)(ub / kUnitsPerCol), (ub % kUnitsPerCol) * 32 + lane, alive);
             TPM_LL_MARK(j, 2);
-            if (uc < nunit) c2(x, w, (size_t)(uc / kWu), (uc % kWu) * 32 + lane, alive);
+            if (uc < nunit) c2(x, w, (size_t)(uc / kUnitsPerCol), (uc % kUnitsPerCol) * 32 + lane, alive);
             TPM_LL_MARK(j, 3);
             uc = ub;
             ub = ua;

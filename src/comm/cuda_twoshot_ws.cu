@@ -309,7 +309,7 @@ __global__ void __launch_bounds__(W::kThreads, MINB) twoshot_ws_kernel(const __g
     __shared__ int cols[kColList];
     pdl_wait();
     pdl_trigger();
-    const size_t ncol = ((((size_t)a.count + 31) / 32 + 1) / 2 + kCol - 1) / kCol;
+    const size_t ncol = (size_t)Ctx::ncols_of(a.count, a.world); /* Ctx::ncols(), before Ctx::begin */
     const bool dyn = ncol >= (size_t)kWsTakeMinCols * gridDim.x; /* launch-uniform */
     if (dyn) { /* the entries this launch can reach start pending (Ctx::begin's barrier publishes them) */
         const size_t n = ncol + 2 > gridDim.x + (size_t)kColList ? (size_t)kColList : ncol + 2 - gridDim.x;
