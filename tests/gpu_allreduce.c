@@ -274,8 +274,8 @@ static void test_large_launches(void **state) {
     check_case(&cs, TPM_DTYPE_BF16, TPM_CODEC_INT8, TPM_ALGO_TWOSHOT, n, 0, 0, seed++);
     check_case(&cs, TPM_DTYPE_BF16, TPM_CODEC_INT6, TPM_ALGO_TWOSHOT, n, 0, 1, seed++); /* in place */
     check_case(&cs, TPM_DTYPE_BF16, TPM_CODEC_INT4, TPM_ALGO_TWOSHOT, n, 0, 0, seed++);
-    /* the flag-free kernel's columns are taken from a counter (~3 per CTA here): back to back,
-     * a rotated codec, unaligned and in place */
+    /* the flag-free kernel's warps take their units from a counter (~3 each here): back to
+     * back, a rotated codec, unaligned and in place */
     check_case(&cs, TPM_DTYPE_BF16, TPM_CODEC_INT4_H, TPM_ALGO_TWOSHOT, n, 5, 1, seed++);
     check_case(&cs, TPM_DTYPE_FP16, TPM_CODEC_INT4, TPM_ALGO_TWOSHOT, n - 40, 0, 0, seed++);
     comms_free(&cs);

@@ -8,8 +8,9 @@
  * or CUDA IPC):
  *
  *   [ctl]   4 KB   local control words: [0] launch sequence, [1] CTA exit
- *                  counter, [2] the flag-free two-shot's work-unit counter,
- *                  [64 ..] the one-shot's per-CTA epochs
+ *                  counter, [2] the two-shots' work counter (the flag-free
+ *                  kernel's units, the warp-specialized one's columns; zero
+ *                  between launches), [64 ..] the one-shot's per-CTA epochs
  *   [flags] 1 MB   two-shot ready flags [kind rs/ag][parity][src][column]
  *   [ll]    2 parities x W slots x ll_slot bytes: one-shot packets, every
  *                  word pre-set to the all-ones sentinel (see cuda_oneshot.cu)

@@ -120,7 +120,7 @@ __device__ __forceinline__ uint32_t epoch_begin(const tpm_cuda_ar_args &a) {
 }
 
 /* reset (optional): a control word of this launch that the last CTA out
- * zeroes for the next one (the flag-free two-shot's column counter). */
+ * zeroes for the next one (the two-shots' work counter, ctl[2]). */
 __device__ __forceinline__ void epoch_end(const tpm_cuda_ar_args &a, uint32_t epoch, uint32_t *reset = nullptr) {
     __syncthreads();
     if (threadIdx.x == 0) {
