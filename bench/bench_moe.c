@@ -499,7 +499,7 @@ static void usage(FILE *f) {
             "                       [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
             "                       [--route-tc-loads ring|direct] [--expert-wait 0|1] [--route-fence 0|1]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
-            "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--shared-overlap 0|1] [--prefill-cluster 0|1]\n"
+            "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--shared-overlap 0|1] [--prefill-cluster 0..3]\n"
             "                       [--reps N] [--check N]\n"
             "                       [--seed S] [--json FILE]\n"
             "  --preset P        model preset (default m3)\n"
@@ -540,8 +540,9 @@ static void usage(FILE *f) {
             "  --prefill-gemm X  prefill expert GEMMs: one cuBLAS call per expert (loop), one grouped\n"
             "                    call per matrix (grouped), the loop over several streams (streams), or\n"
             "                    tpmoe's own wgmma/TMA grouped kernel (wgmma; the default where it runs)\n"
-            "  --prefill-cluster C wgmma prefill: 2-CTA clusters sharing each weight tile by multicast\n"
-            "                    (1) or one CTA per tile (0) (default: the layer's)\n"
+            "  --prefill-cluster C wgmma prefill: one CTA per tile (0), 2-CTA clusters sharing each\n"
+            "                    weight tile by multicast (1), persistent 2-CTA clusters (2),\n"
+            "                    persistent CTAs (3) (default: the layer's)\n"
             "  --shared-overlap B decode path, split / unfused shared plan: the shared MLP beside the\n"
             "                    routing on a side stream (1) or after it (0) (default: the layer's)\n"
             "  --flush X         L2 flush before every replay: read 256 MB (default: clean lines, as\n"
@@ -681,7 +682,7 @@ static int parse(int argc, char **argv, opts *o) {
             else if (!strcmp(v, "wgmma")) o->prefill_gemm = TPM_MOE_GEMM_WGMMA;
             else return cli_usage_error("bench moe", "--prefill-gemm: '%s' is not loop, grouped, streams or wgmma", v);
         } else if (!strcmp(a, "--prefill-cluster")) {
-            if (int_opt(a, v, 0, 1, &o->prefill_cluster)) return 2;
+            if (int_opt(a, v, 0, 3, &o->prefill_cluster)) return 2;
         } else if (!strcmp(a, "--shared-overlap")) {
             if (int_opt(a, v, 0, 1, &o->shared_overlap)) return 2;
         } else if (!strcmp(a, "--pdl")) {

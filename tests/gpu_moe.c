@@ -486,18 +486,26 @@ static void shared_split_plan(void **state) {
 
 static void prefill_gemm_modes(void **state) {
     (void)state;
-    const char *names[] = {"m3-mini", "gpt-oss-mini"};
-    for (size_t pi = 0; pi < 2; pi++) {
-        const tpm_preset *p = tpm_preset_find(names[pi]);
+    const char *names[] = {"m3-mini", "gpt-oss-mini", "m3-mini"};
+    /* the third: m3-mini with hidden 768 and inter 384, so both GEMMs have an odd count of
+     * weight blocks (3 of 128 gate rows, 3 of 256 down rows): the persistent clustered
+     * kernel's last odd item has a CTA without a block */
+    tpm_preset odd = *tpm_preset_find("m3-mini");
+    odd.name = "m3-mini-odd";
+    odd.hidden = 768;
+    odd.inter = odd.shared_inter = 384;
+    for (size_t pi = 0; pi < 3; pi++) {
+        const tpm_preset *p = pi == 2 ? &odd : tpm_preset_find(names[pi]);
         tpm_moe_weights w;
         make_weights(p, 800 + pi, &w);
         const int Ts[] = {1, 9, 33, 300, 2049, 5000};
         for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
             const int T = Ts[ti];
             uint16_t *x = make_x(T, p->hidden, 1000 + T);
-            /* 0-2: cuBLAS; 3: wgmma (default: no clusters); 4: wgmma, no clusters; 5: wgmma, clusters */
-            gpu_run r[6];
-            const int ng = sm90_device() ? 6 : 3;
+            /* 0-2: cuBLAS; 3: wgmma (the default); 4-7: wgmma with prefill_cluster 0-3 (one CTA
+             * per tile, clusters, persistent clusters, persistent CTAs) */
+            gpu_run r[8];
+            const int ng = sm90_device() ? 8 : 3;
             for (int g = 0; g < ng; g++) {
                 tune_prefill_gemm = g < 3 ? g : 3;
                 tune_prefill_cluster = g < 4 ? -1 : g - 4;
@@ -785,7 +793,7 @@ static void bad_arguments(void **state) {
     tu.shared_overlap = 2;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.shared_overlap = 1;
-    tu.prefill_cluster = 2;
+    tu.prefill_cluster = 4;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.prefill_cluster = 0;
     tu.prefill_split_min = 0;

@@ -225,14 +225,18 @@ __device__ __forceinline__ void release(uint64_t *empty, int s, uint32_t rank, i
     }
 }
 
+/* One tile's mainloop and epilogue for consumer warpgroup c. g0: the ring use of the tile's
+ * first stage (0 in the one-tile-per-CTA kernel; the CTA's running count in the persistent
+ * one, which also releases the tile's last stage: the producer refills it for the next tile). */
 template <bool ACT, bool CL>
 __device__ __forceinline__ void consume(const wg_args &a, unsigned char *smem, uint64_t *full, uint64_t *empty,
-                                        uint32_t rank, int c, int row0, int nvalid, int e, int wb) {
+                                        uint32_t rank, int c, int row0, int nvalid, int e, int wb, int g0 = 0,
+                                        bool release_last = false) {
     const int lane = threadIdx.x & 31, w4 = (threadIdx.x >> 5) & 3, KB = a.K / BK;
     float d[128];
     for (int kb = 0; kb < KB; kb++) {
-        const int s = kb % ST;
-        mbar_wait(&full[s], (kb / ST) & 1);
+        const int g = g0 + kb, s = g % ST;
+        mbar_wait(&full[s], (g / ST) & 1);
         unsigned char *st = smem + (size_t)s * STAGE_BYTES;
         wg_fence();
 #pragma unroll
@@ -240,9 +244,10 @@ __device__ __forceinline__ void consume(const wg_args &a, unsigned char *smem, u
             wgmma_m64n256k16(d, desc(st + c * 64 * 128 + kk * 32), desc(st + A_BYTES + kk * 32), (kb | kk) != 0);
         wg_commit();
         wg_wait<1>(); /* the previous stage's wgmmas are done: release it */
-        if (kb > 0) release<CL>(empty, (kb - 1) % ST, rank, lane);
+        if (kb > 0) release<CL>(empty, (g - 1) % ST, rank, lane);
     }
     wg_wait<0>();
+    if (release_last) release<CL>(empty, (g0 + KB - 1) % ST, rank, lane);
 #pragma unroll
     for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
 
@@ -359,6 +364,165 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
+/* The persistent form (prefill_cluster 2 and 3): a grid of one CTA per SM (CL: clusters of
+ * two) walks a static list of work items, item i to CTA (CL: cluster) i mod grid, so the
+ * producer fills the ring with the next item's stages while the consumers run the previous
+ * item's epilogue, and no CTA pays a launch, a barrier init or a pipeline fill per tile.
+ * Items, highest expert first as in k_wg_gemm:
+ *   !CL: one tile (weight block wb, row tile pi) per item, the order of k_wg_gemm;
+ *   CL:  items of two kinds, both keeping every CTA of the pair busy:
+ *     pair  (row tiles 2 p and 2 p + 1, weight block wb): each CTA loads its own A tile and
+ *           ONE 128-row half of the weight tile, multicast into both (B shared);
+ *     odd   (an expert's odd last row tile, weight blocks 2 j and 2 j + 1): each CTA loads
+ *           ONE 64-row half of the A tile, multicast into both, and its own weight block
+ *           (A shared; with an odd block count the last odd item's second CTA has no block
+ *           and only loads its A half).
+ *     Inside an expert the items go by weight-block pair j: the pairs of block 2 j, those of
+ *     2 j + 1, then the odd item of (2 j, 2 j + 1), so the odd item reads blocks that its
+ *     neighbours in the list have just brought into L2.
+ *   Both kinds write 48 KB into each CTA's stage (odd without a block: 16 KB) and every
+ *   stage is written by both producers, so the barrier protocol of k_wg_gemm CL holds
+ *   unchanged: full[s] one arrival + the bytes, empty[s] the 16 consumer warps of both CTAs.
+ *   The ring position runs on across items (use g of stage g % ST has parity (g / ST) & 1).
+ * Both CTAs of a cluster walk the same items, so they run the same number of stages and
+ * meet at the closing cluster barrier. The bits are those of k_wg_gemm: each output element
+ * is one accumulator over the same k order. */
+struct wg_item {
+    int e, rt, wb;   /* expert, this CTA's row tile, this CTA's weight block (-1: none) */
+    int arow, abox;  /* first A row this CTA loads (its whole tile, or CL odd: its half) */
+    int odd;         /* CL: the A-shared kind */
+};
+
+template <bool CL>
+__device__ __forceinline__ long long items_before(const wg_args &a, int q) {
+    return CL ? (long long)a.nb * __ldg(a.rtp + q) + (long long)((a.nb + 1) >> 1) * __ldg(a.rtp + a.E1 + 1 + q)
+              : (long long)a.nb * __ldg(a.rtp + q);
+}
+
+template <bool CL>
+__device__ __forceinline__ wg_item decode_item(const wg_args &a, long long it, uint32_t rank) {
+    int lo = 0, hi = a.E1;
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) >> 1;
+        if (items_before<CL>(a, mid) <= it) lo = mid;
+        else hi = mid;
+    }
+    const int local = (int)(it - items_before<CL>(a, lo));
+    wg_item r;
+    r.e = a.E1 - 1 - lo;
+    const int off = __ldg(a.offsets + r.e), n_e = __ldg(a.offsets + r.e + 1) - off;
+    const int rtc = (n_e + BM - 1) / BM;
+    r.odd = 0;
+    if (!CL) {
+        r.wb = local / rtc;
+        r.rt = local - r.wb * rtc;
+    } else {
+        const int np = rtc >> 1, od = rtc & 1, G = 2 * np + od;
+        int j = local / G, q = local - j * G;
+        if (j >= (a.nb >> 1)) { /* odd block count: the last group, block nb - 1 only */
+            j = a.nb >> 1;
+            q = local - j * G;
+        }
+        if (q < np) {
+            r.wb = 2 * j;
+            r.rt = 2 * q + (int)rank;
+        } else if (q < 2 * np && 2 * j + 1 < a.nb) {
+            r.wb = 2 * j + 1;
+            r.rt = 2 * (q - np) + (int)rank;
+        } else {
+            r.odd = 1;
+            r.rt = rtc - 1;
+            r.wb = 2 * j + (int)rank < a.nb ? 2 * j + (int)rank : -1;
+        }
+    }
+    r.arow = off + r.rt * BM + (r.odd ? 64 * (int)rank : 0);
+    r.abox = r.odd ? 64 : BM;
+    return r;
+}
+
+template <bool ACT, bool CL>
+__global__ void __launch_bounds__(kThreads, 1)
+    k_wg_gemm_p(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap ta64,
+                const __grid_constant__ CUtensorMap tb, const wg_args a) {
+#ifdef TPM_WG_DEVICE
+    extern __shared__ unsigned char smem_raw[];
+    __shared__ __align__(8) uint64_t full[ST], empty[ST];
+    unsigned char *smem = reinterpret_cast<unsigned char *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    const uint32_t rank = CL ? cluster_rank() : 0u;
+    const long long first = CL ? (long long)(blockIdx.x >> 1) : (long long)blockIdx.x;
+    const long long stride = CL ? (long long)(gridDim.x >> 1) : (long long)gridDim.x;
+    const long long total = items_before<CL>(a, a.E1);
+    if (first >= total) return; /* the same for both CTAs of a cluster, before any barrier */
+    const int KB = a.K / BK;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < ST; s++) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], CL ? 16 : 8);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (CL) cluster_sync();
+
+    const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0);
+    if (wg == 0) { /* producer */
+        if (threadIdx.x == 0) {
+            int g = 0;
+            for (long long it = first; it < total; it += stride) {
+                const wg_item w = decode_item<CL>(a, it, rank);
+                const int brow0 = w.wb >= 0 ? w.e * a.wrows + w.wb * a.nb_rows : 0, brow1 = brow0 + a.bhalf;
+                const uint32_t bytes = CL && w.odd && w.wb < 0 ? (uint32_t)A_BYTES : (uint32_t)STAGE_BYTES;
+                for (int kb = 0; kb < KB; kb++, g++) {
+                    const int s = g % ST;
+                    if (g >= ST) mbar_wait(&empty[s], ((g / ST) - 1) & 1);
+                    unsigned char *st = smem + (size_t)s * STAGE_BYTES;
+                    mbar_expect_tx(&full[s], bytes);
+                    if (!CL) {
+                        tma_2d(st, &ta, kb * BK, w.arow, &full[s]);
+                        tma_2d(st + A_BYTES, &tb, kb * BK, brow0, &full[s]);
+                        tma_2d(st + A_BYTES + BH_BYTES, &tb, kb * BK, brow1, &full[s]);
+                    } else if (!w.odd) { /* own A tile; this CTA's half of B into both */
+                        tma_2d(st, &ta, kb * BK, w.arow, &full[s]);
+                        tma_2d_mc(st + A_BYTES + rank * BH_BYTES, &tb, kb * BK, rank ? brow1 : brow0, &full[s]);
+                    } else { /* this CTA's half of A into both; own weight block */
+                        tma_2d_mc(st + rank * (A_BYTES / 2), &ta64, kb * BK, w.arow, &full[s]);
+                        if (w.wb >= 0) {
+                            tma_2d(st + A_BYTES, &tb, kb * BK, brow0, &full[s]);
+                            tma_2d(st + A_BYTES + BH_BYTES, &tb, kb * BK, brow1, &full[s]);
+                        }
+                    }
+                }
+            }
+        }
+        __syncwarp();
+    } else { /* consumers */
+        const int c = wg - 1, lane = threadIdx.x & 31;
+        int g = 0;
+        for (long long it = first; it < total; it += stride, g += KB) {
+            const wg_item w = decode_item<CL>(a, it, rank);
+            const int off = __ldg(a.offsets + w.e), n_e = __ldg(a.offsets + w.e + 1) - off;
+            const int row0 = off + w.rt * BM, nvalid = min(BM, n_e - w.rt * BM);
+            if (w.wb >= 0 && nvalid > 64 * c) {
+                consume<ACT, CL>(a, smem, full, empty, rank, c, row0, nvalid, w.e, w.wb, g, true);
+            } else {
+                for (int kb = 0; kb < KB; kb++) {
+                    mbar_wait(&full[(g + kb) % ST], ((g + kb) / ST) & 1);
+                    release<CL>(empty, (g + kb) % ST, rank, lane);
+                }
+            }
+        }
+    }
+    if (CL) cluster_sync();
+#else
+    (void)ta;
+    (void)ta64;
+    (void)tb;
+    (void)a;
+    __trap();
+#endif
+}
+
 /* rtp[q] = row tiles of experts E1-1 .. E1-q (highest first), rtp[E1] = total. pair: rtp
  * counts the full row-tile pairs (rt / 2) and rtp[E1 + 1 ..] the odd last tiles (rt & 1)
  * the same way. One block. */
@@ -403,13 +567,13 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
     return fn;
 }
 
-/* A bf16 row-major [rows x cols] matrix as TMA tiles of 128 rows x 64 columns, 128-byte swizzle. */
-tpm_status make_map(CUtensorMap *m, const void *base, uint64_t rows, uint64_t cols) {
+/* A bf16 row-major [rows x cols] matrix as TMA tiles of box_rows rows x 64 columns, 128-byte swizzle. */
+tpm_status make_map(CUtensorMap *m, const void *base, uint64_t rows, uint64_t cols, uint32_t box_rows = 128) {
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) return tpm_err(TPM_ERR_CUDA, "cuTensorMapEncodeTiled is not available from the driver");
     const cuuint64_t dims[2] = {cols, rows};
     const cuuint64_t strides[1] = {cols * 2};
-    const cuuint32_t box[2] = {BK, 128};
+    const cuuint32_t box[2] = {BK, box_rows};
     const cuuint32_t es[2] = {1, 1};
     const CUresult r = fn(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void *>(base), dims, strides, box, es,
                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
@@ -432,16 +596,42 @@ int tpm_moe_wgmma_ok(const tpm_moe_dev &d, int device) {
 
 tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ctx *c) {
     static_assert(sizeof(CUtensorMap) == sizeof(c->maps[0]), "tensor map size");
-    CUtensorMap m[4];
+    CUtensorMap m[6];
     TPM_TRY(make_map(&m[0], d.xp, (uint64_t)max_rows, (uint64_t)d.H));        /* A of gate_up */
     TPM_TRY(make_map(&m[1], d.w13, (uint64_t)d.E1 * 2 * d.Il, (uint64_t)d.H)); /* B of gate_up */
     TPM_TRY(make_map(&m[2], d.act_bf, (uint64_t)max_rows, (uint64_t)d.Il));  /* A of down */
     TPM_TRY(make_map(&m[3], d.w2, (uint64_t)d.E1 * d.H, (uint64_t)d.Il));     /* B of down */
+    TPM_TRY(make_map(&m[4], d.xp, (uint64_t)max_rows, (uint64_t)d.H, 64));    /* A halves (persistent, odd items) */
+    TPM_TRY(make_map(&m[5], d.act_bf, (uint64_t)max_rows, (uint64_t)d.Il, 64));
     memcpy(c->maps, m, sizeof m);
-    TPM_CUDA_TRY(cudaFuncSetAttribute(k_wg_gemm<true, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
-    TPM_CUDA_TRY(cudaFuncSetAttribute(k_wg_gemm<false, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
-    TPM_CUDA_TRY(cudaFuncSetAttribute(k_wg_gemm<true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
-    TPM_CUDA_TRY(cudaFuncSetAttribute(k_wg_gemm<false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+    const void *fns[8] = {(const void *)k_wg_gemm<true, false>,   (const void *)k_wg_gemm<false, false>,
+                          (const void *)k_wg_gemm<true, true>,    (const void *)k_wg_gemm<false, true>,
+                          (const void *)k_wg_gemm_p<true, false>, (const void *)k_wg_gemm_p<false, false>,
+                          (const void *)k_wg_gemm_p<true, true>,  (const void *)k_wg_gemm_p<false, true>};
+    for (int i = 0; i < 8; i++)
+        TPM_CUDA_TRY(cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+    /* the persistent grids: as many CTAs (clusters of two) as are resident at once, so the
+     * static item schedule never leaves a CTA waiting for a second wave */
+    int dev = 0, nsm = 0;
+    TPM_CUDA_TRY(cudaGetDevice(&dev));
+    TPM_CUDA_TRY(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+    int per_sm = 0;
+    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_wg_gemm_p<true, false>, kThreads, SMEM_BYTES));
+    c->grid_p = nsm * (per_sm > 0 ? per_sm : 1);
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = 2;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3((unsigned)(2 * (c->grid_p / 2)));
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = SMEM_BYTES;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    int ncl = 0;
+    TPM_CUDA_TRY(cudaOccupancyMaxActiveClusters(&ncl, (const void *)k_wg_gemm_p<true, true>, &cfg));
+    c->grid_pc = 2 * (ncl > 0 ? ncl : 1);
     c->ready = 1;
     return TPM_OK;
 }
@@ -450,7 +640,7 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
                                  int cluster, int skip_shared, cudaStream_t s) {
     TPM_ASSERT(c.ready && c.rtp);
     const long long rows = (long long)T * d.K;
-    const int cl = cluster == 1;
+    const int cl = cluster == 1 || cluster == 2, persist = cluster >= 2;
     const int skip = skip_shared && d.fused;
     /* skip: the shared slot's rows (the last T) are neither gathered nor computed here */
     TPM_TRY(tpm_moe_launch_gather(d, x, (int)(skip ? (long long)T * d.k : rows), s));
@@ -501,6 +691,18 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
         const CUtensorMap &ma = m[2 * mat], &mb = m[2 * mat + 1];
         g.rtp = c.rtp;
         g.tail = 0;
+        if (persist) { /* one launch of resident CTAs walking the item list */
+            cfg.numAttrs = cl ? 1 : 0;
+            cfg.gridDim = dim3((unsigned)(cl ? c.grid_pc : c.grid_p));
+            const CUtensorMap &m64 = m[4 + mat];
+            if (cl)
+                TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, mat ? k_wg_gemm_p<false, true> : k_wg_gemm_p<true, true>, ma, m64,
+                                                mb, g));
+            else
+                TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, mat ? k_wg_gemm_p<false, false> : k_wg_gemm_p<true, false>, ma,
+                                                m64, mb, g));
+            continue;
+        }
         if (cl) {
             cfg.numAttrs = 1;
             cfg.gridDim = dim3((unsigned)(2 * ub * g.nb));
