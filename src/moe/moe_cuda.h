@@ -111,6 +111,9 @@ typedef struct tpm_cuda_moe_tuning {
                             * own kernel; below it the slot is one more expert of that kernel */
     int prefill_split_max; /* fused layer, prefill with prefill_gemm 3: the split plan also up to
                             * this many tokens (0: never below prefill_split_min) */
+    int prefill_band;      /* prefill_gemm 3 (clusters 0, 2, 3): an expert with more row tiles
+                            * than this runs them in bands of this many, each band's weight
+                            * blocks one after the other (its A rows stay in L2); 0 = one band */
     int gate_up_pairs;     /* decode kernel 2 up to 8 tokens: gate/up row pairs per warp of
                             * k_gate_up2, 1 (x 4 chunks per lane) or 2 (x 2); the same bits */
     int route_experts;     /* routing modes 0 and 1: router experts per logits block (8, 16 or

@@ -84,6 +84,8 @@ struct wg_args {
     int E1, nb, K;          /* experts, weight blocks per expert, reduction length */
     int wrows;              /* weight rows per expert in the B map (2 Il or H) */
     int nb_rows, bhalf;     /* rows between weight blocks; offset of the second 128-row half */
+    int band;               /* row tiles per band (0: an expert's row tiles are one band) */
+    int *ctr;               /* persistent forms: this launch's item counter (zeroed by k_wg_tiles) */
     uint16_t *out;
     int ldo;
     /* gate_up epilogue */
@@ -287,6 +289,25 @@ __device__ __forceinline__ void consume(const wg_args &a, unsigned char *smem, u
 }
 #endif /* TPM_WG_DEVICE */
 
+/* Item `local` of an expert with rtc row tiles and nb weight blocks, in bands of `band`
+ * row tiles (0: one band): band by band, inside a band weight block by weight block, then
+ * the band's row tiles. Every band but the last is full, so band = local / (band nb). With
+ * one band this is the order of round 6 (the CTAs that share a weight block side by side);
+ * bands keep a large expert's A rows (the shared slot's: 100 MB at 8192 tokens) in L2 while
+ * its weight blocks stream past, instead of re-reading all of A for every weight block. */
+__device__ __forceinline__ void band_tile(int local, int rtc, int band, int nb, int *wb, int *rt) {
+    if (band <= 0 || rtc <= band) {
+        *wb = local / rtc;
+        *rt = local - *wb * rtc;
+        return;
+    }
+    const int nbands = (rtc + band - 1) / band;
+    const int b = min(local / (band * nb), nbands - 1), l = local - b * band * nb;
+    const int rb = min(band, rtc - b * band);
+    *wb = l / rb;
+    *rt = b * band + (l - *wb * rb);
+}
+
 template <bool ACT, bool CL>
 __global__ void __launch_bounds__(kThreads, 1)
     k_wg_gemm(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, const wg_args a) {
@@ -308,7 +329,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         else hi = mid;
     }
     const int q0 = __ldg(a.rtp + lo), cnt = __ldg(a.rtp + lo + 1) - q0;
-    const int e = E1 - 1 - lo, local = id - q0 * nb, wb = local / cnt, pi = local - wb * cnt;
+    const int e = E1 - 1 - lo, local = id - q0 * nb;
+    int wb, pi;
+    band_tile(local, cnt, CL || a.tail ? 0 : a.band, nb, &wb, &pi);
     const int off = __ldg(a.offsets + e), n_e = __ldg(a.offsets + e + 1) - off;
     const int rt = CL ? 2 * pi + (int)rank : a.tail ? (n_e - 1) / BM : pi;
     const int row0 = off + rt * BM, nvalid = min(BM, n_e - rt * BM); /* > 0: pairs are always full */
@@ -364,32 +387,40 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-/* The persistent form (prefill_cluster 2 and 3): a grid of one CTA per SM (CL: clusters of
- * two) walks a static list of work items, item i to CTA (CL: cluster) i mod grid, so the
- * producer fills the ring with the next item's stages while the consumers run the previous
- * item's epilogue, and no CTA pays a launch, a barrier init or a pipeline fill per tile.
+/* The persistent form (prefill_cluster 2 and 3): a grid of resident CTAs (CL: 2-CTA
+ * clusters) takes work items from a per-launch counter, so the producer fills the ring with
+ * the next item's stages while the consumers run the previous item's epilogue, and no CTA
+ * pays a launch, a barrier init or a pipeline fill per tile. The items in flight stay a
+ * window of consecutive list entries (a static deal let CTAs drift apart: r79, 20% slower
+ * without clusters).
  * Items, highest expert first as in k_wg_gemm:
- *   !CL: one tile (weight block wb, row tile pi) per item, the order of k_wg_gemm;
- *   CL:  items of two kinds, both keeping every CTA of the pair busy:
+ *   !CL: one tile (weight block, row tile) per item, in k_wg_gemm's order (bands included);
+ *   CL:  items of two kinds, both keeping both CTAs of the pair busy:
  *     pair  (row tiles 2 p and 2 p + 1, weight block wb): each CTA loads its own A tile and
  *           ONE 128-row half of the weight tile, multicast into both (B shared);
  *     odd   (an expert's odd last row tile, weight blocks 2 j and 2 j + 1): each CTA loads
  *           ONE 64-row half of the A tile, multicast into both, and its own weight block
  *           (A shared; with an odd block count the last odd item's second CTA has no block
- *           and only loads its A half).
- *     Inside an expert the items go by weight-block pair j: the pairs of block 2 j, those of
- *     2 j + 1, then the odd item of (2 j, 2 j + 1), so the odd item reads blocks that its
- *     neighbours in the list have just brought into L2.
+ *           and loads only its A half).
+ *     Inside an expert (band of band/2 pairs): by weight-block pair j, the pairs of block
+ *     2 j, those of 2 j + 1, then (last band) the odd item of (2 j, 2 j + 1), so the odd
+ *     item reads blocks its neighbours in the list have just brought into L2.
  *   Both kinds write 48 KB into each CTA's stage (odd without a block: 16 KB) and every
- *   stage is written by both producers, so the barrier protocol of k_wg_gemm CL holds
+ *   stage is written by both producers, so the stage protocol of k_wg_gemm CL holds
  *   unchanged: full[s] one arrival + the bytes, empty[s] the 16 consumer warps of both CTAs.
  *   The ring position runs on across items (use g of stage g % ST has parity (g / ST) & 1).
- * Both CTAs of a cluster walk the same items, so they run the same number of stages and
- * meet at the closing cluster barrier. The bits are those of k_wg_gemm: each output element
- * is one accumulator over the same k order. */
+ * Item queue (two slots, item_q[i] with mbarriers qfull / qempty): the producer of the CTA
+ * (CL: of rank 0) takes the next item with an atomicAdd, writes it into its slot (CL: also
+ * into rank 1's, st.shared::cluster) and arrives on qfull (CL: rank 1's with release at
+ * cluster scope); the readers (the CTA's 8 consumer warps; CL: rank 1's 8 warps and its
+ * producer too, arriving remotely) arrive on the taker's qempty once they have read it. The
+ * taker publishes one entry past the end (>= total), which ends every reader's loop. The
+ * counter is zeroed by k_wg_tiles, stream-ordered before the launch.
+ * The bits are those of k_wg_gemm: each output element is one accumulator over the same
+ * k order, whichever CTA computes it. */
 struct wg_item {
     int e, rt, wb;   /* expert, this CTA's row tile, this CTA's weight block (-1: none) */
-    int arow, abox;  /* first A row this CTA loads (its whole tile, or CL odd: its half) */
+    int arow;        /* first A row this CTA loads (its whole tile, or CL odd: its half) */
     int odd;         /* CL: the A-shared kind */
 };
 
@@ -414,21 +445,24 @@ __device__ __forceinline__ wg_item decode_item(const wg_args &a, long long it, u
     const int rtc = (n_e + BM - 1) / BM;
     r.odd = 0;
     if (!CL) {
-        r.wb = local / rtc;
-        r.rt = local - r.wb * rtc;
+        band_tile(local, rtc, a.band, a.nb, &r.wb, &r.rt);
     } else {
-        const int np = rtc >> 1, od = rtc & 1, G = 2 * np + od;
-        int j = local / G, q = local - j * G;
+        const int npa = rtc >> 1, bp = a.band >= 2 ? a.band >> 1 : npa; /* pairs, pairs per band */
+        const int nbands = npa > bp && bp > 0 ? (npa + bp - 1) / bp : 1;
+        const int b = bp > 0 ? min(local / (bp * a.nb), nbands - 1) : 0;
+        const int L = local - b * bp * a.nb, last = b == nbands - 1;
+        const int np = last ? npa - b * bp : bp, od = last ? rtc & 1 : 0, G = 2 * np + od;
+        int j = L / G, q = L - j * G;
         if (j >= (a.nb >> 1)) { /* odd block count: the last group, block nb - 1 only */
             j = a.nb >> 1;
-            q = local - j * G;
+            q = L - j * G;
         }
         if (q < np) {
             r.wb = 2 * j;
-            r.rt = 2 * q + (int)rank;
+            r.rt = 2 * (b * bp + q) + (int)rank;
         } else if (q < 2 * np && 2 * j + 1 < a.nb) {
             r.wb = 2 * j + 1;
-            r.rt = 2 * (q - np) + (int)rank;
+            r.rt = 2 * (b * bp + q - np) + (int)rank;
         } else {
             r.odd = 1;
             r.rt = rtc - 1;
@@ -436,9 +470,44 @@ __device__ __forceinline__ wg_item decode_item(const wg_args &a, long long it, u
         }
     }
     r.arow = off + r.rt * BM + (r.odd ? 64 * (int)rank : 0);
-    r.abox = r.odd ? 64 : BM;
     return r;
 }
+
+#ifdef TPM_WG_DEVICE
+/* mbar_wait with acquire at cluster scope (what another CTA of the cluster released). */
+__device__ __forceinline__ void mbar_wait_cl(uint64_t *b, uint32_t parity) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 ".reg .u32 n;\n"
+                 "mov.u32 n, 0;\n"
+                 "LAB_WAIT:\n"
+                 "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\n"
+                 "@p bra.uni LAB_DONE;\n"
+                 "add.u32 n, n, 1;\n"
+                 "setp.lt.u32 p, n, %2;\n"
+                 "@p bra.uni LAB_WAIT;\n"
+                 "trap;\n"
+                 "LAB_DONE:\n"
+                 "}\n" ::"r"(smem_u32(b)),
+                 "r"(parity), "n"(1 << 26)
+                 : "memory");
+}
+/* Write v at p's offset in CTA `rank`, then arrive on the mbarrier at b's offset there,
+ * releasing the write at cluster scope. */
+__device__ __forceinline__ void put_cluster(int *p, int v, uint64_t *b, uint32_t rank) {
+    asm volatile("{\n.reg .b32 ra, rb;\nmapa.shared::cluster.u32 ra, %0, %2;\nmapa.shared::cluster.u32 rb, %1, %2;\n"
+                 "st.shared::cluster.u32 [ra], %3;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [rb];\n}\n" ::"r"(smem_u32(p)),
+                 "r"(smem_u32(b)), "r"(rank), "r"(v)
+                 : "memory");
+}
+__device__ __forceinline__ void arrive_cluster_rel(uint64_t *b, uint32_t rank) {
+    asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(smem_u32(b)),
+                 "r"(rank)
+                 : "memory");
+}
+#endif
 
 template <bool ACT, bool CL>
 __global__ void __launch_bounds__(kThreads, 1)
@@ -446,19 +515,23 @@ __global__ void __launch_bounds__(kThreads, 1)
                 const __grid_constant__ CUtensorMap tb, const wg_args a) {
 #ifdef TPM_WG_DEVICE
     extern __shared__ unsigned char smem_raw[];
-    __shared__ __align__(8) uint64_t full[ST], empty[ST];
+    __shared__ __align__(8) uint64_t full[ST], empty[ST], qfull[2], qempty[2];
+    __shared__ int item_q[2];
     unsigned char *smem = reinterpret_cast<unsigned char *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const uint32_t rank = CL ? cluster_rank() : 0u;
-    const long long first = CL ? (long long)(blockIdx.x >> 1) : (long long)blockIdx.x;
-    const long long stride = CL ? (long long)(gridDim.x >> 1) : (long long)gridDim.x;
     const long long total = items_before<CL>(a, a.E1);
-    if (first >= total) return; /* the same for both CTAs of a cluster, before any barrier */
+    if (total == 0) return; /* the same for every CTA, before any barrier */
     const int KB = a.K / BK;
+    const bool taker = rank == 0;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < ST; s++) {
             mbar_init(&full[s], 1);
             mbar_init(&empty[s], CL ? 16 : 8);
+        }
+        for (int i = 0; i < 2; i++) {
+            mbar_init(&qfull[i], 1);
+            mbar_init(&qempty[i], CL ? 17 : 8); /* CL: rank 0's, read by both CTAs' consumers and rank 1's producer */
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -469,7 +542,25 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (wg == 0) { /* producer */
         if (threadIdx.x == 0) {
             int g = 0;
-            for (long long it = first; it < total; it += stride) {
+            for (int n = 0;; n++) {
+                const int slot = n & 1;
+                long long it;
+                if (taker) {
+                    if (n >= 2) {
+                        if (CL) mbar_wait_cl(&qempty[slot], ((n >> 1) - 1) & 1);
+                        else mbar_wait(&qempty[slot], ((n >> 1) - 1) & 1);
+                    }
+                    it = atomicAdd(a.ctr, 1);
+                    const int v = it < total ? (int)it : (int)total;
+                    item_q[slot] = v;
+                    if (CL) put_cluster(&item_q[slot], v, &qfull[slot], 1u);
+                    mbar_arrive(&qfull[slot]);
+                } else { /* CL rank 1: the item rank 0 took */
+                    mbar_wait_cl(&qfull[slot], (n >> 1) & 1);
+                    it = item_q[slot];
+                    arrive_cluster_rel(&qempty[slot], 0u);
+                }
+                if (it >= total) break;
                 const wg_item w = decode_item<CL>(a, it, rank);
                 const int brow0 = w.wb >= 0 ? w.e * a.wrows + w.wb * a.nb_rows : 0, brow1 = brow0 + a.bhalf;
                 const uint32_t bytes = CL && w.odd && w.wb < 0 ? (uint32_t)A_BYTES : (uint32_t)STAGE_BYTES;
@@ -499,7 +590,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     } else { /* consumers */
         const int c = wg - 1, lane = threadIdx.x & 31;
         int g = 0;
-        for (long long it = first; it < total; it += stride, g += KB) {
+        for (int n = 0;; n++, g += KB) {
+            const int slot = n & 1;
+            if (CL) mbar_wait_cl(&qfull[slot], (n >> 1) & 1);
+            else mbar_wait(&qfull[slot], (n >> 1) & 1);
+            const long long it = item_q[slot];
+            __syncwarp();
+            if (lane == 0) {
+                if (!CL) mbar_arrive(&qempty[slot]);
+                else arrive_cluster_rel(&qempty[slot], 0u);
+            }
+            if (it >= total) break;
             const wg_item w = decode_item<CL>(a, it, rank);
             const int off = __ldg(a.offsets + w.e), n_e = __ldg(a.offsets + w.e + 1) - off;
             const int row0 = off + w.rt * BM, nvalid = min(BM, n_e - w.rt * BM);
@@ -528,6 +629,7 @@ __global__ void __launch_bounds__(kThreads, 1)
  * the same way. One block. */
 __global__ void k_wg_tiles(const int32_t *__restrict__ offsets, int32_t *__restrict__ rtp, int E1, int pair,
                            int skip_e) {
+    if (threadIdx.x < 2) rtp[2 * (E1 + 1) + threadIdx.x] = 0; /* the persistent launches' item counters */
     __shared__ int32_t cnt[1024]; /* pair: [0, 512) pairs, [512, 1024) odd tails */
     for (int q = threadIdx.x; q < E1; q += blockDim.x) {
         const int e = E1 - 1 - q;
@@ -637,7 +739,7 @@ tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ct
 }
 
 tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, const uint16_t *x, int T,
-                                 int cluster, int skip_shared, cudaStream_t s) {
+                                 int cluster, int band, int skip_shared, cudaStream_t s) {
     TPM_ASSERT(c.ready && c.rtp);
     const long long rows = (long long)T * d.K;
     const int cl = cluster == 1 || cluster == 2, persist = cluster >= 2;
@@ -654,6 +756,7 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
     wg_args g = {};
     g.offsets = d.offsets;
     g.E1 = d.E1;
+    g.band = band;
     g.b13 = d.b13;
     g.Il = d.Il;
     g.act = d.act;
@@ -691,7 +794,8 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
         const CUtensorMap &ma = m[2 * mat], &mb = m[2 * mat + 1];
         g.rtp = c.rtp;
         g.tail = 0;
-        if (persist) { /* one launch of resident CTAs walking the item list */
+        g.ctr = c.rtp + 2 * (d.E1 + 1) + mat;
+        if (persist) { /* one launch of resident CTAs taking items from the list */
             cfg.numAttrs = cl ? 1 : 0;
             cfg.gridDim = dim3((unsigned)(cl ? c.grid_pc : c.grid_p));
             const CUtensorMap &m64 = m[4 + mat];

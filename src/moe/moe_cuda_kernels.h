@@ -93,7 +93,7 @@ struct tpm_moe_prefill_ctx {
 /* The own Hopper grouped GEMM of the prefill path (moe_cuda_gemm_sm90a.cu). */
 struct tpm_moe_wg_ctx {
     alignas(64) unsigned char maps[6][128]; /* CUtensorMap: xp, w13, act_bf, w2; xp, act_bf in 64-row boxes */
-    int32_t *rtp;                           /* [2 (E1 + 1)] device tile prefixes */
+    int32_t *rtp;                           /* [2 (E1 + 1) + 2] device tile prefixes, then two item counters */
     int grid_p, grid_pc;                    /* persistent grids: resident CTAs, CTAs of resident 2-clusters */
     int ready;
 };
@@ -178,10 +178,11 @@ int tpm_moe_wgmma_ok(const tpm_moe_dev &d, int device);
 tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ctx *c);
 /* cluster: 0 = one CTA per tile, 1 = 2-CTA clusters sharing the weight tile (multicast),
  * 2 = persistent 2-CTA clusters (pairs sharing B, odd tiles sharing A), 3 = persistent, no clusters.
+ * band: row tiles per band of a large expert's tile order (0: none; clusters 1: ignored).
  * skip_shared: the fused shared slot (expert E, the last T rows) is left out
  * (prefill split plan: tpm_moe_shared_split_prefill wrote its rows). */
 tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, const uint16_t *x, int T,
-                                 int cluster, int skip_shared, cudaStream_t s);
+                                 int cluster, int band, int skip_shared, cudaStream_t s);
 /* The unfused shared expert as a dense MLP over all T tokens -> sh_out (bf16). */
 tpm_status tpm_moe_shared_dense(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T,
                                 cudaStream_t s);

@@ -100,6 +100,12 @@
  * slot 1260.9, unfused 1250.0), 24 tokens 1722.0 / 1734.5 / 1732.4, 32 tokens 1989.6 / 1990.8 /
  * 1997.7, 64 tokens 2823.5 / 2833.5 / 2816.3. Split where the slot lost in both runs: up to 16. */
 #define TPM_MOE_PREFILL_SPLIT_MAX 16
+/* Row tiles per band of the own prefill GEMM's tile order (round 12, r80): an expert with more
+ * row tiles (the shared slot from 2048 tokens) runs band by band, so its A rows stay in L2 while
+ * each weight block streams past. 0 = off (round 6's order). */
+#ifndef TPM_MOE_PREFILL_BAND
+#define TPM_MOE_PREFILL_BAND 0
+#endif
 /* Shared MLP of the split / dense plans overlapped with the routing (round 6). */
 #define TPM_MOE_SHARED_OVERLAP 1
 /* Decode kernel set 2 with programmatic dependent launch (round 4, above). */
@@ -270,7 +276,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
             if (ep > 1 && d.ep_rank == 0) DALLOC(d.sh_out, Td * H * 2); /* EP: dense on EP rank 0 */
         }
         DALLOC(m->pf.d_ptrs, sizeof(void *) * 6 * E1);
-        DALLOC(m->wg.rtp, 2 * (E1 + 1) * 4); /* tiles, or pairs and odd tails */
+        DALLOC(m->wg.rtp, (2 * (E1 + 1) + 2) * 4); /* tiles, or pairs and odd tails; two item counters */
         if (cudaMemset(d.ctr, 0, 64) != cudaSuccess || cudaMemset(d.done, 0, E1 * 4) != cudaSuccess ||
             cudaMemset(d.tile_ctr, 0, (size_t)d.tile_cap * 4) != cudaSuccess || cudaMemset(d.w13, 0, E1 * 2 * Il * H * 2) != cudaSuccess ||
             cudaMemset(d.w2, 0, E1 * H * Il * 2) != cudaSuccess) {
@@ -323,6 +329,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.prefill_gemm = TPM_MOE_PREFILL_WGMMA && m->wg.ready ? TPM_MOE_GEMM_WGMMA : TPM_MOE_PREFILL_GEMM;
     m->tune.shared_overlap = TPM_MOE_SHARED_OVERLAP;
     m->tune.prefill_cluster = 0;
+    m->tune.prefill_band = TPM_MOE_PREFILL_BAND;
     m->tune.prefill_split_min = TPM_MOE_PREFILL_SPLIT_MIN;
     m->tune.prefill_split_max = TPM_MOE_PREFILL_SPLIT_MAX;
     m->tune.pdl = TPM_MOE_PDL;
@@ -485,6 +492,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   t->prefill_cluster);
     TPM_ARG_CHECK(t->prefill_split_min >= 1, "prefill_split_min %d < 1", t->prefill_split_min);
     TPM_ARG_CHECK(t->prefill_split_max >= 0, "prefill_split_max %d < 0", t->prefill_split_max);
+    TPM_ARG_CHECK(t->prefill_band >= 0, "prefill_band %d < 0", t->prefill_band);
     TPM_ARG_CHECK(t->pdl == 0 || t->pdl == 1, "pdl %d is not 0 or 1", t->pdl);
     TPM_ARG_CHECK(t->down_kernel >= 0 && t->down_kernel <= 4, "down_kernel %d is not 0..4", t->down_kernel);
     TPM_ARG_CHECK(t->gate_up_pairs == 1 || t->gate_up_pairs == 2, "gate_up_pairs %d is not 1 or 2", t->gate_up_pairs);
@@ -673,7 +681,8 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
             TPM_TRY(bind_blas(m, s));
             TPM_TRY(tpm_moe_shared_split_prefill(d, m->blas, (const uint16_t *)x, T, s));
         }
-        return tpm_moe_prefill_wgmma(d, m->wg, (const uint16_t *)x, T, m->tune.prefill_cluster, split, s);
+        return tpm_moe_prefill_wgmma(d, m->wg, (const uint16_t *)x, T, m->tune.prefill_cluster,
+                                     m->tune.prefill_band, split, s);
     }
     TPM_CUDA_TRY(cudaMemcpyAsync(m->h_offsets, d.offsets, (size_t)(d.E1 + 1) * 4, cudaMemcpyDeviceToHost, s));
     TPM_CUDA_TRY(cudaStreamSynchronize(s));
