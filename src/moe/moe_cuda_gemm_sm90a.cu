@@ -85,8 +85,6 @@ struct wg_args {
     int wrows;              /* weight rows per expert in the B map (2 Il or H) */
     int nb_rows, bhalf;     /* rows between weight blocks; offset of the second 128-row half */
     int band;               /* row tiles per band (0: an expert's row tiles are one band) */
-    int swap_max;           /* a warpgroup with at most this many valid rows (<= 56) swaps the
-                             * wgmma sides (consume_sw); 0: never */
     int *ctr;               /* persistent forms: this launch's item counter (zeroed by k_wg_tiles) */
     uint16_t *out;
     int ldo;
@@ -212,60 +210,6 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, u
         : "l"(da), "l"(db), "r"(scale_d));
 }
 
-/* D[64 x N] (+)= A[64 x 16] . B[N x 16]^T for the swapped tail chunk (weights as A, the chunk's
- * N token rows as B), N = 8 .. 56; D[N / 2] per thread. Generated, one per N. */
-template <int N>
-__device__ __forceinline__ void wgmma_m64nNk16(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d);
-template <>
-__device__ __forceinline__ void wgmma_m64nNk16<8>(float (&d)[4], uint64_t da, uint64_t db, int scale_d) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "l"(da), "l"(db), "r"(scale_d));
-}
-template <>
-__device__ __forceinline__ void wgmma_m64nNk16<16>(float (&d)[8], uint64_t da, uint64_t db, int scale_d) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-                 : "l"(da), "l"(db), "r"(scale_d));
-}
-template <>
-__device__ __forceinline__ void wgmma_m64nNk16<24>(float (&d)[12], uint64_t da, uint64_t db, int scale_d) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %14, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n24k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11}, %12, %13, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
-                 : "l"(da), "l"(db), "r"(scale_d));
-}
-template <>
-__device__ __forceinline__ void wgmma_m64nNk16<32>(float (&d)[16], uint64_t da, uint64_t db, int scale_d) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-                 : "l"(da), "l"(db), "r"(scale_d));
-}
-template <>
-__device__ __forceinline__ void wgmma_m64nNk16<40>(float (&d)[20], uint64_t da, uint64_t db, int scale_d) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %22, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n40k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19}, %20, %21, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
-                 : "l"(da), "l"(db), "r"(scale_d));
-}
-template <>
-__device__ __forceinline__ void wgmma_m64nNk16<48>(float (&d)[24], uint64_t da, uint64_t db, int scale_d) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, %24, %25, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
-                 : "l"(da), "l"(db), "r"(scale_d));
-}
-template <>
-__device__ __forceinline__ void wgmma_m64nNk16<56>(float (&d)[28], uint64_t da, uint64_t db, int scale_d) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %30, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n56k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27}, %28, %29, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27])
-                 : "l"(da), "l"(db), "r"(scale_d));
-}
-
 #endif /* TPM_WG_DEVICE */
 
 __device__ __forceinline__ uint32_t pack_bf16(float a, float b) {
@@ -283,98 +227,14 @@ __device__ __forceinline__ void release(uint64_t *empty, int s, uint32_t rank, i
     }
 }
 
-/* The swapped form of consume for a warpgroup whose chunk holds only v <= 56 valid rows (an
- * expert's last, partial 64-row chunk): the 256 weight rows are the wgmma M side (4 x m64) and
- * the chunk's first N = 8 ceil(v / 8) token rows the N side, so the tensor cores compute N
- * rows instead of 64 (the m64 chunk of the plain form costs ~10% of the FLOPs at 8192 tokens
- * in padding). Same shared-memory stages (both operands K-major, 128-byte swizzle; a 64-row
- * block of the weight tile is 8 KB in), same stage protocol; each output element is still one
- * fp32 accumulator over the same k order. Accumulator j of block i: weight row
- * 64 i + 16 w4 + lane/4 + 8 ((j/2) & 1), token 8 (j/4) + 2 (lane & 3) + (j & 1). */
-template <bool ACT, bool CL, int N>
-__device__ __forceinline__ void consume_sw(const wg_args &a, unsigned char *smem, uint64_t *full, uint64_t *empty,
-                                        uint32_t rank, int c, int row0, int v, int e, int wb, int g0,
-                                        bool release_last) {
-    const int lane = threadIdx.x & 31, w4 = (threadIdx.x >> 5) & 3, KB = a.K / BK;
-    float d[4][N / 2];
-    for (int kb = 0; kb < KB; kb++) {
-        const int g = g0 + kb, s = g % ST;
-        mbar_wait(&full[s], (g / ST) & 1);
-        unsigned char *st = smem + (size_t)s * STAGE_BYTES;
-        wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; kk++)
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                wgmma_m64nNk16<N>(d[i], desc(st + A_BYTES + i * 8192 + kk * 32), desc(st + c * 64 * 128 + kk * 32),
-                                  (kb | kk) != 0);
-        wg_commit();
-        wg_wait<1>();
-        if (kb > 0) release<CL>(empty, (g - 1) % ST, rank, lane);
-    }
-    wg_wait<0>();
-    if (release_last) release<CL>(empty, (g0 + KB - 1) % ST, rank, lane);
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < N / 2; j++) asm volatile("" : "+f"(d[i][j])::"memory");
-
-    const int wr = 16 * w4 + (lane >> 2), tq = 2 * (lane & 3);
-    uint16_t *obase = a.out + (size_t)(row0 + 64 * c) * a.ldo;
-    if (ACT) { /* weight rows 0..127 gate (blocks 0, 1), 128..255 the matching up (blocks 2, 3) */
-        const float *bg = a.b13 ? a.b13 + (size_t)e * 2 * a.Il + wb * 128 : nullptr;
-#pragma unroll
-        for (int i = 0; i < 2; i++)
-#pragma unroll
-            for (int j = 0; j < N / 2; j++) {
-                const int col = 64 * i + wr + 8 * ((j >> 1) & 1), tok = 8 * (j >> 2) + tq + (j & 1);
-                if (tok >= v) continue;
-                float g = d[i][j], u = d[i + 2][j];
-                if (bg) {
-                    g += bg[col];
-                    u += bg[a.Il + col];
-                }
-                obase[(size_t)tok * a.ldo + wb * 128 + col] =
-                    tpm_f32_to_bf16(tpm_moe_act(a.act, g, u, a.alpha, a.limit, a.beta));
-            }
-    } else {
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-#pragma unroll
-            for (int j = 0; j < N / 2; j++) {
-                const int col = 64 * i + wr + 8 * ((j >> 1) & 1), tok = 8 * (j >> 2) + tq + (j & 1);
-                if (tok < v) obase[(size_t)tok * a.ldo + wb * 256 + col] = tpm_f32_to_bf16(d[i][j]);
-            }
-    }
-}
-
-template <bool ACT, bool CL>
-__device__ __forceinline__ void consume_swapped(const wg_args &a, unsigned char *smem, uint64_t *full,
-                                                uint64_t *empty, uint32_t rank, int c, int row0, int v, int e,
-                                                int wb, int g0, bool release_last) {
-    switch ((v + 7) >> 3) {
-    case 1: consume_sw<ACT, CL, 8>(a, smem, full, empty, rank, c, row0, v, e, wb, g0, release_last); break;
-    case 2: consume_sw<ACT, CL, 16>(a, smem, full, empty, rank, c, row0, v, e, wb, g0, release_last); break;
-    case 3: consume_sw<ACT, CL, 24>(a, smem, full, empty, rank, c, row0, v, e, wb, g0, release_last); break;
-    case 4: consume_sw<ACT, CL, 32>(a, smem, full, empty, rank, c, row0, v, e, wb, g0, release_last); break;
-    case 5: consume_sw<ACT, CL, 40>(a, smem, full, empty, rank, c, row0, v, e, wb, g0, release_last); break;
-    case 6: consume_sw<ACT, CL, 48>(a, smem, full, empty, rank, c, row0, v, e, wb, g0, release_last); break;
-    default: consume_sw<ACT, CL, 56>(a, smem, full, empty, rank, c, row0, v, e, wb, g0, release_last); break;
-    }
-}
-
 /* One tile's mainloop and epilogue for consumer warpgroup c. g0: the ring use of the tile's
  * first stage (0 in the one-tile-per-CTA kernel; the CTA's running count in the persistent
  * one, which also releases the tile's last stage: the producer refills it for the next tile). */
-template <bool ACT, bool CL, bool SW = true>
+template <bool ACT, bool CL>
 __device__ __forceinline__ void consume(const wg_args &a, unsigned char *smem, uint64_t *full, uint64_t *empty,
                                         uint32_t rank, int c, int row0, int nvalid, int e, int wb, int g0 = 0,
                                         bool release_last = false) {
     const int lane = threadIdx.x & 31, w4 = (threadIdx.x >> 5) & 3, KB = a.K / BK;
-    if (SW && nvalid - 64 * c <= a.swap_max) { /* a partial last chunk: tokens as the N side */
-        consume_swapped<ACT, CL>(a, smem, full, empty, rank, c, row0, nvalid - 64 * c, e, wb, g0, release_last);
-        return;
-    }
     float d[128];
     for (int kb = 0; kb < KB; kb++) {
         const int g = g0 + kb, s = g % ST;
@@ -745,9 +605,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             const int off = __ldg(a.offsets + w.e), n_e = __ldg(a.offsets + w.e + 1) - off;
             const int row0 = off + w.rt * BM, nvalid = min(BM, n_e - w.rt * BM);
             if (w.wb >= 0 && nvalid > 64 * c) {
-                /* no swapped chunks here: with them ptxas runs out of registers for this
-                 * kernel's item loop and serializes its wgmmas (C7512), so swap_max is ignored */
-                consume<ACT, CL, false>(a, smem, full, empty, rank, c, row0, nvalid, w.e, w.wb, g, true);
+                consume<ACT, CL>(a, smem, full, empty, rank, c, row0, nvalid, w.e, w.wb, g, true);
             } else {
                 for (int kb = 0; kb < KB; kb++) {
                     mbar_wait(&full[(g + kb) % ST], ((g + kb) / ST) & 1);
@@ -881,7 +739,7 @@ tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ct
 }
 
 tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, const uint16_t *x, int T,
-                                 int cluster, int band, int swap_max, int skip_shared, cudaStream_t s) {
+                                 int cluster, int band, int skip_shared, cudaStream_t s) {
     TPM_ASSERT(c.ready && c.rtp);
     const long long rows = (long long)T * d.K;
     const int cl = cluster == 1 || cluster == 2, persist = cluster >= 2;
@@ -899,7 +757,6 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
     g.offsets = d.offsets;
     g.E1 = d.E1;
     g.band = band;
-    g.swap_max = swap_max;
     g.b13 = d.b13;
     g.Il = d.Il;
     g.act = d.act;
