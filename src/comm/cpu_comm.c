@@ -210,9 +210,15 @@ static int peer_dead(int pid) {
 static tpm_status abort_error(const cpu_rank *R) {
     const cpu_hdr *h = R->hdr;
     int who = atomic_load_explicit(&h->abort_rank, memory_order_acquire) - 1;
-    const char *msg = atomic_load_explicit(&h->abort_msg_ready, memory_order_acquire)
-                          ? h->abort_msg
-                          : "(no message)";
+    /* the aborting rank writes its message right after winning abort_rank: give it up to
+     * ~10 ms (it may be descheduled in between; a rank that died there leaves none) */
+    int ready = atomic_load_explicit(&h->abort_msg_ready, memory_order_acquire);
+    for (int i = 0; !ready && i < 10000; i++) {
+        if (i < 1000) cpu_relax();
+        else sched_yield();
+        ready = atomic_load_explicit(&h->abort_msg_ready, memory_order_acquire);
+    }
+    const char *msg = ready ? h->abort_msg : "(no message)";
     return tpm_err(TPM_ERR_PEER, "rank %d: the communicator was aborted by rank %d: %s", R->rank,
                    who, msg);
 }
@@ -256,10 +262,15 @@ static tpm_status wait_all(cpu_rank *R, uint32_t target, const char *phase) {
                     "rank %d: timed out after %d ms waiting for rank %d in %s of call %llu "
                     "(counter %u, want %u; TPMOE_TIMEOUT_MS sets the limit)",
                     R->rank, R->timeout_ms, i, phase, (unsigned long long)R->call_seq, v, target);
-            if (R->is_process && i != R->rank && peer_dead(h->pid[i]))
+            if (R->is_process && i != R->rank && peer_dead(h->pid[i])) {
+                /* v was read before the check: a peer that published, finished the call
+                 * and exited in between is done, not dead mid-call. Its publish precedes
+                 * its exit, so a fresh read after seeing it dead is final. */
+                if (reached(atomic_load_explicit(&ctr->value, memory_order_acquire), target)) break;
                 return tpm_err(TPM_ERR_PEER,
                                "rank %d: rank %d (pid %d) died during %s of call %llu", R->rank, i,
                                (int)h->pid[i], phase, (unsigned long long)R->call_seq);
+            }
             atomic_fetch_add_explicit(&ctr->waiters, 1, memory_order_seq_cst);
             v = atomic_load_explicit(&ctr->value, memory_order_seq_cst);
             if (!reached(v, target) &&
