@@ -500,7 +500,7 @@ static void usage(FILE *f) {
             "                       [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
             "                       [--route-tc-loads ring|direct] [--expert-wait 0|1] [--route-fence 0|1]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
-            "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--shared-overlap 0|1] [--prefill-cluster 0..3] [--prefill-band N]\n"
+            "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--shared-overlap 0|1] [--prefill-cluster -1..3] [--prefill-band N]\n"
             "                       [--reps N] [--check N]\n"
             "                       [--seed S] [--json FILE]\n"
             "  --preset P        model preset (default m3)\n"
@@ -541,9 +541,9 @@ static void usage(FILE *f) {
             "  --prefill-gemm X  prefill expert GEMMs: one cuBLAS call per expert (loop), one grouped\n"
             "                    call per matrix (grouped), the loop over several streams (streams), or\n"
             "                    tpmoe's own wgmma/TMA grouped kernel (wgmma; the default where it runs)\n"
-            "  --prefill-cluster C wgmma prefill: one CTA per tile (0), 2-CTA clusters sharing each\n"
-            "                    weight tile by multicast (1), persistent 2-CTA clusters (2),\n"
-            "                    persistent CTAs (3) (default: the layer's)\n"
+            "  --prefill-cluster C wgmma prefill: by size (-1), one CTA per tile (0), 2-CTA clusters\n"
+            "                    sharing each weight tile by multicast (1), persistent 2-CTA\n"
+            "                    clusters (2), persistent CTAs (3) (default: the layer's)\n"
             "  --prefill-band N   wgmma prefill: a large expert's row tiles in bands of N (0: one band)\n"
             "                    (default: the layer's)\n"
             "  --shared-overlap B decode path, split / unfused shared plan: the shared MLP beside the\n"
@@ -593,7 +593,8 @@ static int parse(int argc, char **argv, opts *o) {
     o->ar_tpmoe = 1;
     o->flush = 1; /* read: L2 full of clean lines, as after the previous layer's weights streamed */
     o->shared_split_min = o->prefill_gemm = o->pdl = o->shared_overlap = -1;
-    o->prefill_cluster = o->prefill_split_min = o->prefill_split_max = o->prefill_band = -1;
+    o->prefill_cluster = -2; /* -2: the layer's default (-1 is "by size") */
+    o->prefill_split_min = o->prefill_split_max = o->prefill_band = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long long n;
@@ -685,7 +686,7 @@ static int parse(int argc, char **argv, opts *o) {
             else if (!strcmp(v, "wgmma")) o->prefill_gemm = TPM_MOE_GEMM_WGMMA;
             else return cli_usage_error("bench moe", "--prefill-gemm: '%s' is not loop, grouped, streams or wgmma", v);
         } else if (!strcmp(a, "--prefill-cluster")) {
-            if (int_opt(a, v, 0, 3, &o->prefill_cluster)) return 2;
+            if (int_opt(a, v, -1, 3, &o->prefill_cluster)) return 2;
         } else if (!strcmp(a, "--prefill-band")) {
             if (int_opt(a, v, 0, 1 << 20, &o->prefill_band)) return 2;
         } else if (!strcmp(a, "--shared-overlap")) {
@@ -738,7 +739,7 @@ static tpm_status apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->pdl >= 0) t.pdl = o->pdl;
     if (o->down_kernel >= 0) t.down_kernel = o->down_kernel;
     if (o->shared_overlap >= 0) t.shared_overlap = o->shared_overlap;
-    if (o->prefill_cluster >= 0) t.prefill_cluster = o->prefill_cluster;
+    if (o->prefill_cluster >= -1) t.prefill_cluster = o->prefill_cluster;
     if (o->prefill_band >= 0) t.prefill_band = o->prefill_band;
     return tpm_cuda_moe_set_tuning(m, &t);
 }

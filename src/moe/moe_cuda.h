@@ -100,11 +100,12 @@ typedef struct tpm_cuda_moe_tuning {
                             * call also issues the shared expert's dense MLP on a side stream,
                             * joined right after the routing launch, so the two overlap (the
                             * routing phase then includes the shared MLP); 0 = after it */
-    int prefill_cluster;   /* prefill_gemm 3: 0 = one CTA per tile (default, measured), 1 = 2-CTA
-                            * clusters sharing each weight tile by multicast TMA (no faster),
-                            * 2 = persistent 2-CTA clusters (row-tile pairs sharing the weight
-                            * tile, odd last row tiles sharing the A tile), 3 = persistent
-                            * without clusters; all the same bits */
+    int prefill_cluster;   /* prefill_gemm 3: -1 = by size (default: 3 below 4096 tokens, 2 from
+                            * it, measured), 0 = one CTA per tile, 1 = 2-CTA clusters sharing
+                            * each weight tile by multicast TMA (no faster), 2 = persistent
+                            * 2-CTA clusters (row-tile pairs sharing the weight tile, odd last
+                            * row tiles sharing the A tile), 3 = persistent CTAs; both persistent
+                            * forms take their tiles from a counter; all the same bits */
     int prefill_split_min; /* fused layer, prefill with prefill_gemm 3: from this many tokens the
                             * shared slot runs as dense cuBLAS GEMMs (TPM_MOE_SHARED_SPLIT),
                             * its rows where the slot's would be, the routed experts in the

@@ -100,11 +100,20 @@
  * slot 1260.9, unfused 1250.0), 24 tokens 1722.0 / 1734.5 / 1732.4, 32 tokens 1989.6 / 1990.8 /
  * 1997.7, 64 tokens 2823.5 / 2833.5 / 2816.3. Split where the slot lost in both runs: up to 16. */
 #define TPM_MOE_PREFILL_SPLIT_MAX 16
+/* Form of the own prefill GEMM (round 12, docs/moe_cuda.md): -1 = by size, persistent CTAs
+ * taking tiles from a counter (prefill_cluster 3) below TPM_MOE_PREFILL_CLUSTER_MIN tokens and
+ * persistent 2-CTA clusters sharing tiles by multicast (2) from it. r81 / r82 (one H200, fused,
+ * us, one CTA per tile / 2 / 3): 128 tokens 3342.7 / 3358.8 / 3311.9, 1024 3689.8 / 3692.5 /
+ * 3639.0, 2048 4060.8 / 4097.3 / 3988.7, 4096 5763.5 / 5578.9 / 5646.1, 8192 9630.0 / 9448.2 /
+ * 9661.3 (second passes within 1%). */
+#define TPM_MOE_PREFILL_CLUSTER (-1)
+#define TPM_MOE_PREFILL_CLUSTER_MIN 4096
 /* Row tiles per band of the own prefill GEMM's tile order (round 12, r80): an expert with more
  * row tiles (the shared slot from 2048 tokens) runs band by band, so its A rows stay in L2 while
- * each weight block streams past. 0 = off (round 6's order). */
+ * each weight block streams past (8192 tokens: gate_up reads 12.18 instead of 12.83 GB from
+ * HBM, down 5.33 instead of 5.74; the layer 0-1% faster). 0 = round 6's order. */
 #ifndef TPM_MOE_PREFILL_BAND
-#define TPM_MOE_PREFILL_BAND 0
+#define TPM_MOE_PREFILL_BAND 16
 #endif
 /* Shared MLP of the split / dense plans overlapped with the routing (round 6). */
 #define TPM_MOE_SHARED_OVERLAP 1
@@ -328,7 +337,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.shared_split_min = TPM_MOE_SHARED_SPLIT_MIN;
     m->tune.prefill_gemm = TPM_MOE_PREFILL_WGMMA && m->wg.ready ? TPM_MOE_GEMM_WGMMA : TPM_MOE_PREFILL_GEMM;
     m->tune.shared_overlap = TPM_MOE_SHARED_OVERLAP;
-    m->tune.prefill_cluster = 0;
+    m->tune.prefill_cluster = TPM_MOE_PREFILL_CLUSTER;
     m->tune.prefill_band = TPM_MOE_PREFILL_BAND;
     m->tune.prefill_split_min = TPM_MOE_PREFILL_SPLIT_MIN;
     m->tune.prefill_split_max = TPM_MOE_PREFILL_SPLIT_MAX;
@@ -488,7 +497,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                                             "and inter/tp %% 128 == 0 (hidden %d, inter/tp %d)", m->d.H, m->d.Il);
     TPM_ARG_CHECK(t->shared_overlap == 0 || t->shared_overlap == 1, "shared_overlap %d is not 0 or 1",
                   t->shared_overlap);
-    TPM_ARG_CHECK(t->prefill_cluster >= 0 && t->prefill_cluster <= 3, "prefill_cluster %d is not 0, 1, 2 or 3",
+    TPM_ARG_CHECK(t->prefill_cluster >= -1 && t->prefill_cluster <= 3, "prefill_cluster %d is not -1, 0, 1, 2 or 3",
                   t->prefill_cluster);
     TPM_ARG_CHECK(t->prefill_split_min >= 1, "prefill_split_min %d < 1", t->prefill_split_min);
     TPM_ARG_CHECK(t->prefill_split_max >= 0, "prefill_split_max %d < 0", t->prefill_split_max);
@@ -681,8 +690,10 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
             TPM_TRY(bind_blas(m, s));
             TPM_TRY(tpm_moe_shared_split_prefill(d, m->blas, (const uint16_t *)x, T, s));
         }
-        return tpm_moe_prefill_wgmma(d, m->wg, (const uint16_t *)x, T, m->tune.prefill_cluster,
-                                     m->tune.prefill_band, split, s);
+        const int form = m->tune.prefill_cluster >= 0 ? m->tune.prefill_cluster
+                         : T >= TPM_MOE_PREFILL_CLUSTER_MIN  ? 2
+                                                             : 3;
+        return tpm_moe_prefill_wgmma(d, m->wg, (const uint16_t *)x, T, form, m->tune.prefill_band, split, s);
     }
     TPM_CUDA_TRY(cudaMemcpyAsync(m->h_offsets, d.offsets, (size_t)(d.E1 + 1) * 4, cudaMemcpyDeviceToHost, s));
     TPM_CUDA_TRY(cudaStreamSynchronize(s));
