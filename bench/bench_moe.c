@@ -76,7 +76,7 @@ typedef struct opts {
     int down_kernel, route_stop, route_experts, gate_up_pairs, route_tc_min, route_tc_max, route_tc_clusters, route_tc_loads, expert_wait, route_fence;
     int ar_tpmoe; /* TP all-reduce: 1 tpmoe's (default), 0 NCCL */
     int shared_split_min, prefill_gemm, pdl, shared_overlap, prefill_cluster, prefill_split_min, prefill_split_max; /* -1: the layer's default */
-    int prefill_band, prefill_prefetch;
+    int prefill_band;
     int flush;                                                     /* 0 write, 1 read */
     uint64_t seed;
     const char *json;
@@ -500,7 +500,7 @@ static void usage(FILE *f) {
             "                       [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
             "                       [--route-tc-loads ring|direct] [--expert-wait 0|1] [--route-fence 0|1]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
-            "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--shared-overlap 0|1] [--prefill-cluster -1..3] [--prefill-band N] [--prefill-prefetch N]\n"
+            "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--shared-overlap 0|1] [--prefill-cluster -1..3] [--prefill-band N]\n"
             "                       [--reps N] [--check N]\n"
             "                       [--seed S] [--json FILE]\n"
             "  --preset P        model preset (default m3)\n"
@@ -546,8 +546,6 @@ static void usage(FILE *f) {
             "                    clusters (2), persistent CTAs (3) (default: the layer's)\n"
             "  --prefill-band N   wgmma prefill: a large expert's row tiles in bands of N (0: one band)\n"
             "                    (default: the layer's)\n"
-            "  --prefill-prefetch N wgmma prefill, persistent forms: weight boxes prefetched into L2\n"
-            "                    N k-blocks ahead, 0 = none (default: the layer's)\n"
             "  --shared-overlap B decode path, split / unfused shared plan: the shared MLP beside the\n"
             "                    routing on a side stream (1) or after it (0) (default: the layer's)\n"
             "  --flush X         L2 flush before every replay: read 256 MB (default: clean lines, as\n"
@@ -596,7 +594,7 @@ static int parse(int argc, char **argv, opts *o) {
     o->flush = 1; /* read: L2 full of clean lines, as after the previous layer's weights streamed */
     o->shared_split_min = o->prefill_gemm = o->pdl = o->shared_overlap = -1;
     o->prefill_cluster = -2; /* -2: the layer's default (-1 is "by size") */
-    o->prefill_split_min = o->prefill_split_max = o->prefill_band = o->prefill_prefetch = -1;
+    o->prefill_split_min = o->prefill_split_max = o->prefill_band = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long long n;
@@ -691,8 +689,6 @@ static int parse(int argc, char **argv, opts *o) {
             if (int_opt(a, v, -1, 3, &o->prefill_cluster)) return 2;
         } else if (!strcmp(a, "--prefill-band")) {
             if (int_opt(a, v, 0, 1 << 20, &o->prefill_band)) return 2;
-        } else if (!strcmp(a, "--prefill-prefetch")) {
-            if (int_opt(a, v, 0, 64, &o->prefill_prefetch)) return 2;
         } else if (!strcmp(a, "--shared-overlap")) {
             if (int_opt(a, v, 0, 1, &o->shared_overlap)) return 2;
         } else if (!strcmp(a, "--pdl")) {
@@ -745,7 +741,6 @@ static tpm_status apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->shared_overlap >= 0) t.shared_overlap = o->shared_overlap;
     if (o->prefill_cluster >= -1) t.prefill_cluster = o->prefill_cluster;
     if (o->prefill_band >= 0) t.prefill_band = o->prefill_band;
-    if (o->prefill_prefetch >= 0) t.prefill_prefetch = o->prefill_prefetch;
     return tpm_cuda_moe_set_tuning(m, &t);
 }
 

@@ -118,7 +118,7 @@ static void expert_ref(const tpm_moe_weights *w, const tpm_expert_weights *x, co
 /* Tuning overrides of the next run_gpu calls (-1: the layer's default). */
 static int tune_decode_kernel = -1, tune_route_gemm_min = -1, tune_route_legacy = -1;
 static int tune_shared_split_min = -1, tune_prefill_gemm = -1, tune_pdl = -1, tune_prefill_cluster = -1;
-static int tune_prefill_band = -1, tune_prefill_prefetch = -1;
+static int tune_prefill_band = -1;
 static int tune_prefill_split_min = -1, tune_prefill_split_max = -1, tune_route_experts = -1, tune_route_tc_min = -1, tune_route_tc_max = -1;
 static int tune_route_tc_loads = -1;
 static int last_plan = -1;       /* tpm_cuda_moe_shared_plan of the last run_gpu call */
@@ -149,7 +149,6 @@ static void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fuse
     if (tune_pdl >= 0) tu.pdl = tune_pdl;
     if (tune_prefill_cluster >= 0) tu.prefill_cluster = tune_prefill_cluster;
     if (tune_prefill_band >= 0) tu.prefill_band = tune_prefill_band;
-    if (tune_prefill_prefetch >= 0) tu.prefill_prefetch = tune_prefill_prefetch;
     if (tune_prefill_split_min >= 0) tu.prefill_split_min = tune_prefill_split_min;
     if (tune_prefill_split_max >= 0) tu.prefill_split_max = tune_prefill_split_max;
     if (tune_route_experts >= 0) tu.route_experts = tune_route_experts;
@@ -508,8 +507,7 @@ static void prefill_gemm_modes(void **state) {
             /* 0-2: cuBLAS; 3: wgmma (the default); 4-7: wgmma with prefill_cluster 0-3 (one CTA
              * per tile, clusters, persistent clusters, persistent CTAs) and no bands; 8-10:
              * prefill_cluster 0, 2, 3 in bands of 2 / 2 / 3 row tiles (T = 5000: the shared slot's
-             * 40 row tiles and the routed experts' ~5 in several bands, the last one partial),
-             * with the weights prefetched into L2 2 / 4 / 6 k-blocks ahead */
+             * 40 row tiles and the routed experts' ~5 in several bands, the last one partial) */
             gpu_run r[11];
             const int ng = sm90_device() ? 11 : 3;
             static const int bcl[3] = {0, 2, 3}, bband[3] = {2, 2, 3};
@@ -517,7 +515,6 @@ static void prefill_gemm_modes(void **state) {
                 tune_prefill_gemm = g < 3 ? g : 3;
                 tune_prefill_cluster = g < 4 ? -1 : g < 8 ? g - 4 : bcl[g - 8];
                 tune_prefill_band = g < 4 ? -1 : g < 8 ? 0 : bband[g - 8];
-                tune_prefill_prefetch = g < 4 ? -1 : g < 8 ? 0 : 2 * (g - 7); /* 8-10: L2 prefetch 2 / 4 / 6 */
                 run_gpu(&w, x, T, 1, TPM_MOE_PATH_PREFILL, &r[g]);
                 const double e = check_run(&w, x, &r[g], 1, 4, 1e-2);
                 printf("  %-17s T=%-5d prefill gemm %d rel err %.2e\n", p->name, T, g, e);
@@ -525,7 +522,6 @@ static void prefill_gemm_modes(void **state) {
             tune_prefill_gemm = -1;
             tune_prefill_cluster = -1;
             tune_prefill_band = -1;
-            tune_prefill_prefetch = -1;
             /* the own kernel gives the same bits in every form and tile order */
             for (int g = 4; g < ng; g++) assert_memory_equal(r[g].y, r[3].y, (size_t)T * p->hidden * 2);
             for (int g = 1; g < ng; g++) assert_true(rel_diff(r[g].y, r[0].y, (size_t)T * p->hidden) < 1e-2);
@@ -812,9 +808,6 @@ static void bad_arguments(void **state) {
     tu.prefill_band = -1;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.prefill_band = 0;
-    tu.prefill_prefetch = 65;
-    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
-    tu.prefill_prefetch = 0;
     tu.prefill_split_min = 0;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.prefill_split_min = 4096;

@@ -115,8 +115,6 @@ typedef struct tpm_cuda_moe_tuning {
     int prefill_band;      /* prefill_gemm 3 (clusters 0, 2, 3): an expert with more row tiles
                             * than this runs them in bands of this many, each band's weight
                             * blocks one after the other (its A rows stay in L2); 0 = one band */
-    int prefill_prefetch;  /* prefill_gemm 3, persistent forms: the weight boxes this many k-blocks
-                            * ahead of the loads are prefetched into L2 (0..64; 0 = none) */
     int gate_up_pairs;     /* decode kernel 2 up to 8 tokens: gate/up row pairs per warp of
                             * k_gate_up2, 1 (x 4 chunks per lane) or 2 (x 2); the same bits */
     int route_experts;     /* routing modes 0 and 1: router experts per logits block (8, 16 or

@@ -86,8 +86,6 @@ struct wg_args {
     int nb_rows, bhalf;     /* rows between weight blocks; offset of the second 128-row half */
     int band;               /* row tiles per band (0: an expert's row tiles are one band) */
     int *ctr;               /* persistent forms: this launch's item counter (zeroed by k_wg_tiles) */
-    int pf;                 /* persistent forms: the weight boxes this many k-blocks ahead are
-                             * prefetched into L2 (0: none) */
     uint16_t *out;
     int ldo;
     /* gate_up epilogue */
@@ -139,13 +137,6 @@ __device__ __forceinline__ void tma_2d(void *dst, const CUtensorMap *map, int c0
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                  " [%0], [%1, {%2, %3}], [%4];" ::"r"(smem_u32(dst)),
                  "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_u32(bar))
-                 : "memory");
-}
-
-/* Bring a box into L2 ahead of its load (no shared memory, no barrier). */
-__device__ __forceinline__ void tma_pf(const CUtensorMap *map, int c0, int c1) {
-    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(reinterpret_cast<uint64_t>(map)),
-                 "r"(c0), "r"(c1)
                  : "memory");
 }
 
@@ -573,21 +564,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 const wg_item w = decode_item<CL>(a, it, rank);
                 const int brow0 = w.wb >= 0 ? w.e * a.wrows + w.wb * a.nb_rows : 0, brow1 = brow0 + a.bhalf;
                 const uint32_t bytes = CL && w.odd && w.wb < 0 ? (uint32_t)A_BYTES : (uint32_t)STAGE_BYTES;
-                /* the weight boxes this CTA will load, k-block k, into L2 (they are the HBM
-                 * misses; the A rows are mostly L2 hits already) */
-                const bool bhalf_only = CL && !w.odd, has_b = w.wb >= 0;
-                auto prefetch = [&](int k) {
-                    if (!has_b) return;
-                    if (bhalf_only) {
-                        tma_pf(&tb, k * BK, rank ? brow1 : brow0);
-                    } else {
-                        tma_pf(&tb, k * BK, brow0);
-                        tma_pf(&tb, k * BK, brow1);
-                    }
-                };
-                for (int k = 0; k < a.pf && k < KB; k++) prefetch(k);
                 for (int kb = 0; kb < KB; kb++, g++) {
-                    if (kb + a.pf < KB && a.pf > 0) prefetch(kb + a.pf);
                     const int s = g % ST;
                     if (g >= ST) mbar_wait(&empty[s], ((g / ST) - 1) & 1);
                     unsigned char *st = smem + (size_t)s * STAGE_BYTES;
@@ -762,7 +739,7 @@ tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ct
 }
 
 tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, const uint16_t *x, int T,
-                                 int cluster, int band, int prefetch, int skip_shared, cudaStream_t s) {
+                                 int cluster, int band, int skip_shared, cudaStream_t s) {
     TPM_ASSERT(c.ready && c.rtp);
     const long long rows = (long long)T * d.K;
     const int cl = cluster == 1 || cluster == 2, persist = cluster >= 2;
@@ -780,7 +757,6 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
     g.offsets = d.offsets;
     g.E1 = d.E1;
     g.band = band;
-    g.pf = prefetch;
     g.b13 = d.b13;
     g.Il = d.Il;
     g.act = d.act;

@@ -179,11 +179,10 @@ tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ct
 /* cluster: 0 = one CTA per tile, 1 = 2-CTA clusters sharing the weight tile (multicast),
  * 2 = persistent 2-CTA clusters (pairs sharing B, odd tiles sharing A), 3 = persistent, no clusters.
  * band: row tiles per band of a large expert's tile order (0: none; clusters 1: ignored).
- * prefetch: persistent forms, weight boxes prefetched into L2 this many k-blocks ahead (0: none).
  * skip_shared: the fused shared slot (expert E, the last T rows) is left out
  * (prefill split plan: tpm_moe_shared_split_prefill wrote its rows). */
 tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, const uint16_t *x, int T,
-                                 int cluster, int band, int prefetch, int skip_shared, cudaStream_t s);
+                                 int cluster, int band, int skip_shared, cudaStream_t s);
 /* The unfused shared expert as a dense MLP over all T tokens -> sh_out (bf16). */
 tpm_status tpm_moe_shared_dense(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T,
                                 cudaStream_t s);

@@ -115,11 +115,6 @@
 #ifndef TPM_MOE_PREFILL_BAND
 #define TPM_MOE_PREFILL_BAND 16
 #endif
-/* The persistent forms of the own prefill GEMM prefetch the weight boxes this many k-blocks
- * ahead into L2 (round 12, r84; r83: the consumers waited for data ~20% of the time). 0 = off. */
-#ifndef TPM_MOE_PREFILL_PREFETCH
-#define TPM_MOE_PREFILL_PREFETCH 0
-#endif
 /* Shared MLP of the split / dense plans overlapped with the routing (round 6). */
 #define TPM_MOE_SHARED_OVERLAP 1
 /* Decode kernel set 2 with programmatic dependent launch (round 4, above). */
@@ -344,7 +339,6 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.shared_overlap = TPM_MOE_SHARED_OVERLAP;
     m->tune.prefill_cluster = TPM_MOE_PREFILL_CLUSTER;
     m->tune.prefill_band = TPM_MOE_PREFILL_BAND;
-    m->tune.prefill_prefetch = TPM_MOE_PREFILL_PREFETCH;
     m->tune.prefill_split_min = TPM_MOE_PREFILL_SPLIT_MIN;
     m->tune.prefill_split_max = TPM_MOE_PREFILL_SPLIT_MAX;
     m->tune.pdl = TPM_MOE_PDL;
@@ -508,8 +502,6 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->prefill_split_min >= 1, "prefill_split_min %d < 1", t->prefill_split_min);
     TPM_ARG_CHECK(t->prefill_split_max >= 0, "prefill_split_max %d < 0", t->prefill_split_max);
     TPM_ARG_CHECK(t->prefill_band >= 0, "prefill_band %d < 0", t->prefill_band);
-    TPM_ARG_CHECK(t->prefill_prefetch >= 0 && t->prefill_prefetch <= 64, "prefill_prefetch %d is not in 0..64",
-                  t->prefill_prefetch);
     TPM_ARG_CHECK(t->pdl == 0 || t->pdl == 1, "pdl %d is not 0 or 1", t->pdl);
     TPM_ARG_CHECK(t->down_kernel >= 0 && t->down_kernel <= 4, "down_kernel %d is not 0..4", t->down_kernel);
     TPM_ARG_CHECK(t->gate_up_pairs == 1 || t->gate_up_pairs == 2, "gate_up_pairs %d is not 1 or 2", t->gate_up_pairs);
@@ -701,8 +693,7 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
         const int form = m->tune.prefill_cluster >= 0 ? m->tune.prefill_cluster
                          : T >= TPM_MOE_PREFILL_CLUSTER_MIN  ? 2
                                                              : 3;
-        return tpm_moe_prefill_wgmma(d, m->wg, (const uint16_t *)x, T, form, m->tune.prefill_band,
-                                     m->tune.prefill_prefetch, split, s);
+        return tpm_moe_prefill_wgmma(d, m->wg, (const uint16_t *)x, T, form, m->tune.prefill_band, split, s);
     }
     TPM_CUDA_TRY(cudaMemcpyAsync(m->h_offsets, d.offsets, (size_t)(d.E1 + 1) * 4, cudaMemcpyDeviceToHost, s));
     TPM_CUDA_TRY(cudaStreamSynchronize(s));
