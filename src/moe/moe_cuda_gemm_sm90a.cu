@@ -26,10 +26,22 @@
  * Tile order: experts from the highest index (the shared slot, the largest)
  * down; within an expert, weight block by weight block and, inside it, its
  * row tiles, so the CTAs that share a weight block run side by side and read
- * it from HBM once (L2 serves the others). The tile table is a prefix sum of
- * row tiles over the experts, built on the device (k_wg_tiles) from the
- * routing's offsets: no host round trip, so the path is graph-capturable.
- * CTAs past the device total exit.
+ * it from HBM once (L2 serves the others); an expert with more than `band`
+ * row tiles (the shared slot from 2048 tokens) goes band by band (band_tile),
+ * so its A rows stay in L2 while its weight blocks stream past. The tile table
+ * is a prefix sum of row tiles over the experts, built on the device
+ * (k_wg_tiles) from the routing's offsets: no host round trip, so the path is
+ * graph-capturable. CTAs past the device total exit.
+ *
+ * Forms (tuning.prefill_cluster; the default by size, round 12): below 4096
+ * tokens the persistent CTAs of k_wg_gemm_p (3), from 4096 its persistent
+ * 2-CTA clusters (2), both taking their tiles from a counter (see the comment
+ * at k_wg_gemm_p); k_wg_gemm (one CTA per tile, 0; clusters, 1) stays
+ * selectable. At 8192 tokens the layer runs at the board's 700 W cap (~1.5
+ * GHz) and its consumer warps wait for their stages ~20% of the time (r81,
+ * r83); prefetching the weights into L2 ahead of the loads made it slower
+ * (r84), as did running an expert's partial last chunk with the wgmma sides
+ * swapped (r82).
  *
  * Clusters (CL, optional): without them the kernel is L2-bound (round
  * 12: lts throughput 91% of peak at 8192 tokens, SM clock 1.46 GHz), since
@@ -42,9 +54,10 @@
  * Measured (rounds 14-17, docs/moe_cuda.md): the clustered pairs themselves
  * run at 76% L2 throughput instead of 91%, but the tail launch re-reads the
  * weight blocks of half the experts from HBM (1.6 ms at 8192 tokens), so the
- * whole is slower than one CTA per tile at every batch size: clusters stay
- * off by default (tuning.prefill_cluster = 1 selects them). A remote arrive
- * with cluster-scope release made them 35% slower still (round 14).
+ * whole is slower than one CTA per tile at every batch size (tuning.
+ * prefill_cluster = 1 selects it). A remote arrive with cluster-scope release
+ * made them 35% slower still (round 14). The persistent clusters (2) keep the
+ * odd tiles in the same launch as pairs sharing the A tile instead.
  *
  * Synchronisation (one CTA = 3 warpgroups): warpgroup 0's first thread is the
  * TMA producer, warpgroups 1-2 consume. A 4-stage ring of 48 KB stages (A
