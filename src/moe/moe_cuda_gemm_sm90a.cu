@@ -128,23 +128,29 @@ __device__ __forceinline__ void mbar_arrive(uint64_t *b) {
 }
 /* Poll until the phase of parity `parity` has completed. The loop is inside the
  * asm (a compiler-visible per-thread loop would make the wgmmas after it look
- * divergent, which serializes them); past 2^26 polls it traps. */
+ * divergent, which serializes them); past 2^26 polls it traps. TRY_WAIT is the
+ * try_wait form: acquire at CTA scope (the default) or at cluster scope. */
+#define TPM_MBAR_WAIT_ASM(TRY_WAIT)                                                        \
+    asm volatile("{\n"                                                                    \
+                 ".reg .pred p;\n"                                                        \
+                 ".reg .u32 n;\n"                                                         \
+                 "mov.u32 n, 0;\n"                                                        \
+                 "LAB_WAIT:\n" TRY_WAIT " p, [%0], %1;\n"                                 \
+                 "@p bra.uni LAB_DONE;\n"                                                 \
+                 "add.u32 n, n, 1;\n"                                                     \
+                 "setp.lt.u32 p, n, %2;\n"                                                \
+                 "@p bra.uni LAB_WAIT;\n"                                                 \
+                 "trap;\n"                                                                \
+                 "LAB_DONE:\n"                                                            \
+                 "}\n" ::"r"(smem_u32(b)),                                                \
+                 "r"(parity), "n"(1 << 26)                                                 \
+                 : "memory")
 __device__ __forceinline__ void mbar_wait(uint64_t *b, uint32_t parity) {
-    asm volatile("{\n"
-                 ".reg .pred p;\n"
-                 ".reg .u32 n;\n"
-                 "mov.u32 n, 0;\n"
-                 "LAB_WAIT:\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-                 "@p bra.uni LAB_DONE;\n"
-                 "add.u32 n, n, 1;\n"
-                 "setp.lt.u32 p, n, %2;\n"
-                 "@p bra.uni LAB_WAIT;\n"
-                 "trap;\n"
-                 "LAB_DONE:\n"
-                 "}\n" ::"r"(smem_u32(b)),
-                 "r"(parity), "n"(1 << 26)
-                 : "memory");
+    TPM_MBAR_WAIT_ASM("mbarrier.try_wait.parity.shared::cta.b64");
+}
+/* The same with acquire at cluster scope (what another CTA of the cluster released). */
+__device__ __forceinline__ void mbar_wait_cl(uint64_t *b, uint32_t parity) {
+    TPM_MBAR_WAIT_ASM("mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64");
 }
 __device__ __forceinline__ void tma_2d(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t *bar) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
@@ -487,24 +493,6 @@ __device__ __forceinline__ wg_item decode_item(const wg_args &a, long long it, u
 }
 
 #ifdef TPM_WG_DEVICE
-/* mbar_wait with acquire at cluster scope (what another CTA of the cluster released). */
-__device__ __forceinline__ void mbar_wait_cl(uint64_t *b, uint32_t parity) {
-    asm volatile("{\n"
-                 ".reg .pred p;\n"
-                 ".reg .u32 n;\n"
-                 "mov.u32 n, 0;\n"
-                 "LAB_WAIT:\n"
-                 "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\n"
-                 "@p bra.uni LAB_DONE;\n"
-                 "add.u32 n, n, 1;\n"
-                 "setp.lt.u32 p, n, %2;\n"
-                 "@p bra.uni LAB_WAIT;\n"
-                 "trap;\n"
-                 "LAB_DONE:\n"
-                 "}\n" ::"r"(smem_u32(b)),
-                 "r"(parity), "n"(1 << 26)
-                 : "memory");
-}
 /* Write v at p's offset in CTA `rank`, then arrive on the mbarrier at b's offset there,
  * releasing the write at cluster scope. */
 __device__ __forceinline__ void put_cluster(int *p, int v, uint64_t *b, uint32_t rank) {
