@@ -75,8 +75,12 @@
  * bench/results/moe_m3_tp1_plan_{slot,split}.json), whole layer, us:
  *   tokens  1: slot 176.2, split 193.4     tokens 4: slot 505.4, split 490.7
  *   tokens  2: slot 261.1, split 269.6     tokens 8: slot 940.3, split 886.0
- * TP 2 (moe_m3_tp2*.json): 8 tokens slot 520.3, split 514.5. Split from 4. */
-#define TPM_MOE_SHARED_SPLIT_MIN 4
+ * TP 2 (moe_m3_tp2*.json): 8 tokens slot 520.3, split 514.5. Split from 4.
+ * Round 12 (bench/results/r86, one H200, TP 1, fused, the split plan beside the routing / slot,
+ * three passes, us): 3 tokens both slot 322.4-324.0; 4 tokens 425.7-427.5 / 419.4-420.2; 5
+ * tokens 558.8-562.6 / 564.3-565.1; 6 661.1-664.3 / 666.5-668.5; 8 816.9-818.0 / 836.2-838.4.
+ * The GEMVs got faster since round 3: split from 5 (TP 2 at 4 tokens not measured). */
+#define TPM_MOE_SHARED_SPLIT_MIN 5
 /* Prefill expert GEMMs (tpm_moe_prefill_gemm). Same run, fused, whole layer,
  * us (moe_m3_tp1_gemm_{loop,streams}.json, moe_m3_tp1_prefill.json):
  *   tokens   32: loop 2825.9, grouped 2112.7, streams (4) 1983.6
