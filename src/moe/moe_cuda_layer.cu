@@ -116,9 +116,7 @@
  * row tiles (the shared slot from 2048 tokens) runs band by band, so its A rows stay in L2 while
  * each weight block streams past (8192 tokens: gate_up reads 12.18 instead of 12.83 GB from
  * HBM, down 5.33 instead of 5.74; the layer 0-1% faster). 0 = round 6's order. */
-#ifndef TPM_MOE_PREFILL_BAND
 #define TPM_MOE_PREFILL_BAND 16
-#endif
 /* Shared MLP of the split / dense plans overlapped with the routing (round 6). */
 #define TPM_MOE_SHARED_OVERLAP 1
 /* Decode kernel set 2 with programmatic dependent launch (round 4, above). */
