@@ -66,27 +66,47 @@ __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t
     float acc[V];
 #pragma unroll
     for (int i = 0; i < V; i++) acc[i] = 0.0f;
-    for (int s = 0; s < d.K; s++) {
-        const int p = t * d.K + s;
-        const float w = d.wts[p];
-        const int r = d.inv[p];
-        if (d.ep > 1 && r >= local) continue;
-        float v[V];
-        load_v<RowT, V>(rows + (size_t)r * d.H + h, v);
-        if (bias) {
-            const int slot = d.ep > 1 ? d.perm_exp[r] : d.sel[p];
-            const float4 *b = reinterpret_cast<const float4 *>(d.b2 + (size_t)slot * d.H + h);
+    /* slots in chunks of C: every load of a chunk is issued before the first sum (one loop
+     * iteration per slot waited for its row, so a token's K rows were K round trips in a row:
+     * the decode path's few threads are latency-bound); the sums keep slot order. bf16 rows
+     * (prefill, many threads): chunks of 4, so a thread stays under ~80 registers */
+    constexpr int C = V == 8 ? 4 : 8;
+    for (int s0 = 0; s0 < d.K; s0 += C) {
+        int r[C];
+        float w[C];
+        bool ok[C];
 #pragma unroll
-            for (int i = 0; i < V / 4; i++) {
-                const float4 bb = b[i];
-                v[4 * i] += bb.x;
-                v[4 * i + 1] += bb.y;
-                v[4 * i + 2] += bb.z;
-                v[4 * i + 3] += bb.w;
+        for (int j = 0; j < C; j++) {
+            const int p = t * d.K + s0 + j;
+            ok[j] = s0 + j < d.K;
+            r[j] = ok[j] ? d.inv[p] : 0;
+            w[j] = ok[j] ? d.wts[p] : 0.0f;
+            if (d.ep > 1 && r[j] >= local) ok[j] = false;
+        }
+        float v[C][V];
+#pragma unroll
+        for (int j = 0; j < C; j++) {
+            if (!ok[j]) continue;
+            load_v<RowT, V>(rows + (size_t)r[j] * d.H + h, v[j]);
+            if (bias) {
+                const int slot = d.ep > 1 ? d.perm_exp[r[j]] : d.sel[t * d.K + s0 + j];
+                const float4 *b = reinterpret_cast<const float4 *>(d.b2 + (size_t)slot * d.H + h);
+#pragma unroll
+                for (int i = 0; i < V / 4; i++) {
+                    const float4 bb = b[i];
+                    v[j][4 * i] += bb.x;
+                    v[j][4 * i + 1] += bb.y;
+                    v[j][4 * i + 2] += bb.z;
+                    v[j][4 * i + 3] += bb.w;
+                }
             }
         }
 #pragma unroll
-        for (int i = 0; i < V; i++) acc[i] += w * v[i];
+        for (int j = 0; j < C; j++) {
+            if (!ok[j]) continue;
+#pragma unroll
+            for (int i = 0; i < V; i++) acc[i] += w[j] * v[j][i];
+        }
     }
     if ((!d.fused || d.shared_dense) && d.sh_out) { /* the dense shared MLP (unfused, or EP split plan) */
         float v[V];
