@@ -66,11 +66,13 @@ __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t
     float acc[V];
 #pragma unroll
     for (int i = 0; i < V; i++) acc[i] = 0.0f;
-    /* slots in chunks of C: every load of a chunk is issued before the first sum (one loop
-     * iteration per slot waited for its row, so a token's K rows were K round trips in a row:
-     * the decode path's few threads are latency-bound); the sums keep slot order. bf16 rows
-     * (prefill, many threads): chunks of 4, so a thread stays under ~80 registers */
-    constexpr int C = V == 8 ? 4 : 8;
+    /* slots in chunks of C: every load of a chunk is issued before the first sum, the sums in
+     * slot order. fp32 rows (the decode path: a few thousand threads, latency-bound): chunks of
+     * 8, where one slot at a time made a token's K rows K round trips in a row (r88: the
+     * combine 6.4-6.9 -> 4.8-5.1 us at 1-8 tokens). bf16 rows (prefill, bandwidth-bound): one
+     * slot at a time, as before (chunks of 4 cost registers and occupancy: r88, 8192 tokens
+     * 200 -> 293 us). */
+    constexpr int C = V == 8 ? 1 : 8;
     for (int s0 = 0; s0 < d.K; s0 += C) {
         int r[C];
         float w[C];
