@@ -4,7 +4,7 @@
 # as before, r88 found chunks of 4 slower there): new against the binary of
 # commit a47e32a (old).
 # First gpu_moe and gpu_moe_api (new), then m3 at TP 1, fused, 1 / 2 / 4 / 8 /
-# 1024 / 8192 tokens, old and new in alternation, three passes.
+# 1024 / 8192 tokens, old and new in alternation, two passes.
 # Binaries (prebuilt/bin.txz): tpmoe (new), tpmoe_old, gpu_moe, gpu_moe_api.
 # Run from the repository root:  OUT=/some/dir bash bench/run_r89_h200.sh
 NAME=r89

@@ -48,6 +48,20 @@ __device__ __forceinline__ void load_v<uint16_t, 8>(const uint16_t *p, float (&v
     }
 }
 
+/* v += the down bias of expert `slot` at h .. h + V - 1. */
+template <int V>
+__device__ __forceinline__ void add_bias(const tpm_moe_dev &d, int slot, int h, float (&v)[V]) {
+    const float4 *b = reinterpret_cast<const float4 *>(d.b2 + (size_t)slot * d.H + h);
+#pragma unroll
+    for (int i = 0; i < V / 4; i++) {
+        const float4 bb = b[i];
+        v[4 * i] += bb.x;
+        v[4 * i + 1] += bb.y;
+        v[4 * i + 2] += bb.z;
+        v[4 * i + 3] += bb.w;
+    }
+}
+
 /* One thread owns V consecutive h of one token (V = 8 for bf16 rows, the
  * prefill path: 16-byte loads, half the instructions of V = 4). Every value
  * is summed in the same order whatever V, so V changes no bit. */
@@ -66,48 +80,50 @@ __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t
     float acc[V];
 #pragma unroll
     for (int i = 0; i < V; i++) acc[i] = 0.0f;
-    /* slots in chunks of C: every load of a chunk is issued before the first sum, the sums in
-     * slot order. fp32 rows (the decode path: a few thousand threads, latency-bound): chunks of
-     * 8, where one slot at a time made a token's K rows K round trips in a row (r88: the
-     * combine 6.4-6.9 -> 4.8-5.1 us at 1-8 tokens). bf16 rows (prefill, bandwidth-bound): one
-     * slot at a time, as before (chunks of 4 cost registers and occupancy: r88, 8192 tokens
-     * 200 -> 293 us). */
-    constexpr int C = V == 8 ? 1 : 8;
-    for (int s0 = 0; s0 < d.K; s0 += C) {
-        int r[C];
-        float w[C];
-        bool ok[C];
+    if constexpr (V == 8) { /* bf16 rows (prefill, bandwidth-bound): one slot at a time */
+        for (int s = 0; s < d.K; s++) {
+            const int p = t * d.K + s;
+            const float w = d.wts[p];
+            const int r = d.inv[p];
+            if (d.ep > 1 && r >= local) continue;
+            float v[V];
+            load_v<RowT, V>(rows + (size_t)r * d.H + h, v);
+            if (bias) add_bias<V>(d, d.ep > 1 ? d.perm_exp[r] : d.sel[p], h, v);
 #pragma unroll
-        for (int j = 0; j < C; j++) {
-            const int p = t * d.K + s0 + j;
-            ok[j] = s0 + j < d.K;
-            r[j] = ok[j] ? d.inv[p] : 0;
-            w[j] = ok[j] ? d.wts[p] : 0.0f;
-            if (d.ep > 1 && r[j] >= local) ok[j] = false;
+            for (int i = 0; i < V; i++) acc[i] += w * v[i];
         }
-        float v[C][V];
+    } else {
+        /* fp32 rows (the decode path: a few thousand threads, latency-bound): every load of a
+         * chunk of C slots issued before the first sum, the sums in slot order. One slot at a
+         * time made a token's K rows K round trips in a row (r88, r89: the combine 6.4-7.0 ->
+         * 4.8-5.2 us at 1-8 tokens; the same chunks on the prefill's bf16 rows cost registers
+         * and occupancy, 8192 tokens 200 -> 293 us, so that path keeps the loop above) */
+        constexpr int C = 8;
+        for (int s0 = 0; s0 < d.K; s0 += C) {
+            int r[C];
+            float w[C];
+            bool ok[C];
 #pragma unroll
-        for (int j = 0; j < C; j++) {
-            if (!ok[j]) continue;
-            load_v<RowT, V>(rows + (size_t)r[j] * d.H + h, v[j]);
-            if (bias) {
-                const int slot = d.ep > 1 ? d.perm_exp[r[j]] : d.sel[t * d.K + s0 + j];
-                const float4 *b = reinterpret_cast<const float4 *>(d.b2 + (size_t)slot * d.H + h);
-#pragma unroll
-                for (int i = 0; i < V / 4; i++) {
-                    const float4 bb = b[i];
-                    v[j][4 * i] += bb.x;
-                    v[j][4 * i + 1] += bb.y;
-                    v[j][4 * i + 2] += bb.z;
-                    v[j][4 * i + 3] += bb.w;
-                }
+            for (int j = 0; j < C; j++) {
+                const int p = t * d.K + s0 + j;
+                ok[j] = s0 + j < d.K;
+                r[j] = ok[j] ? d.inv[p] : 0;
+                w[j] = ok[j] ? d.wts[p] : 0.0f;
+                if (d.ep > 1 && r[j] >= local) ok[j] = false;
             }
-        }
+            float v[C][V];
 #pragma unroll
-        for (int j = 0; j < C; j++) {
-            if (!ok[j]) continue;
+            for (int j = 0; j < C; j++) {
+                if (!ok[j]) continue;
+                load_v<RowT, V>(rows + (size_t)r[j] * d.H + h, v[j]);
+                if (bias) add_bias<V>(d, d.ep > 1 ? d.perm_exp[r[j]] : d.sel[t * d.K + s0 + j], h, v[j]);
+            }
 #pragma unroll
-            for (int i = 0; i < V; i++) acc[i] += w[j] * v[j][i];
+            for (int j = 0; j < C; j++) {
+                if (!ok[j]) continue;
+#pragma unroll
+                for (int i = 0; i < V; i++) acc[i] += w[j] * v[j][i];
+            }
         }
     }
     if ((!d.fused || d.shared_dense) && d.sh_out) { /* the dense shared MLP (unfused, or EP split plan) */
