@@ -89,6 +89,7 @@ typedef struct phase_times {
 /* One (fuse, T) measurement. */
 typedef struct row {
     int fused, T, path, n_active, decode_kernel, pdl, down_kernel, gate_up_pairs, route_mode, shared_plan, prefill_gemm;
+    int prefill_form; /* the own GEMM's form (prefill_cluster 0..3), -1 where it does not run */
     int shared_overlap; /* the shared MLP ran beside the routing (plan printed with a '+') */
     double bytes, flops, mem_floor_us, flop_floor_us;
     phase_times t;
@@ -439,6 +440,7 @@ static void *rank_main(void *argp) {
                        T, shp[0], shp[1], shp[2], shp[3]);
             S->r.shared_plan = tpm_cuda_moe_shared_plan(m, T);
             S->r.prefill_gemm = tu.prefill_gemm;
+            S->r.prefill_form = tpm_cuda_moe_prefill_form(m, T);
             S->r.shared_overlap = tu.shared_overlap && S->r.path == TPM_MOE_PATH_DECODE && tu.decode_kernel != 1 &&
                                   (S->r.shared_plan == TPM_MOE_SHARED_SPLIT || S->r.shared_plan == TPM_MOE_SHARED_DENSE);
             free(yref);
@@ -838,10 +840,13 @@ int cmd_bench_moe(int argc, char **argv) {
                  r->down_kernel == 1 ? "s" : r->down_kernel == 2 ? "w" : r->down_kernel == 3 ? "n" : r->down_kernel == 4 ? "x" : "",
                  r->gate_up_pairs == 2 ? "g" : "");
         snprintf(plan, sizeof plan, "%s%s", plan_name(r->shared_plan), r->shared_overlap ? "+" : "");
+        char gemm[32]; /* the own GEMM with its form where it runs: wgmma2 = persistent clusters */
+        if (r->prefill_form >= 0) snprintf(gemm, sizeof gemm, "%s%d", gemm_name(r->prefill_gemm), r->prefill_form);
+        else snprintf(gemm, sizeof gemm, "%s", gemm_name(r->prefill_gemm));
         char tpep[16];
         snprintf(tpep, sizeof tpep, "%dx%d", o.tp, o.ep);
         printf("%-6d %-5d %-7s %-6s %-7s %3s %-6s %5s %4d %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.2f %9.2e %5d\n", r->T,
-               r->fused, path_name(r->path), plan, gemm_name(r->prefill_gemm), dk, route_name(r->route_mode), tpep, r->n_active, r->t.route, r->t.route - S.null_us, r->t.experts, r->t.combine, r->t.allreduce,
+               r->fused, path_name(r->path), plan, gemm, dk, route_name(r->route_mode), tpep, r->n_active, r->t.route, r->t.route - S.null_us, r->t.experts, r->t.combine, r->t.allreduce,
                r->t.total, r->mem_floor_us, r->flop_floor_us, r->t.total / floor, r->max_rel_err, r->sel_mismatch);
         if (!(r->max_rel_err <= 1e-2) || r->sel_mismatch > 0) fail = 1;
     }
@@ -883,6 +888,7 @@ int cmd_bench_moe(int argc, char **argv) {
             json_object_set_new(j, "shared_plan", json_string(plan_name(r->shared_plan)));
             json_object_set_new(j, "shared_overlap", json_integer(r->shared_overlap));
             json_object_set_new(j, "prefill_gemm", json_string(gemm_name(r->prefill_gemm)));
+            json_object_set_new(j, "prefill_form", json_integer(r->prefill_form));
             json_object_set_new(j, "experts_touched", json_integer(r->n_active));
             json_object_set_new(j, "bytes", json_real(r->bytes));
             json_object_set_new(j, "flops", json_real(r->flops));

@@ -172,6 +172,9 @@ tpm_status tpm_cuda_moe_check(tpm_cuda_moe *m);
 int tpm_cuda_moe_route_tc_shape(const tpm_cuda_moe *m, int T, int shape[4]);
 /* The shared-expert plan a call with T tokens runs (tpm_moe_shared_plan). */
 int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T);
+/* The form of the own prefill GEMM a call with T tokens runs (prefill_cluster 0..3, the
+ * by-size default resolved); -1 when the call does not run it (decode path, cuBLAS prefill). */
+int tpm_cuda_moe_prefill_form(const tpm_cuda_moe *m, int T);
 
 /* The whole block. stream is a cudaStream_t (NULL: legacy default). */
 tpm_status tpm_cuda_moe_forward(tpm_cuda_moe *m, const void *x, int T, void *y, void *stream);

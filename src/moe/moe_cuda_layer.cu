@@ -623,6 +623,13 @@ int tpm_cuda_moe_route_mode(const tpm_cuda_moe *m, int T) {
     return m ? route_mode_x(m, &aligned_probe, T) : -1;
 }
 
+int tpm_cuda_moe_prefill_form(const tpm_cuda_moe *m, int T) {
+    if (!m || tpm_cuda_moe_path_for(m, T) != TPM_MOE_PATH_PREFILL || m->tune.prefill_gemm != TPM_MOE_GEMM_WGMMA)
+        return -1;
+    if (m->tune.prefill_cluster >= 0) return m->tune.prefill_cluster;
+    return T >= TPM_MOE_PREFILL_CLUSTER_MIN ? 2 : 3;
+}
+
 /* Whether this call's shared MLP overlaps the routing (tune.shared_overlap). */
 static int overlap_shared(const tpm_cuda_moe *m, int T, cudaStream_t s) {
     const int plan = tpm_cuda_moe_shared_plan(m, T);
@@ -692,10 +699,8 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
             TPM_TRY(bind_blas(m, s));
             TPM_TRY(tpm_moe_shared_split_prefill(d, m->blas, (const uint16_t *)x, T, s));
         }
-        const int form = m->tune.prefill_cluster >= 0 ? m->tune.prefill_cluster
-                         : T >= TPM_MOE_PREFILL_CLUSTER_MIN  ? 2
-                                                             : 3;
-        return tpm_moe_prefill_wgmma(d, m->wg, (const uint16_t *)x, T, form, m->tune.prefill_band, split, s);
+        return tpm_moe_prefill_wgmma(d, m->wg, (const uint16_t *)x, T, tpm_cuda_moe_prefill_form(m, T),
+                                     m->tune.prefill_band, split, s);
     }
     TPM_CUDA_TRY(cudaMemcpyAsync(m->h_offsets, d.offsets, (size_t)(d.E1 + 1) * 4, cudaMemcpyDeviceToHost, s));
     TPM_CUDA_TRY(cudaStreamSynchronize(s));
