@@ -6,7 +6,6 @@
  *                   [--fuse-shared 0|1|both] [--path auto|decode|prefill]
  *                   [--decode-kernel 0|1|2] [--pdl 0|1] [--decode-max N] [--route-gemm-min N]
  *                   [--route-legacy 0|1] [--route-experts 8|16|32] [--route-tc MIN:MAX]
- *                   [--route-cl MIN:MAX] [--route-cl-tokens N]
  *                   [--shared-plan auto|slot|split]
  *                   [--prefill-gemm loop|grouped|streams] [--flush write|read|none] [--reps N]
  *                   [--check N] [--seed S] [--json FILE]
@@ -74,8 +73,7 @@ typedef struct opts {
     int fuse[2], nfuse;
     tpm_moe_path path;
     int decode_kernel, decode_max, route_gemm_min, route_legacy; /* -1: the layer's default */
-    int down_kernel, route_stop, route_experts, gate_up_pairs, route_tc_min, route_tc_max, route_tc_clusters, route_tc_loads, expert_wait, route_fence,
-        route_cl_min, route_cl_max, route_cl_tokens, route_cl_stages;
+    int down_kernel, route_stop, route_experts, gate_up_pairs, route_tc_min, route_tc_max, route_tc_clusters, route_tc_loads, expert_wait, route_fence;
     int ar_tpmoe; /* TP all-reduce: 1 tpmoe's (default), 0 NCCL */
     int shared_split_min, prefill_gemm, pdl, shared_overlap, prefill_cluster, prefill_split_min, prefill_split_max; /* -1: the layer's default */
     int prefill_band;
@@ -440,9 +438,6 @@ static void *rank_main(void *argp) {
             if (S->r.route_mode == 3 && tpm_cuda_moe_route_tc_shape(m, T, shp))
                 printf("# T=%d: routing mode 3 on %d x %d CTAs (%d clusters of 8 resident), <= %d chunks of 32 h each\n",
                        T, shp[0], shp[1], shp[2], shp[3]);
-            if (S->r.route_mode == 4 && tpm_cuda_moe_route_cl_shape(m, T, shp))
-                printf("# T=%d: routing mode 4 on %d clusters of %d CTAs, %d tokens per cluster, %d weight stages\n",
-                       T, shp[1], shp[0], shp[2], shp[3]);
             S->r.shared_plan = tpm_cuda_moe_shared_plan(m, T);
             S->r.prefill_gemm = tu.prefill_gemm;
             S->r.prefill_form = tpm_cuda_moe_prefill_form(m, T);
@@ -504,7 +499,7 @@ static void usage(FILE *f) {
             "                       [--fuse-shared 0|1|both]\n"
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 8|16|32]\n"
-            "                       [--route-tc MIN:MAX] [--route-tc-clusters N] [--route-cl MIN:MAX] [--route-cl-tokens N] [--route-cl-stages N]\n"
+            "                       [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
             "                       [--route-tc-loads ring|direct] [--expert-wait 0|1] [--route-fence 0|1]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
             "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--shared-overlap 0|1] [--prefill-cluster -1..3] [--prefill-band N]\n"
@@ -535,10 +530,6 @@ static void usage(FILE *f) {
             "  --route-experts N router experts per logits block, 8, 16 or 32 (default: the layer's)\n"
             "  --route-tc MIN:MAX  one-launch tensor-core routing (mode 3) from MIN to MAX tokens\n"
             "                    (0:0 = off; default: the layer's)\n"
-            "  --route-cl MIN:MAX  one-launch routing, one cluster of 16 CTAs per token tile (mode 4),\n"
-            "                    from MIN to MAX tokens, before mode 3 (0:0 = off; default: the layer's)\n"
-            "  --route-cl-tokens N  mode 4: tokens per cluster, 8..64 (default: the layer's)\n"
-            "  --route-cl-stages N  mode 4: weight stages at most (0: all that fit; default 0)\n"
             "  --route-tc-clusters N  mode 3: spread over N clusters of 8 CTAs (default 0: as many\n"
             "                    as are resident at once)\n"
             "  --route-tc-loads X  mode 3: fragments straight into registers (direct) or through a\n"
@@ -600,7 +591,6 @@ static int parse(int argc, char **argv, opts *o) {
     o->route_stop = -1;
     o->route_experts = -1;
     o->route_tc_min = o->route_tc_max = o->route_tc_clusters = o->route_tc_loads = o->expert_wait = o->route_fence = -1;
-    o->route_cl_min = o->route_cl_max = o->route_cl_tokens = o->route_cl_stages = -1;
     o->gate_up_pairs = -1;
     o->ar_tpmoe = 1;
     o->flush = 1; /* read: L2 full of clean lines, as after the previous layer's weights streamed */
@@ -669,21 +659,6 @@ static int parse(int argc, char **argv, opts *o) {
                 return 2;
             }
             if (o->route_tc_min == 0) o->route_tc_min = 1, o->route_tc_max = 0; /* 0:0 = off */
-        } else if (!strcmp(a, "--route-cl")) {
-            if (sscanf(v, "%d:%d", &o->route_cl_min, &o->route_cl_max) != 2 || o->route_cl_min < 0 ||
-                o->route_cl_max < 0) {
-                fprintf(stderr, "tpmoe bench moe: --route-cl wants MIN:MAX, got '%s'\n", v);
-                return 2;
-            }
-            if (o->route_cl_min == 0) o->route_cl_min = 1, o->route_cl_max = 0; /* 0:0 = off */
-        } else if (!strcmp(a, "--route-cl-stages")) {
-            if (int_opt(a, v, 0, 16, &o->route_cl_stages)) return 2;
-        } else if (!strcmp(a, "--route-cl-tokens")) {
-            if (int_opt(a, v, 8, 64, &o->route_cl_tokens)) return 2;
-            if (o->route_cl_tokens % 8 != 0) {
-                fprintf(stderr, "tpmoe bench moe: --route-cl-tokens wants a multiple of 8, got %d\n", o->route_cl_tokens);
-                return 2;
-            }
         } else if (!strcmp(a, "--route-tc-loads")) {
             if (!strcmp(v, "ring")) o->route_tc_loads = 0;
             else if (!strcmp(v, "direct")) o->route_tc_loads = 1;
@@ -736,9 +711,7 @@ static int parse(int argc, char **argv, opts *o) {
 }
 
 static const char *path_name(int p) { return p == TPM_MOE_PATH_PREFILL ? "prefill" : "decode"; }
-static const char *route_name(int m) {
-    return m == 0 ? "legacy" : m == 1 ? "fused" : m == 2 ? "gemm" : m == 3 ? "tc" : "cl";
-}
+static const char *route_name(int m) { return m == 0 ? "legacy" : m == 1 ? "fused" : m == 2 ? "gemm" : "tc"; }
 static const char *plan_name(int p) {
     return p == TPM_MOE_SHARED_SLOT ? "slot" : p == TPM_MOE_SHARED_SPLIT ? "split" : p == TPM_MOE_SHARED_DENSE ? "dense" : "none";
 }
@@ -758,10 +731,6 @@ static tpm_status apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->route_tc_max >= 0) t.route_tc_max = o->route_tc_max;
     if (o->route_tc_clusters >= 0) t.route_tc_clusters = o->route_tc_clusters;
     if (o->route_tc_loads >= 0) t.route_tc_loads = o->route_tc_loads;
-    if (o->route_cl_min >= 0) t.route_cl_min = o->route_cl_min;
-    if (o->route_cl_max >= 0) t.route_cl_max = o->route_cl_max;
-    if (o->route_cl_tokens >= 0) t.route_cl_tokens = o->route_cl_tokens;
-    if (o->route_cl_stages >= 0) t.route_cl_stages = o->route_cl_stages;
     if (o->expert_wait >= 0) t.expert_wait = o->expert_wait;
     if (o->route_fence >= 0) t.route_fence = o->route_fence;
     if (o->gate_up_pairs >= 0) t.gate_up_pairs = o->gate_up_pairs;

@@ -120,8 +120,7 @@ static int tune_decode_kernel = -1, tune_route_gemm_min = -1, tune_route_legacy 
 static int tune_shared_split_min = -1, tune_prefill_gemm = -1, tune_pdl = -1, tune_prefill_cluster = -1;
 static int tune_prefill_band = -1;
 static int tune_prefill_split_min = -1, tune_prefill_split_max = -1, tune_route_experts = -1, tune_route_tc_min = -1, tune_route_tc_max = -1;
-static int tune_route_tc_loads = -1, tune_route_cl_min = -1, tune_route_cl_max = -1, tune_route_cl_tokens = -1;
-static int tune_route_cl_stages = -1;
+static int tune_route_tc_loads = -1;
 static int last_plan = -1;       /* tpm_cuda_moe_shared_plan of the last run_gpu call */
 static int last_route_mode = -1; /* tpm_cuda_moe_route_mode of the last run_gpu call */
 
@@ -156,10 +155,6 @@ static void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fuse
     if (tune_route_tc_min >= 0) tu.route_tc_min = tune_route_tc_min;
     if (tune_route_tc_max >= 0) tu.route_tc_max = tune_route_tc_max;
     if (tune_route_tc_loads >= 0) tu.route_tc_loads = tune_route_tc_loads;
-    if (tune_route_cl_min >= 0) tu.route_cl_min = tune_route_cl_min;
-    if (tune_route_cl_max >= 0) tu.route_cl_max = tune_route_cl_max;
-    if (tune_route_cl_tokens >= 0) tu.route_cl_tokens = tune_route_cl_tokens;
-    if (tune_route_cl_stages >= 0) tu.route_cl_stages = tune_route_cl_stages;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     last_plan = tpm_cuda_moe_shared_plan(m, T);
     last_route_mode = tpm_cuda_moe_route_mode(m, T);
@@ -326,28 +321,25 @@ static void variants_vs_reference(void **state) {
                 }
             }
             for (int re = 8; re <= 32; re *= 2) {
-                gpu_run rm[6]; /* modes 0 .. 3, then mode 3 with the ring loads, then mode 4 */
-                const int nrun = re != 8 ? 2 : T > 256 ? 3 : 6;
+                gpu_run rm[5]; /* modes 0 .. 3, then mode 3 with the ring loads */
+                const int nrun = re != 8 ? 2 : T > 256 ? 3 : 5;
                 for (int run = 0; run < nrun; run++) {
-                    const int mode = run < 4 ? run : run == 4 ? 3 : 4;
+                    const int mode = run < 4 ? run : 3;
                     tune_route_legacy = mode == 0;
                     tune_route_gemm_min = mode == 2 ? 1 : 1 << 20;
                     tune_route_experts = re;
                     tune_route_tc_min = 1;
                     tune_route_tc_max = mode == 3 ? 256 : 0;
                     tune_route_tc_loads = run == 4 ? 0 : 1;
-                    tune_route_cl_min = 1;
-                    tune_route_cl_max = mode == 4 ? 1 << 20 : 0;
                     run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rm[run]);
-                    if (mode >= 3 && last_route_mode != mode) { /* no 9.0 device: modes 3 and 4 cannot run */
-                        printf("  %-17s T=%-4d route mode %d not available here (mode %d ran)\n", p->name, T, mode,
+                    if (mode == 3 && last_route_mode != 3) { /* no 9.0 device: mode 3 cannot run */
+                        printf("  %-17s T=%-4d route mode 3 not available here (mode %d ran)\n", p->name, T,
                                last_route_mode);
                     } else {
                         assert_int_equal(last_route_mode, mode);
                     }
                     tune_route_legacy = tune_route_gemm_min = tune_route_experts = -1;
                     tune_route_tc_min = tune_route_tc_max = tune_route_tc_loads = -1;
-                    tune_route_cl_min = tune_route_cl_max = -1;
                     for (int t = 0; t < T; t++)
                         for (int sl = 0; sl < p->top_k; sl++)
                             assert_int_not_equal(rm[run].sel[(size_t)t * rm[run].K + sl], 5);
@@ -364,71 +356,6 @@ static void variants_vs_reference(void **state) {
                     assert_memory_equal(rm[3].y, rm[4].y, (size_t)T * p->hidden * 2);
                 }
                 for (int run = 0; run < nrun; run++) free_run(&rm[run]);
-            }
-            free(x);
-        }
-        free_weights(&w);
-    }
-}
-
-/* Routing mode 4 (one cluster per token tile) in all its shapes: a router with hidden 2048
- * (4 chunks of 32 h per CTA) and 64 / 256 experts (Ep > 128: two m-tiles per warp), 8 / 32 /
- * 64 tokens per cluster, the weight stages all resident or a ring of 1 or 2 (the same bits),
- * one or several clusters (the global ticket), against the fp64 reference; a NaN router row
- * is never selected and an all-NaN token still gets k distinct experts. */
-static void route_mode4_shapes(void **state) {
-    (void)state;
-    for (int pe = 0; pe < 2; pe++) {
-        tpm_preset p = *tpm_preset_find("m3-mini");
-        p.hidden = 2048;
-        p.n_experts = pe == 0 ? 64 : 256;
-        p.inter = 64;
-        p.shared_inter = 64;
-        tpm_moe_weights w;
-        make_weights(&p, 700 + pe, &w);
-        for (int h = 0; h < p.hidden; h++) w.router[(size_t)5 * p.hidden + h] = NAN;
-        const int Ts[] = {1, 9, 40, 64, 65, 200, 256};
-        for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
-            const int T = Ts[ti];
-            if (pe == 1 && T != 9 && T != 65 && T != 256) continue; /* 256 experts: fewer sizes */
-            uint16_t *x = make_x(T, p.hidden, 800 + T);
-            for (int h = 0; h < p.hidden; h++) x[(size_t)(T / 2) * p.hidden + h] = 0x7fc0; /* all-NaN token */
-            for (int tok = 8; tok <= 64; tok *= 2) {
-                if (tok == 16) continue;
-                gpu_run rs[3];
-                for (int v = 0; v < 3; v++) { /* stages: all that fit, a ring of 2, a ring of 1 */
-                    tune_route_cl_min = 1;
-                    tune_route_cl_max = 1 << 20;
-                    tune_route_cl_tokens = tok;
-                    tune_route_cl_stages = v == 0 ? 0 : 3 - v;
-                    run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rs[v]);
-                    tune_route_cl_min = tune_route_cl_max = tune_route_cl_tokens = tune_route_cl_stages = -1;
-                    if (last_route_mode != 4) {
-                        printf("  mode 4 E=%d T=%d: not available here (mode %d ran)\n", p.n_experts, T,
-                               last_route_mode);
-                    }
-                    for (int t = 0; t < T; t++)
-                        for (int sl = 0; sl < p.top_k; sl++) {
-                            const int e = rs[v].sel[(size_t)t * rs[v].K + sl];
-                            assert_true(e >= 0 && e < p.n_experts);
-                            if (t != T / 2) assert_int_not_equal(e, 5);
-                            for (int s2 = 0; s2 < sl; s2++) assert_int_not_equal(e, rs[v].sel[(size_t)t * rs[v].K + s2]);
-                        }
-                }
-                const size_t nk = (size_t)T * rs[0].K;
-                for (int v = 1; v < 3; v++) {
-                    assert_memory_equal(rs[0].sel, rs[v].sel, nk * sizeof(int32_t));
-                    assert_memory_equal(rs[0].wts, rs[v].wts, nk * sizeof(float));
-                    assert_memory_equal(rs[0].y, rs[v].y, (size_t)T * p.hidden * 2);
-                }
-                /* the reference on the tokens around the NaN one (its output is NaN by design) */
-                if (T > 2) {
-                    gpu_run head = rs[0];
-                    head.T = T / 2; /* tokens 0 .. T/2 - 1 */
-                    const double e = check_run(&w, x, &head, 1, 4, 1e-2);
-                    printf("  mode 4 E=%-3d T=%-3d %2d tokens per cluster: rel err %.2e\n", p.n_experts, T, tok, e);
-                }
-                for (int v = 0; v < 3; v++) free_run(&rs[v]);
             }
             free(x);
         }
@@ -894,20 +821,6 @@ static void bad_arguments(void **state) {
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_tc_max = 0; /* mode 3 off */
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
-    tu.route_cl_min = 0;
-    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
-    tu.route_cl_min = 9;
-    tu.route_cl_tokens = 12;
-    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
-    tu.route_cl_tokens = 72;
-    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
-    tu.route_cl_tokens = 32;
-    tu.route_cl_stages = 17;
-    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
-    tu.route_cl_stages = 0;
-    tu.route_cl_max = 0; /* mode 4 off */
-    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
-    assert_int_not_equal(tpm_cuda_moe_route_mode(m, 16), 4);
     tu.expert_wait = 2;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.expert_wait = 1;
@@ -1025,8 +938,7 @@ int main(void) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bad_arguments),        cmocka_unit_test(presets_vs_reference),
-        cmocka_unit_test(variants_vs_reference), cmocka_unit_test(route_mode4_shapes),
-        cmocka_unit_test(m2_like_structure),
+        cmocka_unit_test(variants_vs_reference), cmocka_unit_test(m2_like_structure),
         cmocka_unit_test(fused_equals_unfused),
         cmocka_unit_test(nan_logits_and_overfull), cmocka_unit_test(tp2_equals_tp1),
         cmocka_unit_test(shared_split_plan),    cmocka_unit_test(prefill_gemm_modes),

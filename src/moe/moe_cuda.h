@@ -127,14 +127,6 @@ typedef struct tpm_cuda_moe_tuning {
                             * the device holds at once, from the occupancy query) */
     int route_tc_loads;    /* mode 3: router / x fragments straight from global memory into
                             * registers (1) or through a cp.async ring in shared memory (0) */
-    int route_cl_min, route_cl_max; /* routing mode 4 (one launch; a token tile's logits summed over
-                            * all of H inside one cluster of 16 CTAs; a 9.0 device, E <= 256,
-                            * hidden % 32 == 0) for route_cl_min <= T <= route_cl_max (0 = never;
-                            * it goes before mode 3's range) */
-    int route_cl_tokens;   /* mode 4: tokens per cluster, a multiple of 8 in 8..64 (more when T
-                            * needs more clusters than the device holds at once) */
-    int route_cl_stages;   /* mode 4: weight stages in shared memory at most (0 = all that fit;
-                            * fewer make the stages a ring; the same bits) */
     int route_fence;       /* routing's block-done tickets: 1 = every thread __threadfence()s
                             * around the ticket, 0 = a barrier and one acq_rel atomic; the same
                             * results */
@@ -168,16 +160,13 @@ tpm_status tpm_cuda_moe_get_tuning(const tpm_cuda_moe *m, tpm_cuda_moe_tuning *t
 tpm_moe_path tpm_cuda_moe_path_for(const tpm_cuda_moe *m, int T);
 int tpm_cuda_moe_capturable(const tpm_cuda_moe *m, int T);
 /* The routing mode a call with T tokens (16-byte aligned input) runs: 0 legacy, 1 one launch,
- * 2 router GEMM + select, 3 one launch on tensor cores, 4 one launch, one cluster per token tile. */
+ * 2 router GEMM + select, 3 one launch on tensor cores. */
 int tpm_cuda_moe_route_mode(const tpm_cuda_moe *m, int T);
 /* The bounded waits inside the decode kernels (decode_kernel 1, expert_wait 1) never hang: a
  * wait past its bound (seconds) sets a device flag. This reads it (a synchronous copy, after
  * the calls it covers): TPM_ERR_TIMEOUT when set (the outputs since the last check are
  * invalid; the flag is cleared), else TPM_OK. */
 tpm_status tpm_cuda_moe_check(tpm_cuda_moe *m);
-/* Mode 4's launch for T tokens: shape = {CTAs per cluster, clusters, tokens per cluster, weight
- * stages in shared memory}; 0 if mode 4 cannot take T tokens. */
-int tpm_cuda_moe_route_cl_shape(const tpm_cuda_moe *m, int T, int shape[4]);
 /* Mode 3's launch for T tokens: shape = {grid x (CTAs along H), token tiles, clusters of 8
  * resident at once, chunks of 32 h per CTA}; 0 if mode 3 cannot take T tokens. */
 int tpm_cuda_moe_route_tc_shape(const tpm_cuda_moe *m, int T, int shape[4]);

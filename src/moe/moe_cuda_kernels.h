@@ -50,8 +50,6 @@ struct tpm_moe_dev {
     uint16_t *w13, *w2;
     float *b13, *b2, *wr, *br;
     uint16_t *wr3;           /* [3][E][H] bf16: wr = hi + mid + lo exactly (router GEMM on tensor cores) */
-    float *wrf;              /* [H/32][Ep/16][4][32][4] fp32: wr in route mode 4's mma fragment order
-                              * (moe_cuda_route_cl.cu; Ep = E rounded up to 16, padded rows zero) */
     /* routing state */
     float *logits;           /* [S][T][E] partial logits of S slices of H */
     int logit_rows;          /* capacity of logits in rows of E (S * T <= it) */
@@ -79,8 +77,6 @@ struct tpm_moe_dev {
     int sm_count;
     int tc_clusters[4];      /* route mode 3: clusters of 8 resident at once, [2 (Ep > 128) + direct
                               * loads]; 0 = off */
-    int cl_clusters[2];      /* route mode 4: clusters of 16 resident at once, [Ep > 128]; 0 = off */
-    int cl_smem_max;         /* route mode 4: dynamic shared memory the kernels may use (bytes) */
 };
 
 /* Prefill on several streams / grouped GEMM: the extra state the layer owns. */
@@ -136,19 +132,6 @@ int tpm_moe_route_tc_ok(const tpm_moe_dev &d, const void *x, int T);
 int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int direct, int shape[4]);
 tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int clusters, int direct,
                                    int stop, cudaStream_t s);
-/* moe_cuda_route_cl.cu, mode 4: the whole routing of up to 64 tokens per cluster in one launch,
- * each token tile's logits reduced over all of H inside one cluster of up to 16 CTAs (a 9.0
- * device). setup as mode 3's (d.cl_clusters, d.cl_smem_max). tokens: tokens per cluster (a
- * multiple of 8, 8..64; more when T needs more clusters than are resident); stages: weight
- * stages at most (0: all that fit). shape: CTAs per cluster, clusters, tokens per cluster,
- * weight stages; 0 if mode 4 cannot take T tokens. */
-tpm_status tpm_moe_route_cl_setup(tpm_moe_dev &d, int device);
-int tpm_moe_route_cl_ok(const tpm_moe_dev &d, const void *x, int T, int tokens, int stages);
-int tpm_moe_route_cl_shape(const tpm_moe_dev &d, int T, int tokens, int stages, int shape[4]);
-tpm_status tpm_moe_launch_route_cl(const tpm_moe_dev &d, const uint16_t *x, int T, int tokens, int stages,
-                                   int stop, cudaStream_t s);
-/* wrf from wr (after wr changed; with wr3's split). */
-tpm_status tpm_moe_launch_router_frag(const tpm_moe_dev &d, cudaStream_t s);
 /* wr3 = the 3-way bf16 split of wr (after wr changed). */
 tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s);
 /* moe_cuda_decode.cu: gate_up + activation, then down (persistent, one pass over weights).

@@ -67,12 +67,6 @@
 #define TPM_MOE_ROUTE_TC_MIN 9
 #define TPM_MOE_ROUTE_TC_MAX 128
 #define TPM_MOE_ROUTE_TC_LOADS 1
-/* Routing mode 4 (moe_cuda_route_cl.cu: one launch, each token tile's logits summed over all
- * of H inside one cluster of 16 CTAs, so no global hop before the selection) from / up to
- * this many tokens (it goes before mode 3), route_cl_tokens tokens per cluster. */
-#define TPM_MOE_ROUTE_CL_MIN 9
-#define TPM_MOE_ROUTE_CL_MAX 256
-#define TPM_MOE_ROUTE_CL_TOKENS 32
 /* Shared-expert plan of a fused layer on the decode path (kernel 0): from
  * this many tokens the shared slot runs as dense cuBLAS GEMMs (split plan).
  * The GEMV's multi-token shared slot is issue-bound (per 16-byte weight load
@@ -242,7 +236,6 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         cudaDeviceGetAttribute(&d.sm_count, cudaDevAttrMultiProcessorCount, dev);
     }
     if ((st = tpm_moe_route_tc_setup(d, desc->device)) != TPM_OK) goto fail;
-    if ((st = tpm_moe_route_cl_setup(d, desc->device)) != TPM_OK) goto fail;
     {
         const size_t T = (size_t)desc->max_tokens, R = T * d.K, H = d.H, Il = d.Il, E1 = d.E1;
         const size_t Wt = (T + 31) / 32;
@@ -257,7 +250,6 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         }
         DALLOC(d.wr, (size_t)d.E * H * 4);
         DALLOC(d.wr3, (size_t)3 * d.E * H * 2);
-        if (d.cl_clusters[0] > 0 && H % 32 == 0) DALLOC(d.wrf, (size_t)(d.E + 15) / 16 * 16 * H * 4);
         DALLOC(d.done, E1 * 4);
         DALLOC(d.tile_ctr, (size_t)d.tile_cap * 4);
         if (p->router != TPM_ROUTER_SOFTMAX_TOPK) DALLOC(d.br, (size_t)d.E * 4);
@@ -359,10 +351,6 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_tc_max = TPM_MOE_ROUTE_TC_MAX;
     m->tune.route_tc_clusters = 0;
     m->tune.route_tc_loads = TPM_MOE_ROUTE_TC_LOADS;
-    m->tune.route_cl_min = TPM_MOE_ROUTE_CL_MIN;
-    m->tune.route_cl_max = TPM_MOE_ROUTE_CL_MAX;
-    m->tune.route_cl_tokens = TPM_MOE_ROUTE_CL_TOKENS;
-    m->tune.route_cl_stages = 0;
     m->tune.expert_wait = TPM_MOE_EXPERT_WAIT;
     m->tune.route_fence = TPM_MOE_ROUTE_FENCE;
     m->tune.gate_up_pairs = TPM_MOE_GATE_UP_PAIRS;
@@ -381,7 +369,7 @@ void tpm_cuda_moe_destroy(tpm_cuda_moe *m) {
                     d.wts,     d.counts, d.offsets, d.perm_tok, d.perm_exp, d.inv,     d.active, d.n_active,
                     d.bits,    d.bitpre, d.ctr,    d.act_f32, d.rows_f32, d.xp,      d.h13,    d.act_bf,
                     d.rows_bf, d.sh_h13, d.sh_act, d.sh_out,  m->blas_ws, d.wr3,     d.done,     d.tile_ctr,
-                    m->wg.rtp, d.wrf};
+                    m->wg.rtp};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) cudaFree(bufs[i]);
     if (m->blas) cublasDestroy(m->blas);
@@ -526,12 +514,6 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   t->route_tc_min, t->route_tc_max);
     TPM_ARG_CHECK(t->route_tc_loads == 0 || t->route_tc_loads == 1, "route_tc_loads %d is not 0 or 1",
                   t->route_tc_loads);
-    TPM_ARG_CHECK(t->route_cl_min >= 1 && t->route_cl_max >= 0, "route_cl_min %d < 1 or route_cl_max %d < 0",
-                  t->route_cl_min, t->route_cl_max);
-    TPM_ARG_CHECK(t->route_cl_tokens >= 8 && t->route_cl_tokens <= 64 && t->route_cl_tokens % 8 == 0,
-                  "route_cl_tokens %d is not a multiple of 8 in 8..64", t->route_cl_tokens);
-    TPM_ARG_CHECK(t->route_cl_stages >= 0 && t->route_cl_stages <= 16, "route_cl_stages %d outside 0..16",
-                  t->route_cl_stages);
     TPM_ARG_CHECK(t->expert_wait == 0 || t->expert_wait == 1, "expert_wait %d is not 0 or 1", t->expert_wait);
     TPM_ARG_CHECK(t->route_fence == 0 || t->route_fence == 1, "route_fence %d is not 0 or 1", t->route_fence);
     TPM_ARG_CHECK(t->route_tc_clusters >= 0 && t->route_tc_clusters <= 64, "route_tc_clusters %d outside 0..64",
@@ -615,9 +597,6 @@ static void set_call(tpm_cuda_moe *m, int T) {
 /* The routing mode of a call (tpm_cuda_moe_route_mode). */
 static int route_mode_x(const tpm_cuda_moe *m, const void *x, int T) {
     if (m->tune.route_legacy) return 0;
-    if (T >= m->tune.route_cl_min && T <= m->tune.route_cl_max &&
-        tpm_moe_route_cl_ok(m->d, x, T, m->tune.route_cl_tokens, m->tune.route_cl_stages))
-        return 4;
     if (T >= m->tune.route_tc_min && T <= m->tune.route_tc_max && tpm_moe_route_tc_ok(m->d, x, T)) return 3;
     return T >= m->tune.route_gemm_min ? 2 : 1;
 }
@@ -637,10 +616,6 @@ tpm_status tpm_cuda_moe_check(tpm_cuda_moe *m) {
 int tpm_cuda_moe_route_tc_shape(const tpm_cuda_moe *m, int T, int shape[4]) {
     return m && shape ? tpm_moe_route_tc_shape(m->d, T, m->tune.route_tc_clusters, m->tune.route_tc_loads, shape)
                       : 0;
-}
-
-int tpm_cuda_moe_route_cl_shape(const tpm_cuda_moe *m, int T, int shape[4]) {
-    return m && shape ? tpm_moe_route_cl_shape(m->d, T, m->tune.route_cl_tokens, m->tune.route_cl_stages, shape) : 0;
 }
 
 int tpm_cuda_moe_route_mode(const tpm_cuda_moe *m, int T) {
@@ -677,10 +652,7 @@ tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *strea
         TPM_TRY(shared_mlp(m, m->pf.blas_aux[0], x, T, m->pf.aux[0]));
     }
     if (mode == 2) TPM_TRY(bind_blas(m, s));
-    if (mode == 4)
-        TPM_TRY(tpm_moe_launch_route_cl(m->d, (const uint16_t *)x, T, m->tune.route_cl_tokens,
-                                        m->tune.route_cl_stages, m->tune.route_stop, s));
-    else if (mode == 3)
+    if (mode == 3)
         TPM_TRY(tpm_moe_launch_route_tc(m->d, (const uint16_t *)x, T, m->tune.route_tc_clusters,
                                         m->tune.route_tc_loads, m->tune.route_stop, s));
     else

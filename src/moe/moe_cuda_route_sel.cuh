@@ -36,20 +36,6 @@ __device__ __forceinline__ int slot_of(const tpm_moe_dev &d, int e, int t) {
     return (unsigned)l < (unsigned)d.Eloc ? l : d.E1;
 }
 
-/* D += A . B on tensor cores, m16n8k16, bf16 in, fp32 accumulators (the router projection of
- * modes 3 and 4: A = router rows, B = tokens). */
-__device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                         uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    /* not volatile: the compiler may interleave independent mma (a volatile asm keeps
-     * source order, and each accumulator's chain then stalls on the mma latency) */
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#endif
-}
-
 /* A block-done ticket on *ctr: true in the last of n blocks to arrive (uniform in the block;
  * s_flag: a shared int). Every thread's earlier writes are released with it, and the last block
  * acquires the others': a barrier, then thread 0's atom.acq_rel.gpu (the pattern of a CUTLASS

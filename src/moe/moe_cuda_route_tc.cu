@@ -67,6 +67,18 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+__device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    /* not volatile: the compiler may interleave independent mma (a volatile asm keeps
+     * source order, and each accumulator's chain then stalls on the mma latency) */
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+}
+
 /* Stage one chunk (32 h = 64 bytes per row) of every row into a ring slot:
  * rows [0, 3Ep) the router splits (sp = row / Ep, expert row % Ep), rows
  * [3Ep, 3Ep + 64) the tile's tokens; zero-filled past E, T, or the CTA's
