@@ -127,10 +127,6 @@ typedef struct tpm_cuda_moe_tuning {
                             * the device holds at once, from the occupancy query) */
     int route_tc_loads;    /* mode 3: router / x fragments straight from global memory into
                             * registers (1) or through a cp.async ring in shared memory (0) */
-    int route_warm;        /* routing modes 1 and 3: 1 = every block runs the selection and the
-                            * permutation code once with no output while its first logits loads
-                            * are in flight, so the block that runs them for real finds their
-                            * instructions cached; the same results */
     int route_fence;       /* routing's block-done tickets: 1 = every thread __threadfence()s
                             * around the ticket, 0 = a barrier and one acq_rel atomic; the same
                             * results */

@@ -41,10 +41,6 @@ struct tpm_moe_dev {
     int fused;
     int route_fence;         /* routing tickets: 1 = every thread fences (fence.sc) around the
                               * ticket, 0 = barrier + one acq_rel atomic (block_ticket) */
-    int route_warm;          /* routing modes 1 and 3: every block runs the selection and permutation
-                              * code once, with no output, while its first logits loads are in flight
-                              * (their instructions then sit in the instruction caches of whichever
-                              * SM does them for real) */
     int shared_dense;        /* this call, fused layer with EP (split plan): the shared expert runs
                               * as a dense MLP on EP rank 0 into sh_out, added by the combine; the
                               * routing sends every shared slot to the drop bucket */

@@ -67,11 +67,6 @@
 #define TPM_MOE_ROUTE_TC_MIN 9
 #define TPM_MOE_ROUTE_TC_MAX 128
 #define TPM_MOE_ROUTE_TC_LOADS 1
-/* Routing modes 1 and 3: warm the selection / permutation code in every block while the first
- * logits loads are in flight (tuning.route_warm). */
-#ifndef TPM_MOE_ROUTE_WARM
-#define TPM_MOE_ROUTE_WARM 0
-#endif
 /* Shared-expert plan of a fused layer on the decode path (kernel 0): from
  * this many tokens the shared slot runs as dense cuBLAS GEMMs (split plan).
  * The GEMV's multi-token shared slot is issue-bound (per 16-byte weight load
@@ -358,7 +353,6 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_tc_loads = TPM_MOE_ROUTE_TC_LOADS;
     m->tune.expert_wait = TPM_MOE_EXPERT_WAIT;
     m->tune.route_fence = TPM_MOE_ROUTE_FENCE;
-    m->tune.route_warm = TPM_MOE_ROUTE_WARM;
     m->tune.gate_up_pairs = TPM_MOE_GATE_UP_PAIRS;
     *out = m;
     return TPM_OK;
@@ -522,7 +516,6 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   t->route_tc_loads);
     TPM_ARG_CHECK(t->expert_wait == 0 || t->expert_wait == 1, "expert_wait %d is not 0 or 1", t->expert_wait);
     TPM_ARG_CHECK(t->route_fence == 0 || t->route_fence == 1, "route_fence %d is not 0 or 1", t->route_fence);
-    TPM_ARG_CHECK(t->route_warm == 0 || t->route_warm == 1, "route_warm %d is not 0 or 1", t->route_warm);
     TPM_ARG_CHECK(t->route_tc_clusters >= 0 && t->route_tc_clusters <= 64, "route_tc_clusters %d outside 0..64",
                   t->route_tc_clusters);
     m->tune = *t;
@@ -599,7 +592,6 @@ static int runs_shared_mlp(const tpm_cuda_moe *m, int plan) {
 static void set_call(tpm_cuda_moe *m, int T) {
     m->d.shared_dense = m->d.fused && m->d.ep > 1 && tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SPLIT;
     m->d.route_fence = m->tune.route_fence;
-    m->d.route_warm = m->tune.route_warm;
 }
 
 /* The routing mode of a call (tpm_cuda_moe_route_mode). */

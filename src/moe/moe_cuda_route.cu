@@ -75,16 +75,9 @@ constexpr int kScatterInBlock = 4096; /* k_select: rows the last block scatters 
  * 4 x 8 accumulators over float4 chunks c = lane, lane + 32, ... of its
  * slice, the warp reduces with a fixed butterfly, k_select sums the slices
  * in slice order. */
-struct no_warm {
-    __device__ void operator()() const {}
-};
-
-/* warm: called once by every thread, right after the first group's loads are issued and before
- * their FMAs, when every thread of the block has a first group (block-uniform), so it may hold
- * barriers (k_route_fused's code warm-up, d.route_warm). */
-template <int kLogitEpw, int TOK = kLogitTokens, class Warm = no_warm>
+template <int kLogitEpw, int TOK = kLogitTokens>
 __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, const float *__restrict__ wr,
-                                            float *__restrict__ part, int T, int H, int E, Warm warm = Warm()) {
+                                            float *__restrict__ part, int T, int H, int E) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int e0 = blockIdx.x * (kLogitWarps * kLogitEpw) + warp * kLogitEpw;
     const int t0 = blockIdx.y * kLogitTokens;
@@ -101,7 +94,6 @@ __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, cons
      * group is issued before its first FMA (x rows are read once per block,
      * so an x load after an FMA would be one more dependent trip to L2/HBM per
      * token); each accumulator still takes its chunks in increasing c */
-    const bool warm_ok = ce - cb >= 32; /* every lane has a first group */
     for (int c0 = cb + lane; c0 < ce; c0 += 32 * kLogitChunks) {
         float4 w[kLogitChunks][kLogitEpw];
         uint2 xv[kLogitChunks][TOK];
@@ -117,7 +109,6 @@ __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, cons
                 xv[u][j] = c < ce && j < nt ? __ldg(reinterpret_cast<const uint2 *>(x + (size_t)(t0 + j) * H) + c)
                                             : make_uint2(0u, 0u);
         }
-        if (warm_ok && c0 == cb + lane) warm();
 #pragma unroll
         for (int u = 0; u < kLogitChunks; u++) {
             if (c0 + 32 * u >= ce) break;
@@ -261,26 +252,23 @@ __global__ void __launch_bounds__(kSelThreads) k_select(tpm_moe_dev d, int T, in
  * experts are distinct, so q < p on the same expert is an earlier token: the
  * bitmap version's stable order); offsets[e] = #{q : sel[q] < e}; the touched
  * list from a bitmap of E1 bits. Two barriers. touched[] is zero on entry. */
-__device__ void build_permutation_direct(const tpm_moe_dev &d, int T, int *sel_s, uint32_t *touched,
-                                         bool dry = false) {
+__device__ void build_permutation_direct(const tpm_moe_dev &d, int T, int *sel_s, uint32_t *touched) {
     const int K = d.K, E1 = d.E1, TK = T * K;
     const int tid = threadIdx.x, nth = blockDim.x;
     if (d.ep > 1) { /* selections -> slots (the drop bucket E1 sorts last) */
-        for (int p = tid; p < TK; p += nth) sel_s[p] = dry ? 0 : slot_of(d, sel_s[p], p / K);
+        for (int p = tid; p < TK; p += nth) sel_s[p] = slot_of(d, sel_s[p], p / K);
         __syncthreads();
     }
     for (int p = tid; p < TK; p += nth) {
-        const int e = dry ? 0 : sel_s[p];
+        const int e = sel_s[p];
         int pos = 0;
         for (int q = 0; q < TK; q++) {
             const int sq = sel_s[q];
             pos += (sq < e) | ((sq == e) & (q < p));
         }
-        if (!dry) {
-            d.perm_tok[pos] = p / K;
-            d.perm_exp[pos] = e;
-            d.inv[p] = pos;
-        }
+        d.perm_tok[pos] = p / K;
+        d.perm_exp[pos] = e;
+        d.inv[p] = pos;
         if (e < E1) atomicOr(touched + (e >> 5), 1u << (e & 31));
     }
     for (int e = tid; e <= E1; e += nth) { /* offsets[E1]: the local row total */
@@ -290,7 +278,6 @@ __device__ void build_permutation_direct(const tpm_moe_dev &d, int T, int *sel_s
             cnt += sq == e;
             less += sq < e;
         }
-        if (dry) continue;
         if (e < E1) d.counts[e] = cnt;
         d.offsets[e] = less;
     }
@@ -300,15 +287,14 @@ __device__ void build_permutation_direct(const tpm_moe_dev &d, int T, int *sel_s
         if ((w >> (e & 31)) & 1u) {
             int idx = __popc(w & ((1u << (e & 31)) - 1u));
             for (int i = 0; i < (e >> 5); i++) idx += __popc(touched[i]);
-            if (!dry) d.active[idx] = e;
+            d.active[idx] = e;
         }
     }
-    if (tid == 0 && !dry) {
+    if (tid == 0) {
         int n = 0;
         for (int i = 0; i < (E1 + 31) / 32; i++) n += __popc(touched[i]);
         *d.n_active = n;
     }
-    if (dry) __syncthreads(); /* the caller clears touched before the real run */
 }
 
 /* Mode 1: the whole routing in one launch (see the top of the file);
@@ -337,19 +323,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
         asm volatile("prefetch.global.L2 [%0];" ::"l"(d.tile_ctr + blockIdx.y));
         asm volatile("prefetch.global.L2 [%0];" ::"l"(d.ctr + 2));
     }
-    if (d.route_warm) {
-        /* the selection and permutation code, once, no output, while the first loads fly */
-        const int ngy = (int)gridDim.y;
-        logits_tile<kLogitEpw, TOK>(x, d.wr, d.logits, T, d.H, d.E, [&]() {
-            const int w = threadIdx.x >> 5;
-            select_token(d, -1, s_lg[w], 0, 0, d.br ? s_br : nullptr, sc[w], gsc[w], nullptr);
-            __syncthreads();
-            if (ngy == 1) build_permutation_direct(d, T, s_sel, bits, true);
-            else build_permutation_small(d, T, bits, s_off, true);
-        });
-    } else {
-        logits_tile<kLogitEpw, TOK>(x, d.wr, d.logits, T, d.H, d.E);
-    }
+    logits_tile<kLogitEpw, TOK>(x, d.wr, d.logits, T, d.H, d.E);
     if (stop == 1) return; /* diagnostic stops (tuning.route_stop): results invalid */
     const int tile = blockIdx.y, per_tile = (int)(gridDim.x * gridDim.z);
     if (!block_ticket(d.tile_ctr + tile, per_tile, d.route_fence, &s_last)) return;

@@ -93,9 +93,8 @@ __device__ __forceinline__ unsigned order_key(float v) {
 /* Warp 0 of a permutation builder: the exclusive scan of the NB bucket
  * counts in cnt (shared memory, replaced by the offsets), offsets[0 .. E1]
  * (the drop bucket E1, with EP, is the last: its offset is the local row
- * total), the touched-slot list in increasing order and its length. dry: the
- * same instructions with no global write (warming the code, d.route_warm). */
-__device__ void scan_buckets(const tpm_moe_dev &d, int NB, int *cnt, bool dry = false) {
+ * total), the touched-slot list in increasing order and its length. */
+__device__ void scan_buckets(const tpm_moe_dev &d, int NB, int *cnt) {
     const int lane = threadIdx.x & 31, E1 = d.E1;
     int base = 0, nact = 0;
     for (int e0 = 0; e0 < NB; e0 += 32) {
@@ -110,15 +109,15 @@ __device__ void scan_buckets(const tpm_moe_dev &d, int NB, int *cnt, bool dry = 
         __syncwarp();
         if (e < NB) {
             cnt[e] = base + inc - c;
-            if (e <= E1 && !dry) d.offsets[e] = base + inc - c;
+            if (e <= E1) d.offsets[e] = base + inc - c;
         }
         const bool act = c > 0 && e < E1;
         const unsigned m = __ballot_sync(0xffffffffu, act);
-        if (act && !dry) d.active[nact + __popc(m & ((1u << lane) - 1u))] = e;
+        if (act) d.active[nact + __popc(m & ((1u << lane) - 1u))] = e;
         nact += __popc(m);
         base += __shfl_sync(0xffffffffu, inc, 31);
     }
-    if (lane == 0 && !dry) {
+    if (lane == 0) {
         if (NB == E1) d.offsets[E1] = base;
         *d.n_active = nact;
     }
@@ -128,15 +127,14 @@ __device__ void scan_buckets(const tpm_moe_dev &d, int NB, int *cnt, bool dry = 
 /* The permutation for small T (several tiles), run by the last block of
  * k_route_fused: the bitmap lives in shared memory (E1 * ceil(T/32) <=
  * kPermSmemWords) and the per-word prefixes are recomputed (at most a few
- * words per expert). dry: every selection read as expert 0 and no global
- * write (warming the code, d.route_warm). */
-__device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *bits, int *s_off, bool dry = false) {
+ * words per expert). */
+__device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *bits, int *s_off) {
     const int K = d.K, E1 = d.E1, NB = n_buckets(d), Wt = (T + 31) / 32;
     const int tid = threadIdx.x, nth = blockDim.x;
     for (int i = tid; i < NB * Wt; i += nth) bits[i] = 0u;
     __syncthreads();
     for (int p = tid; p < T * K; p += nth) {
-        const int t = p / K, e = dry ? 0 : slot_of(d, __ldcg(d.sel + p), t);
+        const int t = p / K, e = slot_of(d, __ldcg(d.sel + p), t);
         atomicOr(bits + e * Wt + (t >> 5), 1u << (t & 31));
     }
     __syncthreads();
@@ -144,25 +142,22 @@ __device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *b
         int run = 0;
         for (int w = 0; w < Wt; w++) run += __popc(bits[e * Wt + w]);
         s_off[e] = run; /* count for now */
-        if (e < E1 && !dry) d.counts[e] = run;
+        if (e < E1) d.counts[e] = run;
     }
     __syncthreads();
-    if (tid < 32) scan_buckets(d, NB, s_off, dry); /* s_off: counts -> offsets */
+    if (tid < 32) scan_buckets(d, NB, s_off); /* s_off: counts -> offsets */
     __syncthreads();
     for (int p = tid; p < T * K; p += nth) {
-        const int t = p / K, e = dry ? 0 : slot_of(d, __ldcg(d.sel + p), t), w = t >> 5;
+        const int t = p / K, e = slot_of(d, __ldcg(d.sel + p), t), w = t >> 5;
         int pos = s_off[e] + __popc(bits[e * Wt + w] & ((1u << (t & 31)) - 1u));
         for (int w2 = 0; w2 < w; w2++) pos += __popc(bits[e * Wt + w2]);
-        if (dry) continue;
         d.perm_tok[pos] = t;
         d.perm_exp[pos] = e;
         d.inv[p] = pos;
     }
-    if (dry) __syncthreads(); /* the caller reuses bits / s_off */
 }
 
-/* Selection of token t by one warp (t < 0: the same instructions with no output, warming
- * the code: d.route_warm). The logit of expert e is the sum, in
+/* Selection of token t by one warp. The logit of expert e is the sum, in
  * slice order, of lg[e + s * sstride] for s < nsplit (lg = row of t in
  * global memory); nsplit = 0: lg is the row of summed logits in shared
  * memory. br: the selection bias (d.br, or its copy in shared memory; NULL:
@@ -285,7 +280,6 @@ __device__ void select_token_pl(const tpm_moe_dev &d, int t, const float *lg, si
         wsel = expf(wsel - mx) / sum * d.rsf;
     else
         wsel = (sum > 0.0f && isfinite(sum)) ? wsel / sum * d.rsf : d.rsf / (float)k;
-    if (t < 0) return;
     if (lane < k) {
         d.sel[(size_t)t * d.K + lane] = idx_mine < 0 ? 0 : idx_mine;
         d.wts[(size_t)t * d.K + lane] = wsel;

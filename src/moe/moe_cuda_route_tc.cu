@@ -123,18 +123,12 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[8][4], const uint4 (&a)[3
     }
 }
 
-struct tc_no_warm {
-    __device__ void operator()() const {}
-};
-
 /* Load strategy 1 (direct): every fragment straight from global memory into registers, CPI
  * chunks' loads in flight per warp before their mma (x rows through L1: the 8 warps read the
- * same ones). No staging in shared memory. warm: called once by every thread between the
- * first loads and their mma (every CTA has >= 1 chunk: block-uniform, may hold barriers). */
-template <int MT, int CPI, class Warm = tc_no_warm>
+ * same ones). No staging in shared memory. */
+template <int MT, int CPI>
 __device__ __forceinline__ void logits_direct(const tpm_moe_dev &d, const uint16_t *__restrict__ x, int T, int Ep,
-                                              int t_base, int c_begin, int nc, int nt_valid, float (&acc)[MT][8][4],
-                                              Warm warm = Warm()) {
+                                              int t_base, int c_begin, int nc, int nt_valid, float (&acc)[MT][8][4]) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
     const int E = d.E, H = d.H;
     const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
@@ -164,7 +158,6 @@ __device__ __forceinline__ void logits_direct(const tpm_moe_dev &d, const uint16
                                                        : zero;
             }
         }
-        if (c0 == 0) warm();
 #pragma unroll
         for (int ci = 0; ci < CPI; ci++) {
             if (c0 + ci >= nc) break;
@@ -216,16 +209,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
         for (int j = 0; j < 8; j++)
 #pragma unroll
             for (int i = 0; i < 4; i++) acc[mt][j][i] = 0.0f;
-    if (DIRECT && d.route_warm) {
-        /* the selection and permutation code, once, no output, while the first loads fly */
-        logits_direct<MT, MT == 1 ? 2 : 1>(d, x, T, Ep, t_base, c_begin, nc, nt_valid, acc, [&]() {
-            select_token(d, -1, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], nullptr);
-            __syncthreads();
-            build_permutation_small(d, T, bits, s_off, true);
-        });
-    } else if (DIRECT) {
-        logits_direct<MT, MT == 1 ? 2 : 1>(d, x, T, Ep, t_base, c_begin, nc, nt_valid, acc);
-    }
+    if (DIRECT) logits_direct<MT, MT == 1 ? 2 : 1>(d, x, T, Ep, t_base, c_begin, nc, nt_valid, acc);
 #pragma unroll
     for (int s = 0; s < kTcStages - 1; s++) {
         if (DIRECT) break;
