@@ -7,7 +7,7 @@
 # a routing / in-between sweep (2, 4, 16, 64, 256, 2048, 4096 tokens, fused),
 # a second pass of the sizes (fused), and the plot. Binaries (prebuilt/bin.txz): tpmoe, gpu_moe, gpu_moe_api of the
 # final tree (Release, sm_90 + sm_90a).
-# Run from the repository root:  OUT=/some/dir bash bench/run_final16_moe_h200.sh
+# Run from the repository root:  OUT=/some/dir bash bench/run_final18_moe_h200.sh
 NAME=final18_moe
 . bench/device_env.sh
 ok() { grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|ERROR|skipp|differ" "$1" | head -8; }
