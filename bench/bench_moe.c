@@ -73,8 +73,7 @@ typedef struct opts {
     int fuse[2], nfuse;
     tpm_moe_path path;
     int decode_kernel, decode_max, route_gemm_min, route_legacy; /* -1: the layer's default */
-    int down_kernel, route_stop, route_experts, gate_up_pairs, route_tc_min, route_tc_max, route_tc_clusters, route_tc_loads, expert_wait, route_fence,
-        shared_down_pre;
+    int down_kernel, route_stop, route_experts, gate_up_pairs, route_tc_min, route_tc_max, route_tc_clusters, route_tc_loads, expert_wait, route_fence;
     int ar_tpmoe; /* TP all-reduce: 1 tpmoe's (default), 0 NCCL */
     int shared_split_min, prefill_gemm, pdl, shared_overlap, prefill_cluster, prefill_split_min, prefill_split_max; /* -1: the layer's default */
     int prefill_band;
@@ -501,7 +500,7 @@ static void usage(FILE *f) {
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 8|16|32]\n"
             "                       [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
-            "                       [--route-tc-loads ring|direct] [--expert-wait 0|1] [--route-fence 0|1] [--shared-down-pre 0|1]\n"
+            "                       [--route-tc-loads ring|direct] [--expert-wait 0|1] [--route-fence 0|1]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
             "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--shared-overlap 0|1] [--prefill-cluster -1..3] [--prefill-band N]\n"
             "                       [--reps N] [--check N]\n"
@@ -536,9 +535,6 @@ static void usage(FILE *f) {
             "  --route-tc-loads X  mode 3: fragments straight into registers (direct) or through a\n"
             "                    cp.async ring in shared memory (ring) (default: the layer's)\n"
             "  --route-fence B   routing tickets: every thread fences (1) or one acq_rel atomic (0)\n"
-            "  --shared-down-pre B decode kernel 2, fused slot plan: the shared slot's down rows inside\n"
-            "                    the gate_up launch, before the routing is needed (1), or in the down\n"
-            "                    launch (0) (default: the layer's)\n"
             "  --expert-wait B   decode kernel 2, down kernel 2: each down item waits for its own\n"
             "                    expert's gate_up (1) or for the whole gate_up launch (0)\n"
             "  --shared-plan X   fused layer, decode path and wgmma prefill: shared slot inside the\n"
@@ -595,7 +591,6 @@ static int parse(int argc, char **argv, opts *o) {
     o->route_stop = -1;
     o->route_experts = -1;
     o->route_tc_min = o->route_tc_max = o->route_tc_clusters = o->route_tc_loads = o->expert_wait = o->route_fence = -1;
-    o->shared_down_pre = -1;
     o->gate_up_pairs = -1;
     o->ar_tpmoe = 1;
     o->flush = 1; /* read: L2 full of clean lines, as after the previous layer's weights streamed */
@@ -673,8 +668,6 @@ static int parse(int argc, char **argv, opts *o) {
             }
         } else if (!strcmp(a, "--route-fence")) {
             if (int_opt(a, v, 0, 1, &o->route_fence)) return 2;
-        } else if (!strcmp(a, "--shared-down-pre")) {
-            if (int_opt(a, v, 0, 1, &o->shared_down_pre)) return 2;
         } else if (!strcmp(a, "--expert-wait")) {
             if (int_opt(a, v, 0, 1, &o->expert_wait)) return 2;
         } else if (!strcmp(a, "--route-tc-clusters")) {
@@ -740,7 +733,6 @@ static tpm_status apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->route_tc_loads >= 0) t.route_tc_loads = o->route_tc_loads;
     if (o->expert_wait >= 0) t.expert_wait = o->expert_wait;
     if (o->route_fence >= 0) t.route_fence = o->route_fence;
-    if (o->shared_down_pre >= 0) t.shared_down_pre = o->shared_down_pre;
     if (o->gate_up_pairs >= 0) t.gate_up_pairs = o->gate_up_pairs;
     if (o->shared_split_min >= 0) t.shared_split_min = o->shared_split_min;
     if (o->prefill_split_min >= 0) t.prefill_split_min = o->prefill_split_min;

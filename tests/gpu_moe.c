@@ -821,9 +821,6 @@ static void bad_arguments(void **state) {
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_tc_max = 0; /* mode 3 off */
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
-    tu.shared_down_pre = 2;
-    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
-    tu.shared_down_pre = 1;
     tu.expert_wait = 2;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.expert_wait = 1;
@@ -863,10 +860,8 @@ static void pdl_equals_plain(void **state) {
                      * with k_down2's other shapes (down_kernel 2, 3), then 2 gate/up row pairs
                      * per warp with down_kernel 4 (graph) and 2 (eager), then down_kernel 2 with
                      * the per-expert wait: pdl eager, pdl graph (replayed: the counters reset),
-                     * plain, then the shared slot's down rows inside the gate_up launch
-                     * (shared_down_pre): pdl graph (replayed: done[E] reset), pdl eager, plain;
-                     * the others with it off */
-                    enum { NV = 16 };
+                     * plain */
+                    enum { NV = 13 };
                     uint16_t *out[NV];
                     for (int v = 0; v < NV; v++) {
                         tpm_cuda_moe_desc d = {p, 0, 1, 0, fused, T, NULL, 1, 0};
@@ -880,9 +875,8 @@ static void pdl_equals_plain(void **state) {
                         tu.pdl = v >= 2;
                         tu.down_kernel = v < 4 ? 0 : v < 6 ? 1 : v < 8 ? v - 4 : v == 8 ? 4 : 2;
                         tu.gate_up_pairs = v >= 8 ? 2 : 1;
-                        tu.expert_wait = v >= 10 && v <= 12;
-                        tu.shared_down_pre = v >= 13;
-                        if (v == 12 || v == 15) tu.pdl = 0;
+                        tu.expert_wait = v >= 10;
+                        if (v == 12) tu.pdl = 0;
                         tu.shared_split_min = split ? 1 : 1 << 20;
                         tu.shared_overlap = v > 0; /* the reference runs the shared MLP after the routing */
                         assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
@@ -895,7 +889,7 @@ static void pdl_equals_plain(void **state) {
                         /* the copy ran on the legacy stream, which s does not wait for */
                         assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
                         out[v] = malloc((size_t)T * H * 2);
-                        const int graph = v == 3 || v == 5 || v == 7 || v == 8 || v == 11 || v == 13, reps = graph ? 2 : 1;
+                        const int graph = v == 3 || v == 5 || v == 7 || v == 8 || v == 11, reps = graph ? 2 : 1;
                         cudaGraphExec_t ge = NULL;
                         if (graph) {
                             cudaGraph_t g = NULL;
@@ -925,7 +919,7 @@ static void pdl_equals_plain(void **state) {
                     }
                     for (int v = 1; v < NV; v++) assert_memory_equal(out[v], out[0], (size_t)T * H * 2);
                     printf("  %-17s T=%-3d fused %d split %d: set 2 (plain, pdl, pdl graph; down kernels 0..4, "
-                           "1 and 2 gate/up row pairs per warp, per-expert wait, shared down rows early) == set 0\n", p->name, T, fused,
+                           "1 and 2 gate/up row pairs per warp, per-expert wait) == set 0\n", p->name, T, fused,
                            split);
                     for (int v = 0; v < NV; v++) free(out[v]);
                 }

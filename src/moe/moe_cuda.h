@@ -127,11 +127,6 @@ typedef struct tpm_cuda_moe_tuning {
                             * the device holds at once, from the occupancy query) */
     int route_tc_loads;    /* mode 3: router / x fragments straight from global memory into
                             * registers (1) or through a cp.async ring in shared memory (0) */
-    int shared_down_pre;   /* decode kernel 2 up to 8 tokens with down_kernel 2 and expert_wait 0,
-                            * fused slot plan: 1 = the shared slot's down rows also run inside
-                            * the gate_up launch before the routing is needed (each such item
-                            * waits for the slot's gate_up tiles), so more of the weight stream
-                            * is independent of the routing; 0 = in the down launch; the same bits */
     int route_fence;       /* routing's block-done tickets: 1 = every thread __threadfence()s
                             * around the ticket, 0 = a barrier and one acq_rel atomic; the same
                             * results */

@@ -38,12 +38,7 @@
  * ld.global.cg. Each block triggers k_down2 right after its own wait, so
  * k_down2 starts only once the routing is complete: it takes its first
  * item and loads that item's first weight chunk group, then waits for
- * k_gate_up2 (act_f32) and triggers the combine. shared_down_pre (the
- * default where it applies: fused slot plan, <= 8 tokens, down_kernel 2,
- * the grid-wide wait): k_gate_up2 also runs the shared slot's down rows as
- * pre-routing items, each waiting (done[E], bounded) for the slot's gate_up
- * tiles, and k_down2 skips the slot; k_down2's block 0 zeroes done[E] after
- * its wait. Counters: k_gate_up2's
+ * k_gate_up2 (act_f32) and triggers the combine. Counters: k_gate_up2's
  * block 0 zeroes ctr[1] (fenced) before any block can trigger; k_down2
  * zeroes ctr[0] after its wait. Without pdl these are plain launches.
  *
@@ -324,49 +319,15 @@ __device__ __forceinline__ void pdl_trigger() {
 #endif
 }
 
-__device__ __forceinline__ int ld_acquire(const int *p) {
-    int v;
-    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-constexpr int kSpinBound = 1 << 26; /* x __nanosleep(64): seconds; a bug, never a hang */
-
-/* One thread: spin (acquire) until done[e] reaches target (expert e's finished gate_up tiles).
- * Bounded: past kSpinBound polls it sets ctr[5] (tpm_cuda_moe_check reports it) and gives up. */
-__device__ __forceinline__ void wait_done(const tpm_moe_dev &d, int e, int target) {
-    int spins = 0;
-    while (ld_acquire(d.done + e) < target) {
-        if (++spins > kSpinBound) {
-            atomicExch(d.ctr + 5, 1);
-            break;
-        }
-        __nanosleep(64);
-    }
-}
-
-/* Down rows and chunks per lane of the shared slot's early items (pdown below): 2 rows x 1
- * chunk per warp, few registers (k_gate_up2 runs at 64 per thread up to 2 tokens; k_down2's
- * 4 x 2 spilled there); every lane still adds its chunks lane, lane + 32, ... in order, so the
- * rows have k_down2's bits. */
-constexpr int kPreDownRows = 2, kPreDownU = 1;
-
 /* Items 0 .. pre-1: the fused shared slot (expert E, rows T*k .. T*k+T-1,
  * tokens 0..T-1 in order), which needs nothing from the routing and runs
  * before griddepcontrol.wait, i.e. while the routing kernel still runs.
- * Items pre .. pre+pdown-1 (tuning.shared_down_pre): the same slot's down
- * rows, also before the wait: each first waits until every one of the pre
- * tiles is done (done[E], released after each pre item; the pre items were
- * handed out first to resident blocks that never wait, so the wait ends),
- * then writes rows_f32 as k_down2 would (k_down2 then skips the slot). So
- * the blocks have routing-independent work for ~1.5x as long while the
- * routing finishes. Items from pre + pdown: the other active slots
- * (active[0 .. n_active-1-nskip], the highest first; nskip = 1 when the
- * shared slot runs as the pre items or dense), read only after the wait,
- * with ld.global.cg. */
+ * Items from pre: the other active slots (active[0 .. n_active-1-nskip], the
+ * highest first; nskip = 1 when the shared slot runs as the pre items or
+ * dense), read only after the wait, with ld.global.cg. */
 template <int NT, int U, int RP>
 __global__ void __launch_bounds__(kThreads, NT <= 2 ? 4 : 1) k_gate_up2(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
-                                                       int pre, int nskip, int fine, int pdown) {
+                                                       int pre, int nskip, int fine) {
     __shared__ int s_item;
     __shared__ int s_tok[NT];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -387,16 +348,6 @@ __global__ void __launch_bounds__(kThreads, NT <= 2 ? 4 : 1) k_gate_up2(tpm_moe_
             n = T;
             tile = item;
             if (threadIdx.x < n) s_tok[threadIdx.x] = threadIdx.x;
-        } else if (item < pre + pdown) { /* the shared slot's down rows, once its gate_up is done */
-            if (threadIdx.x == 0) wait_done(d, d.Es, pre);
-            __syncthreads();
-            const int h0 = ((item - pre) * kWarps + warp) * kPreDownRows;
-            if (h0 < d.H) {
-                uint4 w[kPreDownRows][kPreDownU];
-                down_rows<NT, kPreDownU, kPreDownRows, true>(d, d.Es, T * d.k, T, h0, lane, w, false);
-            }
-            __syncthreads(); /* s_item */
-            continue;
         } else {
             if (!waited) { /* block-uniform */
                 pdl_wait();
@@ -404,7 +355,7 @@ __global__ void __launch_bounds__(kThreads, NT <= 2 ? 4 : 1) k_gate_up2(tpm_moe_
                 waited = true;
             }
             const int nr = __ldcg(d.n_active) - nskip; /* the active slots not run by pre items or dense */
-            const int it = item - pre - pdown;
+            const int it = item - pre;
             if (it >= nr * tiles) break;
             const int a = it / tiles;
             tile = it - a * tiles;
@@ -416,15 +367,22 @@ __global__ void __launch_bounds__(kThreads, NT <= 2 ? 4 : 1) k_gate_up2(tpm_moe_
         __syncthreads();
         const int i0 = (tile * kWarps + warp) * RP;
         if (i0 < d.Il) gate_up_rows<NT, U, RP>(d, x, e, off, n, i0, s_tok, lane);
-        const bool rel = fine || (pdown > 0 && item < pre); /* someone waits for done[e] */
-        if (rel && lane == 0) __threadfence(); /* the act rows this warp wrote (lane 0 writes them) */
+        if (fine && lane == 0) __threadfence(); /* the act rows this warp wrote (lane 0 writes them) */
         __syncthreads(); /* s_tok / s_item reused by the next item */
-        if (rel && threadIdx.x == 0) { /* release: one more finished gate_up tile of expert e */
+        if (fine && threadIdx.x == 0) { /* release: one more finished gate_up tile of expert e */
             __threadfence();
             atomicAdd(d.done + e, 1);
         }
     }
 }
+
+__device__ __forceinline__ int ld_acquire(const int *p) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+constexpr int kSpinBound = 1 << 26; /* x __nanosleep(64): seconds; a bug, never a hang */
 
 /* k_down2 launches while k_gate_up2 still runs (every k_gate_up2 block has
  * passed its wait, so the routing is complete): it takes its first item and
@@ -453,10 +411,7 @@ __global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip, int
     }
     if (!FINE) {
         pdl_wait();
-        if (blockIdx.x == 0 && threadIdx.x == 0) { /* k_gate_up2 has finished */
-            d.ctr[0] = 0;
-            d.done[d.Es] = 0; /* its shared down items' wait counter (shared_down_pre) */
-        }
+        if (blockIdx.x == 0 && threadIdx.x == 0) d.ctr[0] = 0; /* k_gate_up2 has finished */
     }
     pdl_trigger();
     while (item < total) {
@@ -466,7 +421,16 @@ __global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip, int
         const int n = min(__ldcg(d.offsets + e + 1) - off, NT);
         const int h0 = (tile * kWarps + warp) * RD;
         if constexpr (FINE) { /* acquire: every gate_up tile of expert e is done */
-            if (threadIdx.x == 0) wait_done(d, e, gu_tiles);
+            if (threadIdx.x == 0) {
+                int spins = 0;
+                while (ld_acquire(d.done + e) < gu_tiles) {
+                    if (++spins > kSpinBound) {
+                        atomicExch(d.ctr + 5, 1);
+                        break;
+                    }
+                    __nanosleep(64);
+                }
+            }
             __syncthreads();
         }
         if (h0 < d.H) down_rows<NT, U, RD, FINE>(d, e, off, n, h0, lane, w, have0);
@@ -651,22 +615,16 @@ tpm_status launch_down2(const tpm_moe_dev &d, int skip, bool pdl, cudaStream_t s
     return TPM_OK;
 }
 
-/* The shared slot's pre-routing gate_up items of a k_gate_up2 launch with RP row pairs per warp
- * (0: none: unfused, split plan, or EP, where the slot holds only this rank's tokens). */
-int pre_items(const tpm_moe_dev &d, int skip, int rp) {
-    return d.fused && !skip && d.ep == 1 ? (d.Il + kWarps * rp - 1) / (kWarps * rp) : 0;
-}
-
 template <int NT, int U1, int RP>
 tpm_status launch_gate_up2(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, bool pdl, int fine,
-                           int early, cudaStream_t s) {
+                           cudaStream_t s) {
     int b1 = 0;
     TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, k_gate_up2<NT, U1, RP>, kThreads, 0));
-    const int pre = pre_items(d, skip, RP);
+    /* EP: the shared slot holds only this rank's tokens, found by the routing */
+    const int pre = d.fused && !skip && d.ep == 1 ? (d.Il + kWarps * RP - 1) / (kWarps * RP) : 0;
     const int nskip = pre > 0 || skip ? 1 : 0; /* the shared slot: the last active one */
-    const int pdown = early && pre > 0 ? (d.H + kWarps * kPreDownRows - 1) / (kWarps * kPreDownRows) : 0;
-    TPM_CUDA_TRY(launch_ex(k_gate_up2<NT, U1, RP>, d.sm_count * (b1 > 0 ? b1 : 1), pdl, s, d, x, T, pre, nskip, fine,
-                           pdown));
+    TPM_CUDA_TRY(
+        launch_ex(k_gate_up2<NT, U1, RP>, d.sm_count * (b1 > 0 ? b1 : 1), pdl, s, d, x, T, pre, nskip, fine));
     return TPM_OK;
 }
 
@@ -683,13 +641,8 @@ tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, 
      * for the whole k_gate_up2 grid */
     const int fine = NT <= 8 && down == 2 && wait == 1 ? 1 : 0;
     const int rp = pairs2 ? (NT <= 8 ? 2 : 1) : 1, gu_tiles = (d.Il + kWarps * rp - 1) / (kWarps * rp);
-    /* shared_down_pre (<= 8 tokens, down_kernel 2, the grid-wide wait): the shared slot's down
-     * rows run as pre-routing items of k_gate_up2 (k_down2's shape, so its bits), and k_down2
-     * skips the slot */
-    const int early = NT <= 8 && down == 2 && !fine && d.shared_down_pre && pre_items(d, skip, rp) > 0 ? 1 : 0;
-    if (pairs2) TPM_TRY((launch_gate_up2<NT, 2, NT <= 8 ? 2 : 1>(d, x, T, skip, pdl, fine, early, s)));
-    else TPM_TRY((launch_gate_up2<NT, U1, 1>(d, x, T, skip, pdl, fine, early, s)));
-    if (early) return launch_down2<NT, 2, 4>(d, 1, pdl, s); /* down_kernel 2, the shared slot skipped */
+    if (pairs2) TPM_TRY((launch_gate_up2<NT, 2, NT <= 8 ? 2 : 1>(d, x, T, skip, pdl, fine, s)));
+    else TPM_TRY((launch_gate_up2<NT, U1, 1>(d, x, T, skip, pdl, fine, s)));
     if constexpr (NT <= 8) {
         const size_t stage = (size_t)kD4Rows * d.Il * 2;
         const int nst = (int)min((size_t)kD4MaxStages, kD4RingBytes / stage);

@@ -41,8 +41,6 @@ struct tpm_moe_dev {
     int fused;
     int route_fence;         /* routing tickets: 1 = every thread fences (fence.sc) around the
                               * ticket, 0 = barrier + one acq_rel atomic (block_ticket) */
-    int shared_down_pre;     /* this call, decode kernel 2: the shared slot's down rows as k_gate_up2's
-                              * pre-routing items (tuning.shared_down_pre) */
     int shared_dense;        /* this call, fused layer with EP (split plan): the shared expert runs
                               * as a dense MLP on EP rank 0 into sh_out, added by the combine; the
                               * routing sends every shared slot to the drop bucket */

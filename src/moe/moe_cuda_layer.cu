@@ -137,11 +137,6 @@
 /* Decode set 2, down_kernel 2: k_down2 waits per expert for its gate_up tiles (1) or for the
  * whole k_gate_up2 grid (0). */
 #define TPM_MOE_EXPERT_WAIT 0
-/* Decode kernel 2, fused slot plan: the shared slot's down rows as pre-routing items of
- * k_gate_up2 (tuning.shared_down_pre). */
-#ifndef TPM_MOE_SHARED_DOWN_PRE
-#define TPM_MOE_SHARED_DOWN_PRE 1
-#endif
 /* Routing tickets: every thread fences (1) or a barrier and one acq_rel atomic (0). */
 #define TPM_MOE_ROUTE_FENCE 0
 
@@ -358,7 +353,6 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_tc_loads = TPM_MOE_ROUTE_TC_LOADS;
     m->tune.expert_wait = TPM_MOE_EXPERT_WAIT;
     m->tune.route_fence = TPM_MOE_ROUTE_FENCE;
-    m->tune.shared_down_pre = TPM_MOE_SHARED_DOWN_PRE;
     m->tune.gate_up_pairs = TPM_MOE_GATE_UP_PAIRS;
     *out = m;
     return TPM_OK;
@@ -522,8 +516,6 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   t->route_tc_loads);
     TPM_ARG_CHECK(t->expert_wait == 0 || t->expert_wait == 1, "expert_wait %d is not 0 or 1", t->expert_wait);
     TPM_ARG_CHECK(t->route_fence == 0 || t->route_fence == 1, "route_fence %d is not 0 or 1", t->route_fence);
-    TPM_ARG_CHECK(t->shared_down_pre == 0 || t->shared_down_pre == 1, "shared_down_pre %d is not 0 or 1",
-                  t->shared_down_pre);
     TPM_ARG_CHECK(t->route_tc_clusters >= 0 && t->route_tc_clusters <= 64, "route_tc_clusters %d outside 0..64",
                   t->route_tc_clusters);
     m->tune = *t;
@@ -600,7 +592,6 @@ static int runs_shared_mlp(const tpm_cuda_moe *m, int plan) {
 static void set_call(tpm_cuda_moe *m, int T) {
     m->d.shared_dense = m->d.fused && m->d.ep > 1 && tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SPLIT;
     m->d.route_fence = m->tune.route_fence;
-    m->d.shared_down_pre = m->tune.shared_down_pre;
 }
 
 /* The routing mode of a call (tpm_cuda_moe_route_mode). */
