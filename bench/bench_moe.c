@@ -77,6 +77,7 @@ typedef struct opts {
     int ar_tpmoe; /* TP all-reduce: 1 tpmoe's (default), 0 NCCL */
     int shared_split_min, prefill_gemm, pdl, shared_overlap, prefill_cluster, prefill_split_min, prefill_split_max; /* -1: the layer's default */
     int prefill_band;
+    int trace;                                                     /* decode timeline replays (TPM_MOE_TRACE builds) */
     int flush;                                                     /* 0 write, 1 read */
     uint64_t seed;
     const char *json;
@@ -257,6 +258,46 @@ static tpm_status time_phase(timer *tm, tpm_cuda_moe *m, int ph, const void *x, 
     *ms = median_of(v, reps);
     free(v);
     return TPM_OK;
+}
+
+/* The decode path's timeline (a TPM_MOE_TRACE build): the whole layer captured with the marks
+ * on, replayed n times after the same flush as the timing; per event the median over the
+ * replays, us from the routing's first block start (tpm_cuda_moe_trace_events). */
+static tpm_status trace_layer(tpm_cuda_moe *m, timer *tm, const void *x, void *y, int T, int n,
+                              double med[TPM_MOE_TRACE_EVENTS]) {
+    TPM_TRY(tpm_cuda_moe_set_trace(m, 1));
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t ge = NULL;
+    double *v = (double *)malloc(sizeof(double) * (size_t)n * TPM_MOE_TRACE_EVENTS);
+    tpm_status st = v ? TPM_OK : tpm_err(TPM_ERR_NO_MEMORY, "oom");
+    if (st == TPM_OK && cudaStreamBeginCapture(tm->s, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
+        st = tpm_err(TPM_ERR_CUDA, "begin capture");
+    if (st == TPM_OK) {
+        st = run_phase(m, tm, PH_ALL, x, y, T, tm->s);
+        const cudaError_t ce = cudaStreamEndCapture(tm->s, &g);
+        if (st == TPM_OK && (ce != cudaSuccess || cudaGraphInstantiate(&ge, g, 0) != cudaSuccess))
+            st = tpm_err(TPM_ERR_CUDA, "trace capture failed: %s", cudaGetErrorString(ce));
+    }
+    for (int r = -2; st == TPM_OK && r < n; r++) {
+        double ev[TPM_MOE_TRACE_EVENTS];
+        if ((st = tpm_cuda_moe_trace_reset(m, tm->s)) != TPM_OK ||
+            (st = tpm_cuda_bench_flush(tm->flush, tm->flush_bytes, tm->flush_mode, tm->s)) != TPM_OK)
+            break;
+        if (cudaGraphLaunch(ge, tm->s) != cudaSuccess || cudaStreamSynchronize(tm->s) != cudaSuccess) {
+            st = tpm_err(TPM_ERR_CUDA, "trace replay: %s", cudaGetErrorString(cudaGetLastError()));
+            break;
+        }
+        if ((st = tpm_cuda_moe_trace_events(m, ev)) != TPM_OK) break;
+        if (r >= 0)
+            for (int e = 0; e < TPM_MOE_TRACE_EVENTS; e++) v[(size_t)e * n + r] = ev[e];
+    }
+    if (st == TPM_OK)
+        for (int e = 0; e < TPM_MOE_TRACE_EVENTS; e++) med[e] = median_of(v + (size_t)e * n, n);
+    if (ge) cudaGraphExecDestroy(ge);
+    if (g) cudaGraphDestroy(g);
+    free(v);
+    const tpm_status st2 = tpm_cuda_moe_set_trace(m, 0);
+    return st != TPM_OK ? st : st2;
 }
 
 static void *rank_main(void *argp) {
@@ -465,6 +506,17 @@ static void *rank_main(void *argp) {
             }
             if (st != TPM_OK) goto done;
         }
+        if (o->trace > 0 && world == 1 && S->r.path == TPM_MOE_PATH_DECODE) {
+            double ev[TPM_MOE_TRACE_EVENTS];
+            if ((st = trace_layer(m, &tm, dx, dy, T, o->trace, ev)) != TPM_OK) goto done;
+            printf("# T=%d fused=%d timeline (us from the routing's first block, medians of %d replays):\n"
+                   "#   routing     start %6.1f  logits done %6.1f  end %6.1f\n"
+                   "#   k_gate_up2  start %6.1f  first past wait %6.1f  end %6.1f\n"
+                   "#   k_down2     start %6.1f  first past wait %6.1f  end %6.1f\n"
+                   "#   combine     start %6.1f  first past wait %6.1f  end %6.1f\n",
+                   T, S->r.fused, o->trace, ev[0], ev[1], ev[2], ev[3], ev[4], ev[5], ev[6], ev[7], ev[8], ev[9],
+                   ev[10], ev[11]);
+        }
         if (rank == 0) {
             S->r.t.route = ms[PH_ROUTE] * 1e3;
             S->r.t.experts = ms[PH_EXPERTS] * 1e3;
@@ -500,7 +552,7 @@ static void usage(FILE *f) {
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 8|16|32]\n"
             "                       [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
-            "                       [--route-tc-loads ring|direct] [--expert-wait 0|1] [--route-fence 0|1]\n"
+            "                       [--route-tc-loads ring|direct] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
             "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--shared-overlap 0|1] [--prefill-cluster -1..3] [--prefill-band N]\n"
             "                       [--reps N] [--check N]\n"
@@ -535,6 +587,9 @@ static void usage(FILE *f) {
             "  --route-tc-loads X  mode 3: fragments straight into registers (direct) or through a\n"
             "                    cp.async ring in shared memory (ring) (default: the layer's)\n"
             "  --route-fence B   routing tickets: every thread fences (1) or one acq_rel atomic (0)\n"
+            "  --trace N         decode path, one GPU, a -DTPMOE_MOE_TRACE=ON build: the layer's\n"
+            "                    timeline (each kernel's first start, first block past its wait,\n"
+            "                    last end), medians of N replays\n"
             "  --expert-wait B   decode kernel 2, down kernel 2: each down item waits for its own\n"
             "                    expert's gate_up (1) or for the whole gate_up launch (0)\n"
             "  --shared-plan X   fused layer, decode path and wgmma prefill: shared slot inside the\n"
@@ -597,6 +652,7 @@ static int parse(int argc, char **argv, opts *o) {
     o->shared_split_min = o->prefill_gemm = o->pdl = o->shared_overlap = -1;
     o->prefill_cluster = -2; /* -2: the layer's default (-1 is "by size") */
     o->prefill_split_min = o->prefill_split_max = o->prefill_band = -1;
+    o->trace = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long long n;
@@ -674,6 +730,8 @@ static int parse(int argc, char **argv, opts *o) {
             if (int_opt(a, v, 0, 64, &o->route_tc_clusters)) return 2;
         } else if (!strcmp(a, "--route-gemm-min")) {
             if (int_opt(a, v, 1, 1 << 20, &o->route_gemm_min)) return 2;
+        } else if (!strcmp(a, "--trace")) {
+            if (int_opt(a, v, 0, 1000, &o->trace)) return 2;
         } else if (!strcmp(a, "--route-legacy")) {
             if (int_opt(a, v, 0, 1, &o->route_legacy)) return 2;
         } else if (!strcmp(a, "--shared-plan")) {

@@ -167,6 +167,18 @@ int tpm_cuda_moe_route_mode(const tpm_cuda_moe *m, int T);
  * the calls it covers): TPM_ERR_TIMEOUT when set (the outputs since the last check are
  * invalid; the flag is cleared), else TPM_OK. */
 tpm_status tpm_cuda_moe_check(tpm_cuda_moe *m);
+/* Diagnostic timeline of the decode path (builds with -DTPM_MOE_TRACE, cmake
+ * -DTPMOE_MOE_TRACE=ON; else TPM_ERR_UNSUPPORTED): on = 1 allocates the marks and every later
+ * launch (and graph captured after it) records %globaltimer at its blocks' start, after their
+ * griddepcontrol.wait and at their end; 0 frees them. trace_reset zeroes them on stream;
+ * trace_events reads them (synchronous) as us from the routing's first block start:
+ * ev[3k + s] for kernel k = routing (mode 1), k_gate_up2, k_down2, combine and s = first
+ * start, slot 1 (routing: last block's logits done; others: the first block past its wait),
+ * last end; -1 where nothing was recorded. */
+#define TPM_MOE_TRACE_EVENTS 12
+tpm_status tpm_cuda_moe_set_trace(tpm_cuda_moe *m, int on);
+tpm_status tpm_cuda_moe_trace_reset(tpm_cuda_moe *m, void *stream);
+tpm_status tpm_cuda_moe_trace_events(tpm_cuda_moe *m, double ev[TPM_MOE_TRACE_EVENTS]);
 /* Mode 3's launch for T tokens: shape = {grid x (CTAs along H), token tiles, clusters of 8
  * resident at once, chunks of 32 h per CTA}; 0 if mode 3 cannot take T tokens. */
 int tpm_cuda_moe_route_tc_shape(const tpm_cuda_moe *m, int T, int shape[4]);

@@ -67,10 +67,12 @@ __device__ __forceinline__ void add_bias(const tpm_moe_dev &d, int slot, int h, 
  * is summed in the same order whatever V, so V changes no bit. */
 template <typename RowT, int V>
 __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t *__restrict__ y, int T) {
+    TPM_TRACE_MARK(d, 3, 0, (int)blockIdx.x);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* launched early (programmatic dependent launch after k_down2): wait for it; a no-op otherwise */
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
+    TPM_TRACE_MARK(d, 3, 1, (int)blockIdx.x);
     const int HV = d.H / V;
     const size_t gid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (gid >= (size_t)T * HV) return;
@@ -140,6 +142,7 @@ __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t
         *reinterpret_cast<uint4 *>(y + (size_t)t * d.H + h) = make_uint4(o[0], o[1], o[2], o[3]);
     else
         *reinterpret_cast<uint2 *>(y + (size_t)t * d.H + h) = make_uint2(o[0], o[1]);
+    TPM_TRACE_MARK(d, 3, 2, (int)blockIdx.x);
 }
 
 __global__ void k_gather(tpm_moe_dev d, const uint16_t *__restrict__ x, int nrows) {

@@ -332,6 +332,7 @@ __global__ void __launch_bounds__(kThreads, NT <= 2 ? 4 : 1) k_gate_up2(tpm_moe_
     __shared__ int s_tok[NT];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int tiles = (d.Il + kWarps * RP - 1) / (kWarps * RP);
+    TPM_TRACE_MARK(d, 1, 0, (int)blockIdx.x);
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         d.ctr[1] = 0; /* k_down2's counter, before k_down2 can launch (after our trigger) */
         __threadfence();
@@ -351,6 +352,7 @@ __global__ void __launch_bounds__(kThreads, NT <= 2 ? 4 : 1) k_gate_up2(tpm_moe_
         } else {
             if (!waited) { /* block-uniform */
                 pdl_wait();
+                TPM_TRACE_MARK(d, 1, 1, (int)blockIdx.x);
                 pdl_trigger();
                 waited = true;
             }
@@ -374,6 +376,7 @@ __global__ void __launch_bounds__(kThreads, NT <= 2 ? 4 : 1) k_gate_up2(tpm_moe_
             atomicAdd(d.done + e, 1);
         }
     }
+    TPM_TRACE_MARK(d, 1, 2, (int)blockIdx.x);
 }
 
 __device__ __forceinline__ int ld_acquire(const int *p) {
@@ -394,6 +397,7 @@ __global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip, int
     __shared__ int s_item, s_last;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int tiles = (d.H + kWarps * RD - 1) / (kWarps * RD);
+    TPM_TRACE_MARK(d, 2, 0, (int)blockIdx.x);
     const int na = __ldcg(d.n_active) - skip; /* skip = 1: the shared slot (last active) runs dense */
     const int total = na * tiles;
     if (threadIdx.x == 0) s_item = atomicAdd(d.ctr + 1, 1);
@@ -411,6 +415,7 @@ __global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip, int
     }
     if (!FINE) {
         pdl_wait();
+        TPM_TRACE_MARK(d, 2, 1, (int)blockIdx.x);
         if (blockIdx.x == 0 && threadIdx.x == 0) d.ctr[0] = 0; /* k_gate_up2 has finished */
     }
     pdl_trigger();
@@ -440,6 +445,7 @@ __global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip, int
         __syncthreads();
         item = s_item;
     }
+    TPM_TRACE_MARK(d, 2, 2, (int)blockIdx.x);
     if constexpr (FINE) {
         /* k_gate_up2 has finished (it may still run past our last item's expert): its counter
          * for the next launch; then the last block out zeroes done[] and its exit ticket */

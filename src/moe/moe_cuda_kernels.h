@@ -41,6 +41,8 @@ struct tpm_moe_dev {
     int fused;
     int route_fence;         /* routing tickets: 1 = every thread fences (fence.sc) around the
                               * ticket, 0 = barrier + one acq_rel atomic (block_ticket) */
+    unsigned long long *trace; /* diagnostic (TPM_MOE_TRACE builds, tpm_cuda_moe_set_trace): [kernel]
+                              * [slot][block] %globaltimer marks of the decode path's launches */
     int shared_dense;        /* this call, fused layer with EP (split plan): the shared expert runs
                               * as a dense MLP on EP rank 0 into sh_out, added by the combine; the
                               * routing sends every shared slot to the drop bucket */
@@ -97,6 +99,29 @@ struct tpm_moe_wg_ctx {
     int grid_p, grid_pc;                    /* persistent grids: resident CTAs, CTAs of resident 2-clusters */
     int ready;
 };
+
+/* Diagnostic timeline of the decode path (compiled in with -DTPM_MOE_TRACE only; a no-op
+ * otherwise): thread 0 of block b of kernel k writes %globaltimer (ns) to
+ * trace[(k * TPM_MOE_TRACE_SLOTS + slot) * TPM_MOE_TRACE_BLOCKS + b] when d.trace is set.
+ * Kernels: 0 routing (mode 1; slots: start, logits done, last block's end), 1 k_gate_up2 (start,
+ * after its griddepcontrol.wait, end), 2 k_down2 (the same), 3 the combine (the same). */
+#define TPM_MOE_TRACE_KERNELS 4
+#define TPM_MOE_TRACE_SLOTS 3
+#define TPM_MOE_TRACE_BLOCKS 2048
+#ifdef TPM_MOE_TRACE
+#define TPM_TRACE_MARK(d, k, slot, block)                                                            \
+    do {                                                                                          \
+        if ((d).trace && threadIdx.x == 0 && (block) < TPM_MOE_TRACE_BLOCKS) {                    \
+            unsigned long long tpm_tr_;                                                           \
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(tpm_tr_));                          \
+            (d).trace[((k) * TPM_MOE_TRACE_SLOTS + (slot)) * TPM_MOE_TRACE_BLOCKS + (block)] = tpm_tr_; \
+        }                                                                                         \
+    } while (0)
+#else
+#define TPM_TRACE_MARK(d, k, slot, block) \
+    do {                                  \
+    } while (0)
+#endif
 
 /* Record a CUDA error as a tpm status (clears the sticky-free error). */
 #define TPM_CUDA_TRY(expr)                                                                 \

@@ -369,7 +369,7 @@ void tpm_cuda_moe_destroy(tpm_cuda_moe *m) {
                     d.wts,     d.counts, d.offsets, d.perm_tok, d.perm_exp, d.inv,     d.active, d.n_active,
                     d.bits,    d.bitpre, d.ctr,    d.act_f32, d.rows_f32, d.xp,      d.h13,    d.act_bf,
                     d.rows_bf, d.sh_h13, d.sh_act, d.sh_out,  m->blas_ws, d.wr3,     d.done,     d.tile_ctr,
-                    m->wg.rtp};
+                    m->wg.rtp, d.trace};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) cudaFree(bufs[i]);
     if (m->blas) cublasDestroy(m->blas);
@@ -599,6 +599,58 @@ static int route_mode_x(const tpm_cuda_moe *m, const void *x, int T) {
     if (m->tune.route_legacy) return 0;
     if (T >= m->tune.route_tc_min && T <= m->tune.route_tc_max && tpm_moe_route_tc_ok(m->d, x, T)) return 3;
     return T >= m->tune.route_gemm_min ? 2 : 1;
+}
+
+tpm_status tpm_cuda_moe_set_trace(tpm_cuda_moe *m, int on) {
+    TPM_ARG_CHECK(m, "tpm_cuda_moe_set_trace: null argument");
+#ifndef TPM_MOE_TRACE
+    if (on) return tpm_err(TPM_ERR_UNSUPPORTED, "tpm_cuda_moe_set_trace: built without -DTPM_MOE_TRACE");
+#endif
+    TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
+    const size_t bytes = sizeof(unsigned long long) * TPM_MOE_TRACE_KERNELS * TPM_MOE_TRACE_SLOTS * TPM_MOE_TRACE_BLOCKS;
+    if (on && !m->d.trace) {
+        TPM_CUDA_TRY(cudaMalloc((void **)&m->d.trace, bytes));
+        TPM_CUDA_TRY(cudaMemset(m->d.trace, 0, bytes));
+    } else if (!on && m->d.trace) {
+        cudaFree(m->d.trace);
+        m->d.trace = NULL;
+    }
+    return TPM_OK;
+}
+
+tpm_status tpm_cuda_moe_trace_reset(tpm_cuda_moe *m, void *stream) {
+    TPM_ARG_CHECK(m && m->d.trace, "tpm_cuda_moe_trace_reset: null argument or tracing off");
+    const size_t bytes = sizeof(unsigned long long) * TPM_MOE_TRACE_KERNELS * TPM_MOE_TRACE_SLOTS * TPM_MOE_TRACE_BLOCKS;
+    TPM_CUDA_TRY(cudaMemsetAsync(m->d.trace, 0, bytes, (cudaStream_t)stream));
+    return TPM_OK;
+}
+
+tpm_status tpm_cuda_moe_trace_events(tpm_cuda_moe *m, double ev[TPM_MOE_TRACE_EVENTS]) {
+    TPM_ARG_CHECK(m && m->d.trace && ev, "tpm_cuda_moe_trace_events: null argument or tracing off");
+    const size_t n = (size_t)TPM_MOE_TRACE_KERNELS * TPM_MOE_TRACE_SLOTS * TPM_MOE_TRACE_BLOCKS;
+    unsigned long long *h = (unsigned long long *)malloc(n * sizeof *h);
+    if (!h) return tpm_err(TPM_ERR_NO_MEMORY, "tpm_cuda_moe_trace_events: out of host memory");
+    if (cudaMemcpy(h, m->d.trace, n * sizeof *h, cudaMemcpyDeviceToHost) != cudaSuccess) {
+        free(h);
+        return tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_trace_events: copy failed");
+    }
+    unsigned long long t0 = 0;
+    for (int b = 0; b < TPM_MOE_TRACE_BLOCKS; b++) /* the routing's first block start */
+        if (h[b] && (!t0 || h[b] < t0)) t0 = h[b];
+    for (int k = 0; k < TPM_MOE_TRACE_KERNELS; k++) {
+        for (int sl = 0; sl < TPM_MOE_TRACE_SLOTS; sl++) {
+            /* start: the first block; slot 1: routing = the last block's logits, others = the first
+             * block past its wait; end: the last block */
+            const int want_max = sl == 2 || (k == 0 && sl == 1);
+            unsigned long long v = 0;
+            const unsigned long long *a = h + ((size_t)k * TPM_MOE_TRACE_SLOTS + sl) * TPM_MOE_TRACE_BLOCKS;
+            for (int b = 0; b < TPM_MOE_TRACE_BLOCKS; b++)
+                if (a[b] && (!v || (want_max ? a[b] > v : a[b] < v))) v = a[b];
+            ev[k * TPM_MOE_TRACE_SLOTS + sl] = v && t0 ? ((double)v - (double)t0) * 1e-3 : -1.0;
+        }
+    }
+    free(h);
+    return TPM_OK;
 }
 
 tpm_status tpm_cuda_moe_check(tpm_cuda_moe *m) {

@@ -315,6 +315,9 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
      * (it waits for this grid before it reads any routing output) */
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+    const int lin = (int)((blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x); /* trace marks */
+    (void)lin;
+    TPM_TRACE_MARK(d, 0, 0, lin);
     /* the selection bias, loaded with the logits' loads (only the last block
      * uses it: it lands in shared memory there, off the selection's path) */
     const float my_br = d.br && (int)threadIdx.x < d.E ? __ldg(d.br + threadIdx.x) : 0.0f;
@@ -324,6 +327,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
         asm volatile("prefetch.global.L2 [%0];" ::"l"(d.ctr + 2));
     }
     logits_tile<kLogitEpw, TOK>(x, d.wr, d.logits, T, d.H, d.E);
+    TPM_TRACE_MARK(d, 0, 1, lin);
     if (stop == 1) return; /* diagnostic stops (tuning.route_stop): results invalid */
     const int tile = blockIdx.y, per_tile = (int)(gridDim.x * gridDim.z);
     if (!block_ticket(d.tile_ctr + tile, per_tile, d.route_fence, &s_last)) return;
@@ -370,11 +374,13 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
         __syncthreads();
         build_permutation_direct(d, T, s_sel, bits);
         if (threadIdx.x == 0) d.ctr[2] = 0;
+        TPM_TRACE_MARK(d, 0, 2, 0);
         return;
     }
     if (!block_ticket(d.ctr + 2, (int)gridDim.y, d.route_fence, &s_last)) return;
     build_permutation_small(d, T, bits, s_off);
     if (threadIdx.x == 0) d.ctr[2] = 0;
+    TPM_TRACE_MARK(d, 0, 2, 0);
 }
 
 /* wr3[0..2][e][h]: hi, mid, lo with wr = hi + mid + lo (each rounded to nearest). */
