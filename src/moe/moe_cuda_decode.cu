@@ -139,8 +139,11 @@ __device__ __forceinline__ bool next_item(const tpm_moe_dev &d, int *ctr, int ti
 /* gate rows i0 .. i0+RP-1 and the same up rows of expert e for its n tokens
  * (s_tok), swiglu epilogue into act_f32[off + j][i]; one warp. Every lane
  * adds its chunks lane, lane + 32, ... in order whatever U and RP (so every
- * shape gives the same bits); the x chunk loaded serves all RP row pairs. */
-template <int NT, int U, int RP>
+ * shape gives the same bits); the x chunk loaded serves all RP row pairs.
+ * PIPE: two register stages of U chunks, the next stage's loads issued before
+ * the current one's FMAs, so the warp always has loads in flight (without it
+ * a warp computing has none); the same order, so the same bits. */
+template <int NT, int U, int RP, bool PIPE = false>
 __device__ __forceinline__ void gate_up_rows(const tpm_moe_dev &d, const uint16_t *__restrict__ x, int e, int off,
                                              int n, int i0, const int *s_tok, int lane) {
     const int Il = d.Il, H = d.H, n8 = H / 8;
@@ -155,7 +158,49 @@ __device__ __forceinline__ void gate_up_rows(const tpm_moe_dev &d, const uint16_
     for (int r = 0; r < RP; r++)
 #pragma unroll
         for (int j = 0; j < NT; j++) ag[r][j] = au[r][j] = 0.0f;
-    for (int c0 = lane; c0 < n8; c0 += 32 * U) {
+    if constexpr (PIPE) {
+        auto load = [&](uint4 (&g)[RP][U], uint4 (&u)[RP][U], int cb) {
+#pragma unroll
+            for (int q = 0; q < U; q++) {
+                const int c = cb + q * 32;
+#pragma unroll
+                for (int r = 0; r < RP; r++)
+                    if (c < n8) {
+                        g[r][q] = ld_stream(gw[r] + c);
+                        u[r][q] = ld_stream(uw[r] + c);
+                    }
+            }
+        };
+        auto fma = [&](const uint4 (&g)[RP][U], const uint4 (&u)[RP][U], int cb) {
+#pragma unroll
+            for (int j = 0; j < NT; j++) {
+                if (j < n) {
+                    const uint4 *xr = reinterpret_cast<const uint4 *>(x + (size_t)s_tok[j] * H);
+#pragma unroll
+                    for (int q = 0; q < U; q++) {
+                        const int c = cb + q * 32;
+                        if (c < n8) {
+                            const uint4 xv = __ldg(xr + c);
+#pragma unroll
+                            for (int r = 0; r < RP; r++) {
+                                ag[r][j] = dot8(g[r][q], xv, ag[r][j]);
+                                au[r][j] = dot8(u[r][q], xv, au[r][j]);
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        uint4 ga[RP][U], ua[RP][U], gb[RP][U], ub[RP][U];
+        load(ga, ua, lane);
+        for (int c0 = lane; c0 < n8; c0 += 64 * U) { /* stage a holds c0, stage b c0 + 32 U */
+            load(gb, ub, c0 + 32 * U);
+            fma(ga, ua, c0);
+            load(ga, ua, c0 + 64 * U);
+            fma(gb, ub, c0 + 32 * U);
+        }
+    }
+    for (int c0 = lane; c0 < (PIPE ? 0 : n8); c0 += 32 * U) {
         uint4 g[RP][U], u[RP][U];
 #pragma unroll
         for (int q = 0; q < U; q++) {
@@ -325,8 +370,8 @@ __device__ __forceinline__ void pdl_trigger() {
  * Items from pre: the other active slots (active[0 .. n_active-1-nskip], the
  * highest first; nskip = 1 when the shared slot runs as the pre items or
  * dense), read only after the wait, with ld.global.cg. */
-template <int NT, int U, int RP>
-__global__ void __launch_bounds__(kThreads, NT <= 2 ? 4 : 1) k_gate_up2(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
+template <int NT, int U, int RP, int PIPE = 0>
+__global__ void __launch_bounds__(kThreads, NT <= 2 ? (PIPE ? 2 : 4) : 1) k_gate_up2(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
                                                        int pre, int nskip, int fine) {
     __shared__ int s_item;
     __shared__ int s_tok[NT];
@@ -368,7 +413,7 @@ __global__ void __launch_bounds__(kThreads, NT <= 2 ? 4 : 1) k_gate_up2(tpm_moe_
         }
         __syncthreads();
         const int i0 = (tile * kWarps + warp) * RP;
-        if (i0 < d.Il) gate_up_rows<NT, U, RP>(d, x, e, off, n, i0, s_tok, lane);
+        if (i0 < d.Il) gate_up_rows<NT, U, RP, PIPE != 0>(d, x, e, off, n, i0, s_tok, lane);
         if (fine && lane == 0) __threadfence(); /* the act rows this warp wrote (lane 0 writes them) */
         __syncthreads(); /* s_tok / s_item reused by the next item */
         if (fine && threadIdx.x == 0) { /* release: one more finished gate_up tile of expert e */
@@ -621,16 +666,16 @@ tpm_status launch_down2(const tpm_moe_dev &d, int skip, bool pdl, cudaStream_t s
     return TPM_OK;
 }
 
-template <int NT, int U1, int RP>
+template <int NT, int U1, int RP, int PIPE = 0>
 tpm_status launch_gate_up2(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, bool pdl, int fine,
                            cudaStream_t s) {
     int b1 = 0;
-    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, k_gate_up2<NT, U1, RP>, kThreads, 0));
+    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, k_gate_up2<NT, U1, RP, PIPE>, kThreads, 0));
     /* EP: the shared slot holds only this rank's tokens, found by the routing */
     const int pre = d.fused && !skip && d.ep == 1 ? (d.Il + kWarps * RP - 1) / (kWarps * RP) : 0;
     const int nskip = pre > 0 || skip ? 1 : 0; /* the shared slot: the last active one */
     TPM_CUDA_TRY(
-        launch_ex(k_gate_up2<NT, U1, RP>, d.sm_count * (b1 > 0 ? b1 : 1), pdl, s, d, x, T, pre, nskip, fine));
+        launch_ex(k_gate_up2<NT, U1, RP, PIPE>, d.sm_count * (b1 > 0 ? b1 : 1), pdl, s, d, x, T, pre, nskip, fine));
     return TPM_OK;
 }
 
@@ -647,7 +692,13 @@ tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, 
      * for the whole k_gate_up2 grid */
     const int fine = NT <= 8 && down == 2 && wait == 1 ? 1 : 0;
     const int rp = pairs2 ? (NT <= 8 ? 2 : 1) : 1, gu_tiles = (d.Il + kWarps * rp - 1) / (kWarps * rp);
-    if (pairs2) TPM_TRY((launch_gate_up2<NT, 2, NT <= 8 ? 2 : 1>(d, x, T, skip, pdl, fine, s)));
+    /* gate_up_pipe (<= 2 tokens): the weight loads in two register stages (same bits). r97: the
+     * layer 0.8-1.2 us faster at 1 token, 0-1.3 at 2; from 3 tokens its registers leave one block
+     * per SM and it was 8-11% slower, so it stays off there */
+    const bool pipe = NT <= 2 && d.gate_up_pipe;
+    if (pairs2 && pipe) TPM_TRY((launch_gate_up2<NT, 2, NT <= 8 ? 2 : 1, 1>(d, x, T, skip, pdl, fine, s)));
+    else if (pairs2) TPM_TRY((launch_gate_up2<NT, 2, NT <= 8 ? 2 : 1>(d, x, T, skip, pdl, fine, s)));
+    else if (pipe) TPM_TRY((launch_gate_up2<NT, U1, 1, 1>(d, x, T, skip, pdl, fine, s)));
     else TPM_TRY((launch_gate_up2<NT, U1, 1>(d, x, T, skip, pdl, fine, s)));
     if constexpr (NT <= 8) {
         const size_t stage = (size_t)kD4Rows * d.Il * 2;

@@ -43,6 +43,8 @@ struct tpm_moe_dev {
                               * ticket, 0 = barrier + one acq_rel atomic (block_ticket) */
     unsigned long long *trace; /* diagnostic (TPM_MOE_TRACE builds, tpm_cuda_moe_set_trace): [kernel]
                               * [slot][block] %globaltimer marks of the decode path's launches */
+    int gate_up_pipe;        /* this call, decode kernel 2 up to 2 tokens: k_gate_up2's weight loads
+                              * in two register stages (tuning.gate_up_pipe) */
     int shared_dense;        /* this call, fused layer with EP (split plan): the shared expert runs
                               * as a dense MLP on EP rank 0 into sh_out, added by the combine; the
                               * routing sends every shared slot to the drop bucket */

@@ -137,6 +137,14 @@
 /* Decode set 2, down_kernel 2: k_down2 waits per expert for its gate_up tiles (1) or for the
  * whole k_gate_up2 grid (0). */
 #define TPM_MOE_EXPERT_WAIT 0
+/* Decode kernel 2 up to 2 tokens: k_gate_up2's weight loads in two register stages
+ * (tuning.gate_up_pipe). r97 (one H200, m3 TP 1 fused, three passes, whole layer, us, on / off):
+ *   1 token 140.1-140.4 / 141.2-141.4   2 tokens 220.7-222.0 / 222.0-222.4
+ * (the experts phase timed alone is slower with it, 141.2 vs 137.9 at 1 token; the layer, where
+ * the routing runs beside it, is faster); 3-8 tokens 8-11% slower: off there. */
+#ifndef TPM_MOE_GATE_UP_PIPE
+#define TPM_MOE_GATE_UP_PIPE 1
+#endif
 /* Routing tickets: every thread fences (1) or a barrier and one acq_rel atomic (0). */
 #define TPM_MOE_ROUTE_FENCE 0
 
@@ -353,6 +361,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_tc_loads = TPM_MOE_ROUTE_TC_LOADS;
     m->tune.expert_wait = TPM_MOE_EXPERT_WAIT;
     m->tune.route_fence = TPM_MOE_ROUTE_FENCE;
+    m->tune.gate_up_pipe = TPM_MOE_GATE_UP_PIPE;
     m->tune.gate_up_pairs = TPM_MOE_GATE_UP_PAIRS;
     *out = m;
     return TPM_OK;
@@ -516,6 +525,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   t->route_tc_loads);
     TPM_ARG_CHECK(t->expert_wait == 0 || t->expert_wait == 1, "expert_wait %d is not 0 or 1", t->expert_wait);
     TPM_ARG_CHECK(t->route_fence == 0 || t->route_fence == 1, "route_fence %d is not 0 or 1", t->route_fence);
+    TPM_ARG_CHECK(t->gate_up_pipe == 0 || t->gate_up_pipe == 1, "gate_up_pipe %d is not 0 or 1", t->gate_up_pipe);
     TPM_ARG_CHECK(t->route_tc_clusters >= 0 && t->route_tc_clusters <= 64, "route_tc_clusters %d outside 0..64",
                   t->route_tc_clusters);
     m->tune = *t;
@@ -592,6 +602,7 @@ static int runs_shared_mlp(const tpm_cuda_moe *m, int plan) {
 static void set_call(tpm_cuda_moe *m, int T) {
     m->d.shared_dense = m->d.fused && m->d.ep > 1 && tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SPLIT;
     m->d.route_fence = m->tune.route_fence;
+    m->d.gate_up_pipe = m->tune.gate_up_pipe;
 }
 
 /* The routing mode of a call (tpm_cuda_moe_route_mode). */
