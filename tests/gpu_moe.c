@@ -821,6 +821,9 @@ static void bad_arguments(void **state) {
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_tc_max = 0; /* mode 3 off */
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+    tu.gate_up_pipe = 2;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.gate_up_pipe = 0;
     tu.expert_wait = 2;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.expert_wait = 1;
@@ -860,8 +863,9 @@ static void pdl_equals_plain(void **state) {
                      * with k_down2's other shapes (down_kernel 2, 3), then 2 gate/up row pairs
                      * per warp with down_kernel 4 (graph) and 2 (eager), then down_kernel 2 with
                      * the per-expert wait: pdl eager, pdl graph (replayed: the counters reset),
-                     * plain */
-                    enum { NV = 13 };
+                     * plain, then the gate_up loads in two register stages (gate_up_pipe) with
+                     * 2 row pairs per warp (pdl graph) and 1 (pdl eager) */
+                    enum { NV = 15 };
                     uint16_t *out[NV];
                     for (int v = 0; v < NV; v++) {
                         tpm_cuda_moe_desc d = {p, 0, 1, 0, fused, T, NULL, 1, 0};
@@ -875,7 +879,9 @@ static void pdl_equals_plain(void **state) {
                         tu.pdl = v >= 2;
                         tu.down_kernel = v < 4 ? 0 : v < 6 ? 1 : v < 8 ? v - 4 : v == 8 ? 4 : 2;
                         tu.gate_up_pairs = v >= 8 ? 2 : 1;
-                        tu.expert_wait = v >= 10;
+                        tu.expert_wait = v >= 10 && v <= 12;
+                        tu.gate_up_pipe = v >= 13;
+                        if (v == 14) tu.gate_up_pairs = 1;
                         if (v == 12) tu.pdl = 0;
                         tu.shared_split_min = split ? 1 : 1 << 20;
                         tu.shared_overlap = v > 0; /* the reference runs the shared MLP after the routing */
@@ -889,7 +895,7 @@ static void pdl_equals_plain(void **state) {
                         /* the copy ran on the legacy stream, which s does not wait for */
                         assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
                         out[v] = malloc((size_t)T * H * 2);
-                        const int graph = v == 3 || v == 5 || v == 7 || v == 8 || v == 11, reps = graph ? 2 : 1;
+                        const int graph = v == 3 || v == 5 || v == 7 || v == 8 || v == 11 || v == 13, reps = graph ? 2 : 1;
                         cudaGraphExec_t ge = NULL;
                         if (graph) {
                             cudaGraph_t g = NULL;
@@ -919,7 +925,7 @@ static void pdl_equals_plain(void **state) {
                     }
                     for (int v = 1; v < NV; v++) assert_memory_equal(out[v], out[0], (size_t)T * H * 2);
                     printf("  %-17s T=%-3d fused %d split %d: set 2 (plain, pdl, pdl graph; down kernels 0..4, "
-                           "1 and 2 gate/up row pairs per warp, per-expert wait) == set 0\n", p->name, T, fused,
+                           "1 and 2 gate/up row pairs per warp, per-expert wait, gate_up in 2 stages) == set 0\n", p->name, T, fused,
                            split);
                     for (int v = 0; v < NV; v++) free(out[v]);
                 }
