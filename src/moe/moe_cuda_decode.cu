@@ -158,53 +158,11 @@ __device__ __forceinline__ void gate_up_rows(const tpm_moe_dev &d, const uint16_
     for (int r = 0; r < RP; r++)
 #pragma unroll
         for (int j = 0; j < NT; j++) ag[r][j] = au[r][j] = 0.0f;
-    if constexpr (PIPE) {
-        auto load = [&](uint4 (&g)[RP][U], uint4 (&u)[RP][U], int cb) {
-#pragma unroll
-            for (int q = 0; q < U; q++) {
-                const int c = cb + q * 32;
-#pragma unroll
-                for (int r = 0; r < RP; r++)
-                    if (c < n8) {
-                        g[r][q] = ld_stream(gw[r] + c);
-                        u[r][q] = ld_stream(uw[r] + c);
-                    }
-            }
-        };
-        auto fma = [&](const uint4 (&g)[RP][U], const uint4 (&u)[RP][U], int cb) {
-#pragma unroll
-            for (int j = 0; j < NT; j++) {
-                if (j < n) {
-                    const uint4 *xr = reinterpret_cast<const uint4 *>(x + (size_t)s_tok[j] * H);
-#pragma unroll
-                    for (int q = 0; q < U; q++) {
-                        const int c = cb + q * 32;
-                        if (c < n8) {
-                            const uint4 xv = __ldg(xr + c);
-#pragma unroll
-                            for (int r = 0; r < RP; r++) {
-                                ag[r][j] = dot8(g[r][q], xv, ag[r][j]);
-                                au[r][j] = dot8(u[r][q], xv, au[r][j]);
-                            }
-                        }
-                    }
-                }
-            }
-        };
-        uint4 ga[RP][U], ua[RP][U], gb[RP][U], ub[RP][U];
-        load(ga, ua, lane);
-        for (int c0 = lane; c0 < n8; c0 += 64 * U) { /* stage a holds c0, stage b c0 + 32 U */
-            load(gb, ub, c0 + 32 * U);
-            fma(ga, ua, c0);
-            load(ga, ua, c0 + 64 * U);
-            fma(gb, ub, c0 + 32 * U);
-        }
-    }
-    for (int c0 = lane; c0 < (PIPE ? 0 : n8); c0 += 32 * U) {
-        uint4 g[RP][U], u[RP][U];
+    /* the U chunks cb, cb + 32, ... of every row pair; their FMAs for every token */
+    auto load = [&](uint4 (&g)[RP][U], uint4 (&u)[RP][U], int cb) {
 #pragma unroll
         for (int q = 0; q < U; q++) {
-            const int c = c0 + q * 32;
+            const int c = cb + q * 32;
 #pragma unroll
             for (int r = 0; r < RP; r++)
                 if (c < n8) {
@@ -212,13 +170,15 @@ __device__ __forceinline__ void gate_up_rows(const tpm_moe_dev &d, const uint16_
                     u[r][q] = ld_stream(uw[r] + c);
                 }
         }
+    };
+    auto fma = [&](const uint4 (&g)[RP][U], const uint4 (&u)[RP][U], int cb) {
 #pragma unroll
         for (int j = 0; j < NT; j++) {
             if (j < n) {
                 const uint4 *xr = reinterpret_cast<const uint4 *>(x + (size_t)s_tok[j] * H);
 #pragma unroll
                 for (int q = 0; q < U; q++) {
-                    const int c = c0 + q * 32;
+                    const int c = cb + q * 32;
                     if (c < n8) {
                         const uint4 xv = __ldg(xr + c);
 #pragma unroll
@@ -229,6 +189,22 @@ __device__ __forceinline__ void gate_up_rows(const tpm_moe_dev &d, const uint16_
                     }
                 }
             }
+        }
+    };
+    if constexpr (PIPE) {
+        uint4 ga[RP][U], ua[RP][U], gb[RP][U], ub[RP][U];
+        load(ga, ua, lane);
+        for (int c0 = lane; c0 < n8; c0 += 64 * U) { /* stage a holds c0, stage b c0 + 32 U */
+            load(gb, ub, c0 + 32 * U);
+            fma(ga, ua, c0);
+            load(ga, ua, c0 + 64 * U);
+            fma(gb, ub, c0 + 32 * U);
+        }
+    } else {
+        for (int c0 = lane; c0 < n8; c0 += 32 * U) {
+            uint4 g[RP][U], u[RP][U];
+            load(g, u, c0);
+            fma(g, u, c0);
         }
     }
 #pragma unroll
