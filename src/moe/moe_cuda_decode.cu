@@ -38,7 +38,9 @@
  * ld.global.cg. Each block triggers k_down2 right after its own wait, so
  * k_down2 starts only once the routing is complete: it takes its first
  * item and loads that item's first weight chunk group, then waits for
- * k_gate_up2 (act_f32) and triggers the combine. Counters: k_gate_up2's
+ * k_gate_up2 (act_f32) and triggers the combine. Up to 2 tokens k_gate_up2
+ * keeps two register stages of weight chunks (gate_up_pipe, gate_up_rows'
+ * PIPE; 2 blocks per SM): a warp's next loads go out before its FMAs. Counters: k_gate_up2's
  * block 0 zeroes ctr[1] (fenced) before any block can trigger; k_down2
  * zeroes ctr[0] after its wait. Without pdl these are plain launches.
  *
@@ -671,11 +673,14 @@ tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, 
     /* gate_up_pipe (<= 2 tokens): the weight loads in two register stages (same bits). r97: the
      * layer 0.8-1.2 us faster at 1 token, 0-1.3 at 2; from 3 tokens its registers leave one block
      * per SM and it was 8-11% slower, so it stays off there */
-    const bool pipe = NT <= 2 && d.gate_up_pipe;
-    if (pairs2 && pipe) TPM_TRY((launch_gate_up2<NT, 2, NT <= 8 ? 2 : 1, 1>(d, x, T, skip, pdl, fine, s)));
-    else if (pairs2) TPM_TRY((launch_gate_up2<NT, 2, NT <= 8 ? 2 : 1>(d, x, T, skip, pdl, fine, s)));
-    else if (pipe) TPM_TRY((launch_gate_up2<NT, U1, 1, 1>(d, x, T, skip, pdl, fine, s)));
-    else TPM_TRY((launch_gate_up2<NT, U1, 1>(d, x, T, skip, pdl, fine, s)));
+    bool piped = false;
+    if constexpr (NT <= 2) { /* the two-stage form is built for 1-2 tokens only */
+        piped = d.gate_up_pipe != 0;
+        if (piped && pairs2) TPM_TRY((launch_gate_up2<NT, 2, 2, 1>(d, x, T, skip, pdl, fine, s)));
+        else if (piped) TPM_TRY((launch_gate_up2<NT, U1, 1, 1>(d, x, T, skip, pdl, fine, s)));
+    }
+    if (!piped && pairs2) TPM_TRY((launch_gate_up2<NT, 2, NT <= 8 ? 2 : 1>(d, x, T, skip, pdl, fine, s)));
+    else if (!piped) TPM_TRY((launch_gate_up2<NT, U1, 1>(d, x, T, skip, pdl, fine, s)));
     if constexpr (NT <= 8) {
         const size_t stage = (size_t)kD4Rows * d.Il * 2;
         const int nst = (int)min((size_t)kD4MaxStages, kD4RingBytes / stage);
