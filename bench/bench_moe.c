@@ -555,7 +555,7 @@ static void usage(FILE *f) {
             "                       [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
             "                       [--route-tc-loads ring|direct] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
-            "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--gate-up-pipe 0|1|2] [--shared-overlap 0|1] [--prefill-cluster -1..3] [--prefill-band N]\n"
+            "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--gate-up-pipe 0|1] [--shared-overlap 0|1] [--prefill-cluster -1..3] [--prefill-band N]\n"
             "                       [--reps N] [--check N]\n"
             "                       [--seed S] [--json FILE]\n"
             "  --preset P        model preset (default m3)\n"
@@ -588,9 +588,8 @@ static void usage(FILE *f) {
             "  --route-tc-loads X  mode 3: fragments straight into registers (direct) or through a\n"
             "                    cp.async ring in shared memory (ring) (default: the layer's)\n"
             "  --route-fence B   routing tickets: every thread fences (1) or one acq_rel atomic (0)\n"
-            "  --gate-up-pipe P  decode kernel 2: gate_up weight loads in two register stages at\n"
-            "                    1-2 tokens (1), also at 3-8 in stages of half the chunks (2), or\n"
-            "                    one stage (0) (default: the layer's)\n"
+            "  --gate-up-pipe B  decode kernel 2, <= 2 tokens: gate_up weight loads in two register\n"
+            "                    stages (1) or one (0) (default: the layer's)\n"
             "  --trace N         decode path, one GPU, a -DTPMOE_MOE_TRACE=ON build: the layer's\n"
             "                    timeline (each kernel's first start, first block past its wait,\n"
             "                    last end), medians of N replays\n"
@@ -736,7 +735,7 @@ static int parse(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--route-gemm-min")) {
             if (int_opt(a, v, 1, 1 << 20, &o->route_gemm_min)) return 2;
         } else if (!strcmp(a, "--gate-up-pipe")) {
-            if (int_opt(a, v, 0, 2, &o->gate_up_pipe)) return 2;
+            if (int_opt(a, v, 0, 1, &o->gate_up_pipe)) return 2;
         } else if (!strcmp(a, "--trace")) {
             if (int_opt(a, v, 0, 1000, &o->trace)) return 2;
         } else if (!strcmp(a, "--route-legacy")) {

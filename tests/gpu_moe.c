@@ -821,7 +821,7 @@ static void bad_arguments(void **state) {
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_tc_max = 0; /* mode 3 off */
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
-    tu.gate_up_pipe = 3;
+    tu.gate_up_pipe = 2;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.gate_up_pipe = 0;
     tu.expert_wait = 2;
@@ -880,7 +880,7 @@ static void pdl_equals_plain(void **state) {
                         tu.down_kernel = v < 4 ? 0 : v < 6 ? 1 : v < 8 ? v - 4 : v == 8 ? 4 : 2;
                         tu.gate_up_pairs = v >= 8 ? 2 : 1;
                         tu.expert_wait = v >= 10 && v <= 12;
-                        tu.gate_up_pipe = v == 13 ? 2 : v == 14 ? 1 : 0;
+                        tu.gate_up_pipe = v >= 13;
                         if (v == 14) tu.gate_up_pairs = 1;
                         if (v == 12) tu.pdl = 0;
                         tu.shared_split_min = split ? 1 : 1 << 20;

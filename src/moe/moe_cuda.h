@@ -129,8 +129,7 @@ typedef struct tpm_cuda_moe_tuning {
                             * registers (1) or through a cp.async ring in shared memory (0) */
     int gate_up_pipe;      /* decode kernel 2 up to 2 tokens: 1 = k_gate_up2 keeps two register
                             * stages of weight chunks, the next stage's loads issued before the
-                            * current one's FMAs (2 blocks per SM instead of 4); 2 = also at 3-8
-                            * tokens, in stages of half the chunks; the same bits */
+                            * current one's FMAs (2 blocks per SM instead of 4); the same bits */
     int route_fence;       /* routing's block-done tickets: 1 = every thread __threadfence()s
                             * around the ticket, 0 = a barrier and one acq_rel atomic; the same
                             * results */

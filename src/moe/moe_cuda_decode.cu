@@ -678,10 +678,6 @@ tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, 
         piped = d.gate_up_pipe != 0;
         if (piped && pairs2) TPM_TRY((launch_gate_up2<NT, 2, 2, 1>(d, x, T, skip, pdl, fine, s)));
         else if (piped) TPM_TRY((launch_gate_up2<NT, U1, 1, 1>(d, x, T, skip, pdl, fine, s)));
-    } else if constexpr (NT <= 8) { /* gate_up_pipe 2: 3-8 tokens too, stages of half the chunks */
-        piped = d.gate_up_pipe == 2;
-        if (piped && pairs2) TPM_TRY((launch_gate_up2<NT, 1, 2, 1>(d, x, T, skip, pdl, fine, s)));
-        else if (piped) TPM_TRY((launch_gate_up2<NT, U1 / 2, 1, 1>(d, x, T, skip, pdl, fine, s)));
     }
     if (!piped && pairs2) TPM_TRY((launch_gate_up2<NT, 2, NT <= 8 ? 2 : 1>(d, x, T, skip, pdl, fine, s)));
     else if (!piped) TPM_TRY((launch_gate_up2<NT, U1, 1>(d, x, T, skip, pdl, fine, s)));
