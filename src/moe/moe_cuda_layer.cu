@@ -612,13 +612,18 @@ static int route_mode_x(const tpm_cuda_moe *m, const void *x, int T) {
     return T >= m->tune.route_gemm_min ? 2 : 1;
 }
 
+/* The decode timeline's marks: [kernel][slot][block] (moe_cuda_kernels.h). */
+static size_t trace_words(void) {
+    return (size_t)TPM_MOE_TRACE_KERNELS * TPM_MOE_TRACE_SLOTS * TPM_MOE_TRACE_BLOCKS;
+}
+
 tpm_status tpm_cuda_moe_set_trace(tpm_cuda_moe *m, int on) {
     TPM_ARG_CHECK(m, "tpm_cuda_moe_set_trace: null argument");
 #ifndef TPM_MOE_TRACE
     if (on) return tpm_err(TPM_ERR_UNSUPPORTED, "tpm_cuda_moe_set_trace: built without -DTPM_MOE_TRACE");
 #endif
     TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
-    const size_t bytes = sizeof(unsigned long long) * TPM_MOE_TRACE_KERNELS * TPM_MOE_TRACE_SLOTS * TPM_MOE_TRACE_BLOCKS;
+    const size_t bytes = sizeof(unsigned long long) * trace_words();
     if (on && !m->d.trace) {
         TPM_CUDA_TRY(cudaMalloc((void **)&m->d.trace, bytes));
         TPM_CUDA_TRY(cudaMemset(m->d.trace, 0, bytes));
@@ -631,14 +636,13 @@ tpm_status tpm_cuda_moe_set_trace(tpm_cuda_moe *m, int on) {
 
 tpm_status tpm_cuda_moe_trace_reset(tpm_cuda_moe *m, void *stream) {
     TPM_ARG_CHECK(m && m->d.trace, "tpm_cuda_moe_trace_reset: null argument or tracing off");
-    const size_t bytes = sizeof(unsigned long long) * TPM_MOE_TRACE_KERNELS * TPM_MOE_TRACE_SLOTS * TPM_MOE_TRACE_BLOCKS;
-    TPM_CUDA_TRY(cudaMemsetAsync(m->d.trace, 0, bytes, (cudaStream_t)stream));
+    TPM_CUDA_TRY(cudaMemsetAsync(m->d.trace, 0, sizeof(unsigned long long) * trace_words(), (cudaStream_t)stream));
     return TPM_OK;
 }
 
 tpm_status tpm_cuda_moe_trace_events(tpm_cuda_moe *m, double ev[TPM_MOE_TRACE_EVENTS]) {
     TPM_ARG_CHECK(m && m->d.trace && ev, "tpm_cuda_moe_trace_events: null argument or tracing off");
-    const size_t n = (size_t)TPM_MOE_TRACE_KERNELS * TPM_MOE_TRACE_SLOTS * TPM_MOE_TRACE_BLOCKS;
+    const size_t n = trace_words();
     unsigned long long *h = (unsigned long long *)malloc(n * sizeof *h);
     if (!h) return tpm_err(TPM_ERR_NO_MEMORY, "tpm_cuda_moe_trace_events: out of host memory");
     if (cudaMemcpy(h, m->d.trace, n * sizeof *h, cudaMemcpyDeviceToHost) != cudaSuccess) {
