@@ -824,9 +824,6 @@ static void bad_arguments(void **state) {
     tu.gate_up_pipe = 2;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.gate_up_pipe = 0;
-    tu.down_pipe = 2;
-    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
-    tu.down_pipe = 0;
     tu.expert_wait = 2;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.expert_wait = 1;
@@ -866,9 +863,8 @@ static void pdl_equals_plain(void **state) {
                      * with k_down2's other shapes (down_kernel 2, 3), then 2 gate/up row pairs
                      * per warp with down_kernel 4 (graph) and 2 (eager), then down_kernel 2 with
                      * the per-expert wait: pdl eager, pdl graph (replayed: the counters reset),
-                     * plain, then the gate_up and down loads in two register stages
-                     * (gate_up_pipe, down_pipe) with 2 gate/up row pairs per warp (pdl graph)
-                     * and 1 (pdl eager) */
+                     * plain, then the gate_up loads in two register stages (gate_up_pipe) with
+                     * 2 row pairs per warp (pdl graph) and 1 (pdl eager) */
                     enum { NV = 15 };
                     uint16_t *out[NV];
                     for (int v = 0; v < NV; v++) {
@@ -885,7 +881,6 @@ static void pdl_equals_plain(void **state) {
                         tu.gate_up_pairs = v >= 8 ? 2 : 1;
                         tu.expert_wait = v >= 10 && v <= 12;
                         tu.gate_up_pipe = v >= 13;
-                        tu.down_pipe = v >= 13;
                         if (v == 14) tu.gate_up_pairs = 1;
                         if (v == 12) tu.pdl = 0;
                         tu.shared_split_min = split ? 1 : 1 << 20;

@@ -130,7 +130,6 @@ typedef struct tpm_cuda_moe_tuning {
     int gate_up_pipe;      /* decode kernel 2 up to 2 tokens: 1 = k_gate_up2 keeps two register
                             * stages of weight chunks, the next stage's loads issued before the
                             * current one's FMAs (2 blocks per SM instead of 4); the same bits */
-    int down_pipe;         /* the same for k_down2 up to 2 tokens (down_kernel 2, expert_wait 0) */
     int route_fence;       /* routing's block-done tickets: 1 = every thread __threadfence()s
                             * around the ticket, 0 = a barrier and one acq_rel atomic; the same
                             * results */

@@ -265,7 +265,7 @@ __device__ __forceinline__ void down_load(const tpm_moe_dev &d, int e, int h0, i
 
 /* Down rows h0 .. h0+RD-1 of expert e for its n tokens -> rows_f32[off + j][h];
  * one warp. have0: w already holds the chunk group c0 = lane (loaded early). */
-template <int NT, int U, int RD, bool CG = false, bool PIPE = false>
+template <int NT, int U, int RD, bool CG = false>
 __device__ __forceinline__ void down_rows(const tpm_moe_dev &d, int e, int off, int n, int h0, int lane,
                                           uint4 (&w)[RD][U], bool have0) {
     const int Il = d.Il, H = d.H, n8 = Il / 8;
@@ -274,15 +274,16 @@ __device__ __forceinline__ void down_rows(const tpm_moe_dev &d, int e, int off, 
     for (int r = 0; r < RD; r++)
 #pragma unroll
         for (int j = 0; j < NT; j++) acc[r][j] = 0.0f;
-    /* the FMAs of the U chunks cb, cb + 32, ... held in ws, for every token */
-    auto fma = [&](const uint4 (&ws)[RD][U], int cb) {
+    for (int c0 = lane; c0 < n8; c0 += 32 * U) {
+        if (!have0) down_load<U, RD>(d, e, h0, c0, w);
+        have0 = false;
 #pragma unroll
         for (int j = 0; j < NT; j++) {
             if (j < n) {
                 const float4 *ar = reinterpret_cast<const float4 *>(d.act_f32 + (size_t)(off + j) * Il);
 #pragma unroll
                 for (int q = 0; q < U; q++) {
-                    const int c = cb + q * 32;
+                    const int c = c0 + q * 32;
                     if (c < n8) {
                         float4 a0, a1;
                         if constexpr (CG) { /* written in this phase by the other kernel: L2 */
@@ -293,26 +294,10 @@ __device__ __forceinline__ void down_rows(const tpm_moe_dev &d, int e, int off, 
                             a1 = __ldg(ar + 2 * c + 1);
                         }
 #pragma unroll
-                        for (int r = 0; r < RD; r++) acc[r][j] = dot8f(ws[r][q], a0, a1, acc[r][j]);
+                        for (int r = 0; r < RD; r++) acc[r][j] = dot8f(w[r][q], a0, a1, acc[r][j]);
                     }
                 }
             }
-        }
-    };
-    if constexpr (PIPE) { /* two register stages, as gate_up_rows' (the same chunk order) */
-        uint4 wb[RD][U];
-        if (!have0) down_load<U, RD>(d, e, h0, lane, w);
-        for (int c0 = lane; c0 < n8; c0 += 64 * U) { /* stage w holds c0, stage wb c0 + 32 U */
-            down_load<U, RD>(d, e, h0, c0 + 32 * U, wb);
-            fma(w, c0);
-            down_load<U, RD>(d, e, h0, c0 + 64 * U, w);
-            fma(wb, c0 + 32 * U);
-        }
-    } else {
-        for (int c0 = lane; c0 < n8; c0 += 32 * U) {
-            if (!have0) down_load<U, RD>(d, e, h0, c0, w);
-            have0 = false;
-            fma(w, c0);
         }
     }
 #pragma unroll
@@ -430,7 +415,7 @@ constexpr int kSpinBound = 1 << 26; /* x __nanosleep(64): seconds; a bug, never 
  * loads that item's first weight chunk group before griddepcontrol.wait, so
  * the weight stream continues across the kernel boundary. act_f32 is read
  * only after the wait. */
-template <int NT, int U, int RD, bool FINE, int PIPE = 0>
+template <int NT, int U, int RD, bool FINE>
 __global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip, int gu_tiles) {
     __shared__ int s_item, s_last;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -476,7 +461,7 @@ __global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip, int
             }
             __syncthreads();
         }
-        if (h0 < d.H) down_rows<NT, U, RD, FINE, PIPE != 0>(d, e, off, n, h0, lane, w, have0);
+        if (h0 < d.H) down_rows<NT, U, RD, FINE>(d, e, off, n, h0, lane, w, have0);
         have0 = false;
         __syncthreads(); /* s_item */
         if (threadIdx.x == 0) s_item = atomicAdd(d.ctr + 1, 1);
@@ -651,12 +636,11 @@ cudaError_t launch_ex(void (*k)(P...), int grid, bool pdl, cudaStream_t s, A... 
     return cudaLaunchKernelEx(&cfg, k, args...);
 }
 
-template <int NT, int U2, int RD, bool FINE = false, int PIPE = 0>
+template <int NT, int U2, int RD, bool FINE = false>
 tpm_status launch_down2(const tpm_moe_dev &d, int skip, bool pdl, cudaStream_t s, int gu_tiles = 0) {
     int b2 = 0;
-    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, k_down2<NT, U2, RD, FINE, PIPE>, kThreads, 0));
-    TPM_CUDA_TRY(
-        launch_ex(k_down2<NT, U2, RD, FINE, PIPE>, d.sm_count * (b2 > 0 ? b2 : 1), pdl, s, d, skip, gu_tiles));
+    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, k_down2<NT, U2, RD, FINE>, kThreads, 0));
+    TPM_CUDA_TRY(launch_ex(k_down2<NT, U2, RD, FINE>, d.sm_count * (b2 > 0 ? b2 : 1), pdl, s, d, skip, gu_tiles));
     return TPM_OK;
 }
 
@@ -722,8 +706,6 @@ tpm_status launch2_nt(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, 
          * (the same 4 KB in flight per warp, items of 32, 8 or 64 rows); every lane
          * still adds its chunks lane, lane + 32, ... in order, so the bits are k_down2's */
         if (down == 2 && fine) return launch_down2<NT, 2, 4, true>(d, skip, pdl, s, gu_tiles);
-        if constexpr (NT <= 2) /* down_pipe: the down weight loads in two register stages */
-            if (down == 2 && d.down_pipe) return launch_down2<NT, 2, 4, false, 1>(d, skip, pdl, s);
         if (down == 2) return launch_down2<NT, 2, 4>(d, skip, pdl, s);
         if (down == 3) return launch_down2<NT, 8, 1>(d, skip, pdl, s);
         if (down == 4) return launch_down2<NT, 1, 8>(d, skip, pdl, s);
