@@ -74,7 +74,7 @@ typedef struct opts {
     tpm_moe_path path;
     int decode_kernel, decode_max, route_gemm_min, route_legacy; /* -1: the layer's default */
     int down_kernel, route_stop, route_experts, gate_up_pairs, route_tc_min, route_tc_max, route_tc_clusters, route_tc_loads, expert_wait, route_fence,
-        gate_up_pipe, down_prefetch;
+        gate_up_pipe;
     int ar_tpmoe; /* TP all-reduce: 1 tpmoe's (default), 0 NCCL */
     int shared_split_min, prefill_gemm, pdl, shared_overlap, prefill_cluster, prefill_split_min, prefill_split_max; /* -1: the layer's default */
     int prefill_band;
@@ -555,7 +555,7 @@ static void usage(FILE *f) {
             "                       [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
             "                       [--route-tc-loads ring|direct] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
-            "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--gate-up-pipe 0|1] [--down-prefetch 0|1] [--shared-overlap 0|1] [--prefill-cluster -1..3] [--prefill-band N]\n"
+            "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--gate-up-pipe 0|1] [--shared-overlap 0|1] [--prefill-cluster -1..3] [--prefill-band N]\n"
             "                       [--reps N] [--check N]\n"
             "                       [--seed S] [--json FILE]\n"
             "  --preset P        model preset (default m3)\n"
@@ -590,7 +590,6 @@ static void usage(FILE *f) {
             "  --route-fence B   routing tickets: every thread fences (1) or one acq_rel atomic (0)\n"
             "  --gate-up-pipe B  decode kernel 2, <= 2 tokens: gate_up weight loads in two register\n"
             "                    stages (1) or one (0) (default: the layer's)\n"
-            "  --down-prefetch B decode kernel 2: k_down2's first item into L2 before its wait (1)\n"
             "  --trace N         decode path, one GPU, a -DTPMOE_MOE_TRACE=ON build: the layer's\n"
             "                    timeline (each kernel's first start, first block past its wait,\n"
             "                    last end), medians of N replays\n"
@@ -650,7 +649,7 @@ static int parse(int argc, char **argv, opts *o) {
     o->route_stop = -1;
     o->route_experts = -1;
     o->route_tc_min = o->route_tc_max = o->route_tc_clusters = o->route_tc_loads = o->expert_wait = o->route_fence = -1;
-    o->gate_up_pipe = o->down_prefetch = -1;
+    o->gate_up_pipe = -1;
     o->gate_up_pairs = -1;
     o->ar_tpmoe = 1;
     o->flush = 1; /* read: L2 full of clean lines, as after the previous layer's weights streamed */
@@ -737,8 +736,6 @@ static int parse(int argc, char **argv, opts *o) {
             if (int_opt(a, v, 1, 1 << 20, &o->route_gemm_min)) return 2;
         } else if (!strcmp(a, "--gate-up-pipe")) {
             if (int_opt(a, v, 0, 1, &o->gate_up_pipe)) return 2;
-        } else if (!strcmp(a, "--down-prefetch")) {
-            if (int_opt(a, v, 0, 1, &o->down_prefetch)) return 2;
         } else if (!strcmp(a, "--trace")) {
             if (int_opt(a, v, 0, 1000, &o->trace)) return 2;
         } else if (!strcmp(a, "--route-legacy")) {
@@ -801,7 +798,6 @@ static tpm_status apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->expert_wait >= 0) t.expert_wait = o->expert_wait;
     if (o->route_fence >= 0) t.route_fence = o->route_fence;
     if (o->gate_up_pipe >= 0) t.gate_up_pipe = o->gate_up_pipe;
-    if (o->down_prefetch >= 0) t.down_prefetch = o->down_prefetch;
     if (o->gate_up_pairs >= 0) t.gate_up_pairs = o->gate_up_pairs;
     if (o->shared_split_min >= 0) t.shared_split_min = o->shared_split_min;
     if (o->prefill_split_min >= 0) t.prefill_split_min = o->prefill_split_min;

@@ -130,8 +130,6 @@ typedef struct tpm_cuda_moe_tuning {
     int gate_up_pipe;      /* decode kernel 2 up to 2 tokens: 1 = k_gate_up2 keeps two register
                             * stages of weight chunks, the next stage's loads issued before the
                             * current one's FMAs (2 blocks per SM instead of 4); the same bits */
-    int down_prefetch;     /* decode kernel 2: 1 = each k_down2 block prefetches its first item's
-                            * rows into L2 before its wait (while k_gate_up2's tail runs) */
     int route_fence;       /* routing's block-done tickets: 1 = every thread __threadfence()s
                             * around the ticket, 0 = a barrier and one acq_rel atomic; the same
                             * results */

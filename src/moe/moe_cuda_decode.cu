@@ -434,14 +434,6 @@ __global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip, int
         if (h0 < d.H) {
             down_load<U, RD>(d, e, h0, lane, w);
             have0 = true;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-            /* down_prefetch: the rest of the item's rows into L2 while k_gate_up2's tail runs
-             * (one bulk prefetch per row, by lane r for row h0 + r) */
-            if (d.down_prefetch && lane < RD && h0 + lane < d.H)
-                asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(d.w2 + ((size_t)e * d.H + h0 + lane) * d.Il),
-                             "r"((unsigned)d.Il * 2u)
-                             : "memory");
-#endif
         }
     }
     if (!FINE) {

@@ -45,8 +45,6 @@ struct tpm_moe_dev {
                               * [slot][block] %globaltimer marks of the decode path's launches */
     int gate_up_pipe;        /* this call, decode kernel 2 up to 2 tokens: k_gate_up2's weight loads
                               * in two register stages (tuning.gate_up_pipe) */
-    int down_prefetch;       /* this call: k_down2's first item's rows prefetched into L2 before its
-                              * wait (tuning.down_prefetch) */
     int shared_dense;        /* this call, fused layer with EP (split plan): the shared expert runs
                               * as a dense MLP on EP rank 0 into sh_out, added by the combine; the
                               * routing sends every shared slot to the drop bucket */
