@@ -8,7 +8,7 @@
  *                   [--route-legacy 0|1] [--route-experts 8|16|32] [--route-tc MIN:MAX]
  *                   [--shared-plan auto|slot|split]
  *                   [--prefill-gemm loop|grouped|streams] [--flush write|read|none] [--reps N]
- *                   [--check N] [--seed S] [--json FILE]
+ *                   [--check N] [--seed S] [--gemm-hold S] [--json FILE]
  *
  * Weights are generated on the GPU (moe_cuda_gen.h), never on the host; the
  * reference reads back only the experts the sample tokens touch. Per token
@@ -20,7 +20,9 @@
  * ahead of the GPU); the
  * memory floor (bytes of the experts this batch touched / HBM read bandwidth
  * measured in this run) and the compute floor (FLOPs / cuBLAS bf16 GEMM rate
- * measured in this run). TP runs one host thread per GPU; the layer ends with tpmoe's exact
+ * measured in this run; also the same GEMM held back to back for --gemm-hold
+ * seconds, the rate at the board's power cap, printed beside it as x_held:
+ * x_flr stays against the burst rate, the issue's floor). TP runs one host thread per GPU; the layer ends with tpmoe's exact
  * all-reduce (tpm_allreduce_ex, as tpm_moe_forward; --allreduce nccl: the
  * layer's ncclAllReduce). Each
  * row names the shared-expert plan that ran (slot: fused into the routed
@@ -80,6 +82,7 @@ typedef struct opts {
     int prefill_band;
     int trace;                                                     /* decode timeline replays (TPM_MOE_TRACE builds) */
     int flush;                                                     /* 0 write, 1 read */
+    int gemm_hold;                                                 /* s of back-to-back cuBLAS GEMMs (0: off) */
     uint64_t seed;
     const char *json;
 } opts;
@@ -93,7 +96,7 @@ typedef struct row {
     int fused, T, path, n_active, decode_kernel, pdl, down_kernel, gate_up_pairs, route_mode, shared_plan, prefill_gemm;
     int prefill_form; /* the own GEMM's form (prefill_cluster 0..3), -1 where it does not run */
     int shared_overlap; /* the shared MLP ran beside the routing (plan printed with a '+') */
-    double bytes, flops, mem_floor_us, flop_floor_us;
+    double bytes, flops, mem_floor_us, flop_floor_us, flop_floor_held_us;
     phase_times t;
     double max_rel_err;
     int sel_mismatch, sel_near_tie, checked;
@@ -116,7 +119,7 @@ typedef struct shared_state {
     row *rows;
     int nrows;
     tpm_status st[MAX_TP];
-    double hbm_gbps, gemm_tflops, null_us;
+    double hbm_gbps, gemm_tflops, gemm_tflops_held, null_us;
 } shared_state;
 
 /* MARK: host reference (fp64) */
@@ -466,6 +469,8 @@ static void *rank_main(void *argp) {
             S->r.flops = 2.0 * 3.0 * H * (double)Il * T * (p->top_k + p->n_shared) / o->ep;
             S->r.mem_floor_us = S->r.bytes / (S->hbm_gbps * 1e9) * 1e6;
             S->r.flop_floor_us = S->r.flops / (S->gemm_tflops * 1e12) * 1e6;
+            S->r.flop_floor_held_us =
+                S->gemm_tflops_held > 0 ? S->r.flops / (S->gemm_tflops_held * 1e12) * 1e6 : 0.0;
             S->r.T = T;
             S->r.fused = S->fused;
             S->r.path = tpm_cuda_moe_path_for(m, T);
@@ -556,7 +561,7 @@ static void usage(FILE *f) {
             "                       [--route-tc-loads ring|direct] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
             "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--gate-up-pipe 0|1] [--shared-overlap 0|1] [--prefill-cluster -1..3] [--prefill-band N]\n"
-            "                       [--reps N] [--check N]\n"
+            "                       [--reps N] [--check N] [--gemm-hold S]\n"
             "                       [--seed S] [--json FILE]\n"
             "  --preset P        model preset (default m3)\n"
             "  --tokens LIST     comma list of token counts (default 1,8,32,128,1024,8192)\n"
@@ -615,6 +620,8 @@ static void usage(FILE *f) {
             "  --reps N          timed replays per phase, median reported (default 20)\n"
             "  --check N         sample tokens validated against the fp64 reference (default 3, max 8)\n"
             "  --seed S          weight seed (default 1)\n"
+            "  --gemm-hold S     also time cuBLAS's 8192^3 GEMM back to back for S s, the rate at the\n"
+            "                    board's power cap (x_held column; default 3, 0: off)\n"
             "  --json FILE       write every row as JSON\n",
             TPM_MOE_DECODE_MAX_NT);
 }
@@ -652,6 +659,7 @@ static int parse(int argc, char **argv, opts *o) {
     o->gate_up_pipe = -1;
     o->gate_up_pairs = -1;
     o->ar_tpmoe = 1;
+    o->gemm_hold = 3;
     o->flush = 1; /* read: L2 full of clean lines, as after the previous layer's weights streamed */
     o->shared_split_min = o->prefill_gemm = o->pdl = o->shared_overlap = -1;
     o->prefill_cluster = -2; /* -2: the layer's default (-1 is "by size") */
@@ -764,6 +772,8 @@ static int parse(int argc, char **argv, opts *o) {
             else if (!strcmp(v, "read")) o->flush = 1;
             else if (!strcmp(v, "none")) o->flush = 2;
             else return cli_usage_error("bench moe", "--flush: '%s' is not write, read or none", v);
+        } else if (!strcmp(a, "--gemm-hold")) {
+            if (int_opt(a, v, 0, 60, &o->gemm_hold)) return 2;
         } else if (!strcmp(a, "--json")) {
             o->json = v;
         } else {
@@ -772,6 +782,12 @@ static int parse(int argc, char **argv, opts *o) {
     }
     if (o->p->n_shared == 0) o->nfuse = 1; /* nothing to fuse */
     return -1;
+}
+
+/* The floor at the held (power-capped) GEMM rate; the burst floor where none was measured. */
+static double held_floor(const row *r) {
+    const double f = r->flop_floor_held_us > 0 ? r->flop_floor_held_us : r->flop_floor_us;
+    return r->mem_floor_us > f ? r->mem_floor_us : f;
 }
 
 static const char *path_name(int p) { return p == TPM_MOE_PATH_PREFILL ? "prefill" : "decode"; }
@@ -835,12 +851,18 @@ int cmd_bench_moe(int argc, char **argv) {
     tpm_status st;
     /* ceilings, measured on GPU 0 in this run */
     if ((st = tpm_cuda_bench_read_bw(0, (size_t)4 << 30, 10, &S.hbm_gbps)) != TPM_OK ||
-        (st = tpm_cuda_bench_gemm_rate(0, 8192, 8192, 8192, 10, &S.gemm_tflops)) != TPM_OK)
+        (st = tpm_cuda_bench_gemm_rate(0, 8192, 8192, 8192, 10, &S.gemm_tflops)) != TPM_OK ||
+        (o.gemm_hold > 0 &&
+         (st = tpm_cuda_bench_gemm_rate_held(0, 8192, 8192, 8192, o.gemm_hold, &S.gemm_tflops_held)) != TPM_OK))
         return cli_fail("bench moe", "ceilings", st, tpm_err_msg());
     struct cudaDeviceProp prop;
     cudaGetDeviceProperties(&prop, 0);
     printf("# device %s x%d, HBM read %.0f GB/s, cuBLAS bf16 %.0f TFLOP/s (8192^3)\n", prop.name, o.world,
            S.hbm_gbps, S.gemm_tflops);
+    if (o.gemm_hold > 0)
+        printf("# cuBLAS bf16 held back to back for %d s (the power cap): %.0f TFLOP/s; x_held = total / max(memfl,\n"
+               "# FLOPs at that rate) (x_flr, the floor of record, divides by the burst rate above)\n",
+               o.gemm_hold, S.gemm_tflops_held);
     S.hx = (uint16_t *)malloc((size_t)Tmax * H * 2);
     S.g13 = (uint16_t *)malloc((size_t)2 * p->inter * H * 2);
     S.g2 = (uint16_t *)malloc((size_t)H * p->inter * 2);
@@ -894,9 +916,9 @@ int cmd_bench_moe(int argc, char **argv) {
     if (o.world > 1) printf("# TP / EP all-reduce: %s\n", o.ar_tpmoe ? "tpmoe (exact, dispatched algorithm)" : "ncclAllReduce");
     printf("# harness: empty captured kernel after the %s flush %.1f us (included in every phase time;\n"
            "# route_net = route_us - that: the routing launch's own time)\n", flush_name(o.flush), S.null_us);
-    printf("\n%-6s %-5s %-7s %-6s %-7s %3s %-6s %5s %4s %9s %9s %9s %9s %9s %9s %9s %9s %6s %9s %5s\n", "tokens", "fused", "path", "plan", "gemm",
+    printf("\n%-6s %-5s %-7s %-6s %-7s %3s %-6s %5s %4s %9s %9s %9s %9s %9s %9s %9s %9s %6s %9s %5s %6s\n", "tokens", "fused", "path", "plan", "gemm",
            "dk", "route", "tpxep", "exp", "route_us", "rnet_us", "expert_us", "comb_us", "ar_us", "total_us", "memfl_us", "flopfl_us",
-           "x_flr", "rel_err", "sel!");
+           "x_flr", "rel_err", "sel!", "x_held");
     for (int i = 0; i < S.nrows; i++) {
         const row *r = &S.rows[i];
         const double floor = r->mem_floor_us > r->flop_floor_us ? r->mem_floor_us : r->flop_floor_us;
@@ -910,9 +932,9 @@ int cmd_bench_moe(int argc, char **argv) {
         else snprintf(gemm, sizeof gemm, "%s", gemm_name(r->prefill_gemm));
         char tpep[16];
         snprintf(tpep, sizeof tpep, "%dx%d", o.tp, o.ep);
-        printf("%-6d %-5d %-7s %-6s %-7s %3s %-6s %5s %4d %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.2f %9.2e %5d\n", r->T,
+        printf("%-6d %-5d %-7s %-6s %-7s %3s %-6s %5s %4d %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.2f %9.2e %5d %6.2f\n", r->T,
                r->fused, path_name(r->path), plan, gemm, dk, route_name(r->route_mode), tpep, r->n_active, r->t.route, r->t.route - S.null_us, r->t.experts, r->t.combine, r->t.allreduce,
-               r->t.total, r->mem_floor_us, r->flop_floor_us, r->t.total / floor, r->max_rel_err, r->sel_mismatch);
+               r->t.total, r->mem_floor_us, r->flop_floor_us, r->t.total / floor, r->max_rel_err, r->sel_mismatch, r->t.total / held_floor(r));
         if (!(r->max_rel_err <= 1e-2) || r->sel_mismatch > 0) fail = 1;
     }
     if (o.json) {
@@ -925,6 +947,10 @@ int cmd_bench_moe(int argc, char **argv) {
         json_object_set_new(root, "allreduce", json_string(o.world > 1 ? (o.ar_tpmoe ? "tpmoe" : "nccl") : "none"));
         json_object_set_new(root, "hbm_read_gbps", json_real(S.hbm_gbps));
         json_object_set_new(root, "gemm_bf16_tflops", json_real(S.gemm_tflops));
+        if (o.gemm_hold > 0) {
+            json_object_set_new(root, "gemm_bf16_tflops_held", json_real(S.gemm_tflops_held));
+            json_object_set_new(root, "gemm_hold_s", json_integer(o.gemm_hold));
+        }
         json_object_set_new(root, "reps", json_integer(o.reps));
         json_object_set_new(root, "timing",
                             json_string("median of CUDA-graph replays (prefill: eager calls incl. host sync), "
@@ -959,6 +985,10 @@ int cmd_bench_moe(int argc, char **argv) {
             json_object_set_new(j, "flops", json_real(r->flops));
             json_object_set_new(j, "mem_floor_us", json_real(r->mem_floor_us));
             json_object_set_new(j, "flop_floor_us", json_real(r->flop_floor_us));
+            if (r->flop_floor_held_us > 0) {
+                json_object_set_new(j, "flop_floor_held_us", json_real(r->flop_floor_held_us));
+                json_object_set_new(j, "x_floor_held", json_real(r->t.total / held_floor(r)));
+            }
             json_object_set_new(j, "floor_us", json_real(floor));
             json_object_set_new(j, "route_us", json_real(r->t.route));
             /* the routing launch's own time: route_us less the harness's fixed cost

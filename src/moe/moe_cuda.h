@@ -220,6 +220,9 @@ uint64_t tpm_cuda_moe_expert_bytes(const tpm_cuda_moe *m);
 tpm_status tpm_cuda_bench_read_bw(int device, size_t bytes, int reps, double *gbps);
 /* bf16 GEMM rate (TFLOP/s) of cuBLAS on random m x n x k, median of reps. */
 tpm_status tpm_cuda_bench_gemm_rate(int device, int m, int n, int k, int reps, double *tflops);
+/* The same GEMM queued back to back for hold_s seconds (the board at its power
+ * cap, as during a long benchmark); median of the second half. */
+tpm_status tpm_cuda_bench_gemm_rate_held(int device, int m, int n, int k, double hold_s, double *tflops);
 /* Evict the L2 (enqueued on stream): mode 0 writes `bytes` of scratch (leaves
  * the L2 full of dirty lines), mode 1 reads them (leaves clean lines); mode
  * 2 evicts nothing (a 50 us wait, so the host's launch latency still hides). */

@@ -140,38 +140,73 @@ done:
     return st;
 }
 
-tpm_status tpm_cuda_bench_gemm_rate(int device, int m, int n, int k, int reps, double *tflops) {
-    TPM_ARG_CHECK(tflops && m > 0 && n > 0 && k > 0 && reps >= 1 && reps <= 1000,
+/* cuBLAS bf16 GEMM rate on random operands. hold_s = 0: reps GEMMs, each
+ * synchronized by the host (a burst: the board starts cool between them).
+ * hold_s > 0: GEMMs queued back to back for hold_s seconds (no host sync, so
+ * the board reaches its power cap as a long benchmark does), the second half
+ * of them timed between consecutive events. Median per GEMM. */
+static tpm_status gemm_rate(int device, int m, int n, int k, int reps, double hold_s, double *tflops) {
+    TPM_ARG_CHECK(tflops && m > 0 && n > 0 && k > 0 && reps >= 1 && reps <= 1000 && hold_s >= 0 && hold_s <= 60,
                   "tpm_cuda_bench_gemm_rate: bad argument");
     TPM_CUDA_TRY(cudaSetDevice(device));
     int sms = 0;
     TPM_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     uint16_t *A = NULL, *B = NULL, *C = NULL;
     cublasHandle_t h = NULL;
-    cudaEvent_t a = NULL, b = NULL;
-    float *ms = (float *)malloc(sizeof(float) * (size_t)reps);
+    enum { kMaxEv = 1001 };
+    cudaEvent_t ev[kMaxEv] = {NULL};
+    float *ms = (float *)malloc(sizeof(float) * kMaxEv);
     tpm_status st = TPM_OK;
     const float one = 1.0f, zero = 0.0f;
+    int nev = 0;
     if (!ms || cudaMalloc((void **)&A, (size_t)m * k * 2) || cudaMalloc((void **)&B, (size_t)n * k * 2) ||
-        cudaMalloc((void **)&C, (size_t)m * n * 2) || cudaEventCreate(&a) || cudaEventCreate(&b) ||
-        cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
+        cudaMalloc((void **)&C, (size_t)m * n * 2) || cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
         st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_bench_gemm_rate: setup failed");
         goto done;
     }
-    k_fill<<<sms * 8, 256>>>((uint32_t *)A, (size_t)m * k / 2, 2u);
-    k_fill<<<sms * 8, 256>>>((uint32_t *)B, (size_t)n * k / 2, 3u);
-    for (int r = -3; r < reps; r++) {
-        cudaEventRecord(a);
-        const cublasStatus_t cs = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, A, CUDA_R_16BF, k, B,
-                                               CUDA_R_16BF, k, &zero, C, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F,
-                                               CUBLAS_GEMM_DEFAULT);
-        cudaEventRecord(b);
-        cudaEventSynchronize(b);
-        if (cs != CUBLAS_STATUS_SUCCESS) {
-            st = tpm_err(TPM_ERR_CUDA, "cublasGemmEx: %s", cublasGetStatusString(cs));
+    for (; nev < kMaxEv; nev++)
+        if (cudaEventCreate(&ev[nev]) != cudaSuccess) {
+            st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_bench_gemm_rate: event setup failed");
             goto done;
         }
-        if (r >= 0) cudaEventElapsedTime(&ms[r], a, b);
+    k_fill<<<sms * 8, 256>>>((uint32_t *)A, (size_t)m * k / 2, 2u);
+    k_fill<<<sms * 8, 256>>>((uint32_t *)B, (size_t)n * k / 2, 3u);
+#define GEMM_RATE_ONE()                                                                                     \
+    do {                                                                                                   \
+        const cublasStatus_t cs_ = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, A, CUDA_R_16BF, k, \
+                                                B, CUDA_R_16BF, k, &zero, C, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F, \
+                                                CUBLAS_GEMM_DEFAULT);                                      \
+        if (cs_ != CUBLAS_STATUS_SUCCESS) {                                                                \
+            st = tpm_err(TPM_ERR_CUDA, "cublasGemmEx: %s", cublasGetStatusString(cs_));                    \
+            goto done;                                                                                     \
+        }                                                                                                  \
+    } while (0)
+    for (int r = -3; r < reps; r++) { /* burst: one GEMM at a time */
+        cudaEventRecord(ev[0]);
+        GEMM_RATE_ONE();
+        cudaEventRecord(ev[1]);
+        cudaEventSynchronize(ev[1]);
+        if (r >= 0) cudaEventElapsedTime(&ms[r], ev[0], ev[1]);
+    }
+    if (hold_s > 0) {
+        const double one_s = median(ms, reps) * 1e-3;
+        long total = (long)(hold_s / one_s);
+        long timed = total / 2 < kMaxEv - 1 ? total / 2 : kMaxEv - 1;
+        if (timed < 1) timed = 1;
+        for (long i = 0; i < total - timed; i++) GEMM_RATE_ONE(); /* reach the power cap */
+        for (long i = 0; i < timed; i++) {
+            cudaEventRecord(ev[i]);
+            GEMM_RATE_ONE();
+        }
+        cudaEventRecord(ev[timed]);
+        cudaEventSynchronize(ev[timed]);
+        for (long i = 0; i < timed; i++) cudaEventElapsedTime(&ms[i], ev[i], ev[i + 1]);
+        reps = (int)timed;
+    }
+#undef GEMM_RATE_ONE
+    if (cudaGetLastError() != cudaSuccess) {
+        st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_bench_gemm_rate: kernel failed");
+        goto done;
     }
     *tflops = 2.0 * m * n * (double)k / (median(ms, reps) * 1e-3) / 1e12;
 done:
@@ -179,8 +214,16 @@ done:
     if (B) cudaFree(B);
     if (C) cudaFree(C);
     if (h) cublasDestroy(h);
-    if (a) cudaEventDestroy(a);
-    if (b) cudaEventDestroy(b);
+    for (int i = 0; i < nev; i++) cudaEventDestroy(ev[i]);
     free(ms);
     return st;
+}
+
+tpm_status tpm_cuda_bench_gemm_rate(int device, int m, int n, int k, int reps, double *tflops) {
+    return gemm_rate(device, m, n, k, reps, 0.0, tflops);
+}
+
+tpm_status tpm_cuda_bench_gemm_rate_held(int device, int m, int n, int k, double hold_s, double *tflops) {
+    TPM_ARG_CHECK(hold_s > 0, "tpm_cuda_bench_gemm_rate_held: hold_s must be > 0");
+    return gemm_rate(device, m, n, k, 5, hold_s, tflops);
 }
