@@ -246,7 +246,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     if ((st = tpm_moe_route_tc_setup(d, desc->device)) != TPM_OK) goto fail;
     {
         const size_t T = (size_t)desc->max_tokens, R = T * d.K, H = d.H, Il = d.Il, E1 = d.E1;
-        const size_t Wt = (T + 31) / 32;
+        const size_t Wt = tpm_moe_sel_words(T, d.sm_count); /* k_select's token bitmap words */
         const size_t Rd = (size_t)(T < TPM_MOE_DECODE_MAX_NT ? T : TPM_MOE_DECODE_MAX_NT) * d.K;
         m->decode_rows = (int)Rd;
         d.tile_cap = (int)((T < 1024 ? T : 1024) + 7) / 8;
