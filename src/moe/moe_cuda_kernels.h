@@ -39,6 +39,8 @@ struct tpm_moe_dev {
      * offsets[E1] (the local row total) and are never computed or combined. */
     int ep, ep_rank, Eloc, e0, Es;
     int fused;
+    int select_shift;        /* k_select's tokens per block as a shift (3..5), 0 = by size */
+    int sel_words;           /* words per bucket of bits / bitpre (tpm_moe_sel_words(max_tokens)) */
     int route_fence;         /* routing tickets: 1 = every thread fences (fence.sc) around the
                               * ticket, 0 = barrier + one acq_rel atomic (block_ticket) */
     unsigned long long *trace; /* diagnostic (TPM_MOE_TRACE builds, tpm_cuda_moe_set_trace): [kernel]

@@ -151,8 +151,9 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_logits(const uint16_t *__r
 /* The permutation's per-expert prefixes, run by the last block of k_select
  * (every block has written its word bits[e][b] of every bucket; word b holds
  * tokens b << tsh ..): one warp per bucket reads the bucket's words coalesced
- * (kPreWords per lane in flight, 32 consecutive words per load), a warp scan
- * of their popcounts gives the per-word prefixes (bitpre) and the count;
+ * (32 consecutive words per load, kPreWords loads per lane in flight, of
+ * several buckets when a bucket has few words), a warp scan of their
+ * popcounts gives the per-word prefixes (bitpre) and the count;
  * then counts, offsets and the touched list (warp 0); then, when scatter is
  * set, the rows themselves (else k_perm_scatter does them, one block per
  * word). Round 14 (r104): the earlier thread-per-(bucket, segment) loops
@@ -161,34 +162,39 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_logits(const uint16_t *__r
 constexpr int kPreWords = 8;
 __device__ void build_permutation(const tpm_moe_dev &d, int T, int tsh, bool scatter, int *s_cnt) {
     const int K = d.K, E1 = d.E1, NB = n_buckets(d), tmask = (1 << tsh) - 1, Wt = (T + tmask) >> tsh;
-    const int tid = threadIdx.x, nth = blockDim.x, lane = tid & 31;
-    for (int e = tid >> 5; e < NB; e += nth >> 5) {
-        const uint32_t *src = d.bits + (size_t)e * Wt;
-        uint32_t *pre = d.bitpre + (size_t)e * Wt;
-        int run = 0;
-        for (int base = 0; base < Wt; base += 32 * kPreWords) {
-            int c[kPreWords];
+    const int tid = threadIdx.x, nth = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nth >> 5;
+    /* warp w owns buckets w, w + nw, ...; its (bucket, 32-word chunk) pairs in
+     * order, kPreWords of them loaded at once (several buckets' words in
+     * flight together when a bucket has few words) */
+    const int nch = (Wt + 31) >> 5, nmine = warp < NB ? (NB - 1 - warp) / nw + 1 : 0, total = nmine * nch;
+    int run = 0;
+    for (int q0 = 0; q0 < total; q0 += kPreWords) {
+        int c[kPreWords];
 #pragma unroll
-            for (int j = 0; j < kPreWords; j++) {
-                const int w = base + 32 * j + lane;
-                c[j] = w < Wt ? __popc(__ldcg(src + w)) : 0;
-            }
-#pragma unroll
-            for (int j = 0; j < kPreWords; j++) {
-                int inc = c[j];
-#pragma unroll
-                for (int o = 1; o < 32; o <<= 1) {
-                    const int v = __shfl_up_sync(0xffffffffu, inc, o);
-                    if (lane >= o) inc += v;
-                }
-                const int w = base + 32 * j + lane;
-                if (w < Wt) pre[w] = (uint32_t)(run + inc - c[j]);
-                run += __shfl_sync(0xffffffffu, inc, 31);
-            }
+        for (int j = 0; j < kPreWords; j++) {
+            const int q = q0 + j, i = q / nch, w = (q - i * nch) * 32 + lane;
+            c[j] = q < total && w < Wt ? __popc(__ldcg(d.bits + (size_t)(warp + i * nw) * Wt + w)) : 0;
         }
-        if (lane == 0) {
-            s_cnt[e] = run;
-            if (e < E1) d.counts[e] = run;
+#pragma unroll
+        for (int j = 0; j < kPreWords; j++) {
+            const int q = q0 + j; /* warp-uniform */
+            if (q >= total) break;
+            const int i = q / nch, ch = q - i * nch, e = warp + i * nw, w = ch * 32 + lane;
+            int inc = c[j];
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                const int v = __shfl_up_sync(0xffffffffu, inc, o);
+                if (lane >= o) inc += v;
+            }
+            if (w < Wt) d.bitpre[(size_t)e * Wt + w] = (uint32_t)(run + inc - c[j]);
+            run += __shfl_sync(0xffffffffu, inc, 31);
+            if (ch == nch - 1) { /* the bucket's last chunk: its count */
+                if (lane == 0) {
+                    s_cnt[e] = run;
+                    if (e < E1) d.counts[e] = run;
+                }
+                run = 0;
+            }
         }
     }
     __syncthreads();
@@ -196,13 +202,32 @@ __device__ void build_permutation(const tpm_moe_dev &d, int T, int tsh, bool sca
     if (tid == 0) d.ctr[2] = 0; /* ticket, for the next replay */
     if (!scatter) return;
     __syncthreads();
-    for (int p = tid; p < T * K; p += nth) {
-        const int t = p / K, ex = slot_of(d, __ldcg(d.sel + p), t), w = t >> tsh;
-        const uint32_t word = __ldcg(d.bits + (size_t)ex * Wt + w);
-        const int pos = s_cnt[ex] + (int)__ldcg(d.bitpre + (size_t)ex * Wt + w) + __popc(word & ((1u << (t & tmask)) - 1u));
-        d.perm_tok[pos] = t;
-        d.perm_exp[pos] = ex;
-        d.inv[p] = pos;
+    /* the rows (T * K <= kScatterInBlock): up to kScatterPairs pairs per thread,
+     * each step's loads of all of them in flight together */
+    constexpr int kScatterPairs = 4;
+    for (int p0 = tid; p0 < T * K; p0 += kScatterPairs * nth) {
+        int ex[kScatterPairs];
+        uint32_t word[kScatterPairs], pre[kScatterPairs];
+#pragma unroll
+        for (int u = 0; u < kScatterPairs; u++) {
+            const int p = p0 + u * nth;
+            ex[u] = p < T * K ? slot_of(d, __ldcg(d.sel + p), p / K) : 0;
+        }
+#pragma unroll
+        for (int u = 0; u < kScatterPairs; u++) {
+            const int p = p0 + u * nth, w = (p / K) >> tsh;
+            word[u] = p < T * K ? __ldcg(d.bits + (size_t)ex[u] * Wt + w) : 0u;
+            pre[u] = p < T * K ? __ldcg(d.bitpre + (size_t)ex[u] * Wt + w) : 0u;
+        }
+#pragma unroll
+        for (int u = 0; u < kScatterPairs; u++) {
+            const int p = p0 + u * nth, t = p / K;
+            if (p >= T * K) break;
+            const int pos = s_cnt[ex[u]] + (int)pre[u] + __popc(word[u] & ((1u << (t & tmask)) - 1u));
+            d.perm_tok[pos] = t;
+            d.perm_exp[pos] = ex[u];
+            d.inv[p] = pos;
+        }
     }
 }
 
@@ -445,7 +470,10 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
                                 int stop, int epw, cudaStream_t s) {
     TPM_ASSERT(d.E <= 32 * kMaxPerLane && d.k <= 16 && d.k <= 32);
     TPM_ASSERT(epw == 1 || epw == 2 || epw == 4);
-    const int tsh = tpm_moe_sel_shift(T, d.sm_count), tpb = 1 << tsh;
+    int tsh = tpm_moe_sel_shift(T, d.sm_count);
+    if (d.select_shift && (size_t)((T + (1 << d.select_shift) - 1) >> d.select_shift) <= (size_t)d.sel_words)
+        tsh = d.select_shift; /* forced (tuning.select_tokens), where the bitmaps hold it */
+    const int tpb = 1 << tsh;
     /* up to kScatterInBlock rows the last block of k_select scatters them, above
      * it one more launch with a block per 32 tokens */
     const int scatter = (size_t)T * d.K <= (size_t)kScatterInBlock;
