@@ -14,8 +14,9 @@ experts, shared expert and combine recomputed in fp64 and compared:
                 "~2e-3 at TP 1 (the output rounding), ~3e-3 at TP 2"); and vs the fp64 layer with
                 the spec's rounding points applied (TP 1: round(acc); TP 2: each rank's partial
                 rounded to bf16, the rounded partials summed, the sum rounded): no element more than
-                one rounding step off (1 ulp of y plus 1 ulp of each partial), at most 0.5% of the
-                elements different at all (CPU backend; other backends: printed only)
+                one rounding step off (1 ulp of y, 1 ulp of each partial, 2e-6 x the token's RMS
+                for fp32's error near 0), at most 0.5% of the elements different at all (CPU
+                backend; other backends: printed only)
   y (F32)       relative RMS vs the fp64 layer <= 2e-6 (tighter than `--check`'s 1e-5: fp32
                 arithmetic measures 2.3e-7 .. 5.3e-7 here, and 2e-6 still catches a swiglu gate
                 that is also clamped from below, 4.3e-6 .. 4.7e-6, which bf16 outputs cannot see)
@@ -444,13 +445,15 @@ def compare(name, P, w, x, dt, tp, fuse, preset, backend, yout, msgs, fused_outp
     if dt == "bf16":
         bound = Y_BF16_BOUND[tp]
         # the spec's rounding points; the tool rounds its fp32 values, which may sit on the other
-        # side of a rounding boundary: allow one step of every rounding (output and partials)
+        # side of a rounding boundary: allow one step of every rounding (output and partials),
+        # plus fp32's own error (Y_F32_BOUND x the token's RMS) where y is near 0 by cancellation
+        fp32_err = Y_F32_BOUND * np.sqrt(np.mean(ref ** 2, axis=1, keepdims=True))
         if tp > 1:
             model = round_bf16(round_bf16(part).sum(axis=0))
-            step = bf16_ulp(model) + bf16_ulp(part).sum(axis=0)
+            step = bf16_ulp(model) + bf16_ulp(part).sum(axis=0) + fp32_err
         else:
             model = round_bf16(ref)
-            step = bf16_ulp(model)
+            step = bf16_ulp(model) + fp32_err
         d = np.abs(y - model)
         nbig = int(np.sum(d > step * 1.0000001))
         share = float(np.mean(d > 0))
