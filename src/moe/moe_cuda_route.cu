@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_logits(const uint16_t *__r
  * word). Round 14 (r104): the earlier thread-per-(bucket, segment) loops
  * read one 4-byte word per 32-byte sector per lane and took ~75 us of the
  * 93 us launch at 8192 tokens in this one block. */
-constexpr int kPreWords = 8;
+constexpr int kPreWords = 6;
 __device__ void build_permutation(const tpm_moe_dev &d, int T, int tsh, bool scatter, int *s_cnt) {
     const int K = d.K, E1 = d.E1, NB = n_buckets(d), tmask = (1 << tsh) - 1, Wt = (T + tmask) >> tsh;
     const int tid = threadIdx.x, nth = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nth >> 5;
@@ -167,32 +167,43 @@ __device__ void build_permutation(const tpm_moe_dev &d, int T, int tsh, bool sca
      * order, kPreWords of them loaded at once (several buckets' words in
      * flight together when a bucket has few words) */
     const int nch = (Wt + 31) >> 5, nmine = warp < NB ? (NB - 1 - warp) / nw + 1 : 0, total = nmine * nch;
-    int run = 0;
+    int run = 0, i0 = 0, ch0 = 0; /* the batch's first pair: bucket warp + i0 * nw, chunk ch0 */
     for (int q0 = 0; q0 < total; q0 += kPreWords) {
         int c[kPreWords];
+        {   /* every load unconditional (clamped address), so all kPreWords go out together */
+            int i = i0, ch = ch0;
 #pragma unroll
-        for (int j = 0; j < kPreWords; j++) {
-            const int q = q0 + j, i = q / nch, w = (q - i * nch) * 32 + lane;
-            c[j] = q < total && w < Wt ? __popc(__ldcg(d.bits + (size_t)(warp + i * nw) * Wt + w)) : 0;
+            for (int j = 0; j < kPreWords; j++) {
+                const bool ok = q0 + j < total, okw = ok && ch * 32 + lane < Wt;
+                const int e = ok ? warp + i * nw : warp, w = okw ? ch * 32 + lane : 0;
+                const uint32_t v = __ldcg(d.bits + (size_t)e * Wt + w);
+                c[j] = okw ? __popc(v) : 0;
+                if (++ch == nch) {
+                    ch = 0;
+                    i++;
+                }
+            }
         }
 #pragma unroll
         for (int j = 0; j < kPreWords; j++) {
-            const int q = q0 + j; /* warp-uniform */
-            if (q >= total) break;
-            const int i = q / nch, ch = q - i * nch, e = warp + i * nw, w = ch * 32 + lane;
-            int inc = c[j];
+            if (q0 + j < total) { /* warp-uniform */
+                const int e = warp + i0 * nw, w = ch0 * 32 + lane;
+                int inc = c[j];
 #pragma unroll
-            for (int o = 1; o < 32; o <<= 1) {
-                const int v = __shfl_up_sync(0xffffffffu, inc, o);
-                if (lane >= o) inc += v;
-            }
-            if (w < Wt) d.bitpre[(size_t)e * Wt + w] = (uint32_t)(run + inc - c[j]);
-            run += __shfl_sync(0xffffffffu, inc, 31);
-            if (ch == nch - 1) { /* the bucket's last chunk: its count */
-                if (lane == 0) {
+                for (int o = 1; o < 32; o <<= 1) {
+                    const int v = __shfl_up_sync(0xffffffffu, inc, o);
+                    if (lane >= o) inc += v;
+                }
+                if (w < Wt) d.bitpre[(size_t)e * Wt + w] = (uint32_t)(run + inc - c[j]);
+                run += __shfl_sync(0xffffffffu, inc, 31);
+                if (ch0 == nch - 1 && lane == 0) { /* the bucket's last chunk: its count */
                     s_cnt[e] = run;
                     if (e < E1) d.counts[e] = run;
                 }
+            }
+            if (++ch0 == nch) {
+                ch0 = 0;
+                i0++;
                 run = 0;
             }
         }
@@ -209,15 +220,15 @@ __device__ void build_permutation(const tpm_moe_dev &d, int T, int tsh, bool sca
         int ex[kScatterPairs];
         uint32_t word[kScatterPairs], pre[kScatterPairs];
 #pragma unroll
-        for (int u = 0; u < kScatterPairs; u++) {
-            const int p = p0 + u * nth;
-            ex[u] = p < T * K ? slot_of(d, __ldcg(d.sel + p), p / K) : 0;
+        for (int u = 0; u < kScatterPairs; u++) { /* clamped addresses: the loads go out together */
+            const int p = min(p0 + u * nth, T * K - 1);
+            ex[u] = slot_of(d, __ldcg(d.sel + p), p / K);
         }
 #pragma unroll
         for (int u = 0; u < kScatterPairs; u++) {
-            const int p = p0 + u * nth, w = (p / K) >> tsh;
-            word[u] = p < T * K ? __ldcg(d.bits + (size_t)ex[u] * Wt + w) : 0u;
-            pre[u] = p < T * K ? __ldcg(d.bitpre + (size_t)ex[u] * Wt + w) : 0u;
+            const int p = min(p0 + u * nth, T * K - 1), w = (p / K) >> tsh;
+            word[u] = __ldcg(d.bits + (size_t)ex[u] * Wt + w);
+            pre[u] = __ldcg(d.bitpre + (size_t)ex[u] * Wt + w);
         }
 #pragma unroll
         for (int u = 0; u < kScatterPairs; u++) {
