@@ -13,7 +13,6 @@ NAME=r107
 . bench/device_env.sh
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,driver_version --format=csv > "$R/smi.txt"
 $B/gpu_moe > "$R/gpu_moe.log" 2>&1; echo "== gpu_moe rc=$? ($(el))"; grep -E "\[  (PASSED|FAILED)|FAILED" "$R/gpu_moe.log" | tail -4
-$B/gpu_moe_api > "$R/gpu_moe_api.log" 2>&1; echo "== gpu_moe_api rc=$? ($(el))"; grep -E "\[  (PASSED|FAILED)" "$R/gpu_moe_api.log" | tail -3
 for pass in 1 2; do
   for v in old auto 16 32; do
     if [ $v = old ]; then cmd="$B/tpmoe_old bench moe"; else cmd="$B/tpmoe bench moe --select-tokens ${v/auto/0}"; fi
