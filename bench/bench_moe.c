@@ -80,7 +80,6 @@ typedef struct opts {
     int ar_tpmoe; /* TP all-reduce: 1 tpmoe's (default), 0 NCCL */
     int shared_split_min, prefill_gemm, pdl, shared_overlap, prefill_cluster, prefill_split_min, prefill_split_max; /* -1: the layer's default */
     int prefill_band;
-    int select_tokens;                                             /* -1: the layer's default */
     int trace;                                                     /* decode timeline replays (TPM_MOE_TRACE builds) */
     int flush;                                                     /* 0 write, 1 read */
     int gemm_hold;                                                 /* s of back-to-back cuBLAS GEMMs (0: off) */
@@ -559,7 +558,7 @@ static void usage(FILE *f) {
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 8|16|32]\n"
             "                       [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
-            "                       [--route-tc-loads ring|direct] [--expert-wait 0|1] [--route-fence 0|1] [--select-tokens N] [--trace N]\n"
+            "                       [--route-tc-loads ring|direct] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
             "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--gate-up-pipe 0|1] [--shared-overlap 0|1] [--prefill-cluster -1..3] [--prefill-band N]\n"
             "                       [--reps N] [--check N] [--gemm-hold S]\n"
@@ -594,7 +593,6 @@ static void usage(FILE *f) {
             "  --route-tc-loads X  mode 3: fragments straight into registers (direct) or through a\n"
             "                    cp.async ring in shared memory (ring) (default: the layer's)\n"
             "  --route-fence B   routing tickets: every thread fences (1) or one acq_rel atomic (0)\n"
-            "  --select-tokens N routing modes 0 / 2: tokens per selection block, 8, 16, 32 or 0 (by size)\n"
             "  --gate-up-pipe B  decode kernel 2, <= 2 tokens: gate_up weight loads in two register\n"
             "                    stages (1) or one (0) (default: the layer's)\n"
             "  --trace N         decode path, one GPU, a -DTPMOE_MOE_TRACE=ON build: the layer's\n"
@@ -658,7 +656,6 @@ static int parse(int argc, char **argv, opts *o) {
     o->route_stop = -1;
     o->route_experts = -1;
     o->route_tc_min = o->route_tc_max = o->route_tc_clusters = o->route_tc_loads = o->expert_wait = o->route_fence = -1;
-    o->select_tokens = -1;
     o->gate_up_pipe = -1;
     o->gate_up_pairs = -1;
     o->ar_tpmoe = 1;
@@ -737,8 +734,6 @@ static int parse(int argc, char **argv, opts *o) {
                 fprintf(stderr, "tpmoe bench moe: --route-tc-loads wants ring or direct, got '%s'\n", v);
                 return 2;
             }
-        } else if (!strcmp(a, "--select-tokens")) {
-            if (int_opt(a, v, 0, 32, &o->select_tokens)) return 2;
         } else if (!strcmp(a, "--route-fence")) {
             if (int_opt(a, v, 0, 1, &o->route_fence)) return 2;
         } else if (!strcmp(a, "--expert-wait")) {
@@ -818,7 +813,6 @@ static tpm_status apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->route_tc_loads >= 0) t.route_tc_loads = o->route_tc_loads;
     if (o->expert_wait >= 0) t.expert_wait = o->expert_wait;
     if (o->route_fence >= 0) t.route_fence = o->route_fence;
-    if (o->select_tokens >= 0) t.select_tokens = o->select_tokens;
     if (o->gate_up_pipe >= 0) t.gate_up_pipe = o->gate_up_pipe;
     if (o->gate_up_pairs >= 0) t.gate_up_pairs = o->gate_up_pairs;
     if (o->shared_split_min >= 0) t.shared_split_min = o->shared_split_min;

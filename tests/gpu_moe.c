@@ -120,7 +120,7 @@ static int tune_decode_kernel = -1, tune_route_gemm_min = -1, tune_route_legacy 
 static int tune_shared_split_min = -1, tune_prefill_gemm = -1, tune_pdl = -1, tune_prefill_cluster = -1;
 static int tune_prefill_band = -1;
 static int tune_prefill_split_min = -1, tune_prefill_split_max = -1, tune_route_experts = -1, tune_route_tc_min = -1, tune_route_tc_max = -1;
-static int tune_route_tc_loads = -1, tune_select_tokens = -1;
+static int tune_route_tc_loads = -1;
 static int last_plan = -1;       /* tpm_cuda_moe_shared_plan of the last run_gpu call */
 static int last_route_mode = -1; /* tpm_cuda_moe_route_mode of the last run_gpu call */
 
@@ -155,7 +155,6 @@ static void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fuse
     if (tune_route_tc_min >= 0) tu.route_tc_min = tune_route_tc_min;
     if (tune_route_tc_max >= 0) tu.route_tc_max = tune_route_tc_max;
     if (tune_route_tc_loads >= 0) tu.route_tc_loads = tune_route_tc_loads;
-    if (tune_select_tokens >= 0) tu.select_tokens = tune_select_tokens;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     last_plan = tpm_cuda_moe_shared_plan(m, T);
     last_route_mode = tpm_cuda_moe_route_mode(m, T);
@@ -297,8 +296,7 @@ static void presets_vs_reference(void **state) {
  * experts per logits block; for each block size the fused launch gives the legacy routing
  * bit for bit (same arithmetic), and mode 3 gives the same bits with its fragments loaded
  * straight into registers or through the shared-memory ring; a NaN router row is never
- * selected by any mode; 1500 tokens take k_select's separate row scatter (T*K > 4096);
- * mode 2 with 8, 16 or 32 tokens per selection block gives its default's bits. */
+ * selected by any mode; 1500 tokens take k_select's separate row scatter (T*K > 4096). */
 static void variants_vs_reference(void **state) {
     (void)state;
     const char *names[] = {"m3-mini", "deepseek-v3-mini", "gpt-oss-mini"};
@@ -352,21 +350,6 @@ static void variants_vs_reference(void **state) {
                 const size_t nk = (size_t)T * rm[0].K;
                 assert_memory_equal(rm[0].sel, rm[1].sel, nk * sizeof(int32_t));
                 assert_memory_equal(rm[0].wts, rm[1].wts, nk * sizeof(float));
-                /* mode 2 with 8, 16 and 32 tokens per selection block (the bitmaps' word size;
-                 * 1500 tokens also take k_perm_scatter): the same bits */
-                for (int st = 8; re == 8 && st <= 32; st *= 2) {
-                    gpu_run rs;
-                    tune_route_gemm_min = 1;
-                    tune_route_tc_max = 0;
-                    tune_select_tokens = st;
-                    run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rs);
-                    tune_route_gemm_min = tune_route_tc_max = tune_select_tokens = -1;
-                    assert_int_equal(last_route_mode, 2);
-                    assert_memory_equal(rs.sel, rm[2].sel, nk * sizeof(int32_t));
-                    assert_memory_equal(rs.wts, rm[2].wts, nk * sizeof(float));
-                    assert_memory_equal(rs.y, rm[2].y, (size_t)T * p->hidden * 2);
-                    free_run(&rs);
-                }
                 if (nrun == 5) { /* mode 3: direct loads and the ring, the same bits */
                     assert_memory_equal(rm[3].sel, rm[4].sel, nk * sizeof(int32_t));
                     assert_memory_equal(rm[3].wts, rm[4].wts, nk * sizeof(float));
@@ -844,10 +827,6 @@ static void bad_arguments(void **state) {
     tu.expert_wait = 2;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.expert_wait = 1;
-    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
-    tu.select_tokens = 12;
-    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
-    tu.select_tokens = 16;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     assert_int_not_equal(tpm_cuda_moe_route_mode(m, 8), 3);
     assert_int_equal(tpm_cuda_moe_route_mode(NULL, 8), -1);

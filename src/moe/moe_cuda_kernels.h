@@ -39,8 +39,6 @@ struct tpm_moe_dev {
      * offsets[E1] (the local row total) and are never computed or combined. */
     int ep, ep_rank, Eloc, e0, Es;
     int fused;
-    int select_shift;        /* k_select's tokens per block as a shift (3..5), 0 = by size */
-    int sel_words;           /* words per bucket of bits / bitpre (tpm_moe_sel_words(max_tokens)) */
     int route_fence;         /* routing tickets: 1 = every thread fences (fence.sc) around the
                               * ticket, 0 = barrier + one acq_rel atomic (block_ticket) */
     unsigned long long *trace; /* diagnostic (TPM_MOE_TRACE builds, tpm_cuda_moe_set_trace): [kernel]
@@ -64,7 +62,7 @@ struct tpm_moe_dev {
     int32_t *counts, *offsets; /* [E1], [E1+1] */
     int32_t *perm_tok, *perm_exp, *inv; /* [T*K] */
     int32_t *active, *n_active; /* [E1], [1] */
-    uint32_t *bits, *bitpre; /* [E1 + 1][tpm_moe_sel_words] (row E1: the drop bucket, ep > 1) */
+    uint32_t *bits, *bitpre; /* [E1 + 1][ceil(T/32)] (row E1: the drop bucket, ep > 1) */
     int32_t *ctr;            /* [16]: 0, 1 scalar decode item counters, 2 route ticket, 3 decode_mma
                               * item counter, 4 its exit counter, 5 its (and k_down2's per-expert
                               * wait's) error flag, 7 k_down2's exit ticket (per-expert wait) */
@@ -146,16 +144,6 @@ struct tpm_moe_wg_ctx {
  * logits blocks (1, 2 or 4; tpm_cuda_moe_tuning.route_experts / 8). */
 tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T, int mode,
                                 int stop, int epw, cudaStream_t s);
-/* k_select (modes 0, 2) takes 1 << shift tokens per block (one warp each): 8 or 16 while
- * that many blocks fit the SMs once, else 32; its token bitmaps hold ceil(T >> shift) words
- * per bucket, at most tpm_moe_sel_words(max_tokens) (the layer allocates that many). */
-static inline int tpm_moe_sel_shift(int T, int sm_count) {
-    return T <= 8 * sm_count ? 3 : T <= 16 * sm_count ? 4 : 5;
-}
-static inline size_t tpm_moe_sel_words(size_t T, int sm_count) {
-    const size_t w8 = (T + 7) / 8 < (size_t)sm_count ? (T + 7) / 8 : (size_t)sm_count, w32 = (T + 31) / 32;
-    return w8 > w32 ? w8 : w32;
-}
 /* 1 if route mode 1 (one launch) can take T tokens. */
 int tpm_moe_route_fused_ok(const tpm_moe_dev &d, int T);
 /* moe_cuda_route_tc.cu, mode 3: the whole routing of up to 256 tokens in one launch, the

@@ -246,8 +246,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     if ((st = tpm_moe_route_tc_setup(d, desc->device)) != TPM_OK) goto fail;
     {
         const size_t T = (size_t)desc->max_tokens, R = T * d.K, H = d.H, Il = d.Il, E1 = d.E1;
-        const size_t Wt = tpm_moe_sel_words(T, d.sm_count); /* k_select's token bitmap words */
-        d.sel_words = (int)Wt;
+        const size_t Wt = (T + 31) / 32;
         const size_t Rd = (size_t)(T < TPM_MOE_DECODE_MAX_NT ? T : TPM_MOE_DECODE_MAX_NT) * d.K;
         m->decode_rows = (int)Rd;
         d.tile_cap = (int)((T < 1024 ? T : 1024) + 7) / 8;
@@ -362,7 +361,6 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_tc_loads = TPM_MOE_ROUTE_TC_LOADS;
     m->tune.expert_wait = TPM_MOE_EXPERT_WAIT;
     m->tune.route_fence = TPM_MOE_ROUTE_FENCE;
-    m->tune.select_tokens = 0;
     m->tune.gate_up_pipe = TPM_MOE_GATE_UP_PIPE;
     m->tune.gate_up_pairs = TPM_MOE_GATE_UP_PAIRS;
     *out = m;
@@ -527,8 +525,6 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   t->route_tc_loads);
     TPM_ARG_CHECK(t->expert_wait == 0 || t->expert_wait == 1, "expert_wait %d is not 0 or 1", t->expert_wait);
     TPM_ARG_CHECK(t->route_fence == 0 || t->route_fence == 1, "route_fence %d is not 0 or 1", t->route_fence);
-    TPM_ARG_CHECK(t->select_tokens == 0 || t->select_tokens == 8 || t->select_tokens == 16 || t->select_tokens == 32,
-                  "select_tokens %d is not 0, 8, 16 or 32", t->select_tokens);
     TPM_ARG_CHECK(t->gate_up_pipe == 0 || t->gate_up_pipe == 1, "gate_up_pipe %d is not 0 or 1", t->gate_up_pipe);
     TPM_ARG_CHECK(t->route_tc_clusters >= 0 && t->route_tc_clusters <= 64, "route_tc_clusters %d outside 0..64",
                   t->route_tc_clusters);
@@ -606,7 +602,6 @@ static int runs_shared_mlp(const tpm_cuda_moe *m, int plan) {
 static void set_call(tpm_cuda_moe *m, int T) {
     m->d.shared_dense = m->d.fused && m->d.ep > 1 && tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SPLIT;
     m->d.route_fence = m->tune.route_fence;
-    m->d.select_shift = m->tune.select_tokens == 8 ? 3 : m->tune.select_tokens == 16 ? 4 : m->tune.select_tokens == 32 ? 5 : 0;
     m->d.gate_up_pipe = m->tune.gate_up_pipe;
 }
 

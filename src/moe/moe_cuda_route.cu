@@ -29,14 +29,14 @@
  *    at 8192 tokens), then k_select adds hi + mid + lo and selects.
  * mode 0 (legacy, kept for comparison): k_logits then k_select.
  *
- * k_select (modes 0, 2): one warp per token, 8 / 16 / 32 tokens per block
- *    (as few as fill the SMs once); block b writes word b of every
- *    expert's token bitmap (bits[e][b], from a shared-memory copy: no
- *    global atomics, nothing to clear); the last block (ticket on ctr[2])
- *    computes the per-expert word prefixes with one warp per expert
- *    (coalesced loads, warp scans), counts, offsets and the touched list,
- *    and the rows up to kScatterInBlock of them; above that k_perm_scatter
- *    (one block per word) writes the rows.
+ * k_select (modes 0, 2): one warp per token, 32 tokens per block; block b
+ *    writes word b of every expert's token bitmap (bits[e][b], from a
+ *    shared-memory copy: no global atomics, nothing to clear); the last
+ *    block (ticket on ctr[2]) computes the per-expert word prefixes with one
+ *    thread per (expert, segment of words) up to 1024 tokens, one warp per
+ *    expert above, counts, offsets and the touched list, and the rows up to
+ *    kScatterInBlock of them; above that
+ *    k_perm_scatter (one block per word) writes the rows.
  *
  * k_logits / logits_tile: a warp owns EPW experts x 8 tokens of its slice;
  *    each lane accumulates a strided part with fmaf (the weight and x loads
@@ -148,146 +148,150 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_logits(const uint16_t *__r
     logits_tile<kLogitEpw>(x, wr, part, T, H, E);
 }
 
-/* The permutation's per-expert prefixes, run by the last block of k_select
- * (every block has written its word bits[e][b] of every bucket; word b holds
- * tokens b << tsh ..): one warp per bucket reads the bucket's words coalesced
- * (32 consecutive words per load, kPreWords loads per lane in flight, of
- * several buckets when a bucket has few words), a warp scan of their
- * popcounts gives the per-word prefixes (bitpre) and the count;
- * then counts, offsets and the touched list (warp 0); then, when scatter is
- * set, the rows themselves (else k_perm_scatter does them, one block per
- * word). Round 14 (r104): the earlier thread-per-(bucket, segment) loops
- * read one 4-byte word per 32-byte sector per lane and took ~75 us of the
- * 93 us launch at 8192 tokens in this one block. */
-constexpr int kPreWords = 6;
-__device__ void build_permutation(const tpm_moe_dev &d, int T, int tsh, bool scatter, int *s_cnt) {
-    const int K = d.K, E1 = d.E1, NB = n_buckets(d), tmask = (1 << tsh) - 1, Wt = (T + tmask) >> tsh;
-    const int tid = threadIdx.x, nth = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nth >> 5;
-    /* warp w owns buckets w, w + nw, ...; its (bucket, 32-word chunk) pairs in
-     * order, kPreWords of them loaded at once (several buckets' words in
-     * flight together when a bucket has few words) */
-    const int nch = (Wt + 31) >> 5, nmine = warp < NB ? (NB - 1 - warp) / nw + 1 : 0, total = nmine * nch;
-    int run = 0, i0 = 0, ch0 = 0; /* the batch's first pair: bucket warp + i0 * nw, chunk ch0 */
-    for (int q0 = 0; q0 < total; q0 += kPreWords) {
-        int c[kPreWords];
-        {   /* every load unconditional (clamped address), so all kPreWords go out together */
-            int i = i0, ch = ch0;
-#pragma unroll
-            for (int j = 0; j < kPreWords; j++) {
-                const bool ok = q0 + j < total, okw = ok && ch * 32 + lane < Wt;
-                const int e = ok ? warp + i * nw : warp, w = okw ? ch * 32 + lane : 0;
-                const uint32_t v = __ldcg(d.bits + (size_t)e * Wt + w);
-                c[j] = okw ? __popc(v) : 0;
-                if (++ch == nch) {
-                    ch = 0;
-                    i++;
-                }
-            }
-        }
-#pragma unroll
-        for (int j = 0; j < kPreWords; j++) {
-            if (q0 + j < total) { /* warp-uniform */
-                const int e = warp + i0 * nw, w = ch0 * 32 + lane;
-                int inc = c[j];
-#pragma unroll
-                for (int o = 1; o < 32; o <<= 1) {
-                    const int v = __shfl_up_sync(0xffffffffu, inc, o);
-                    if (lane >= o) inc += v;
-                }
-                if (w < Wt) d.bitpre[(size_t)e * Wt + w] = (uint32_t)(run + inc - c[j]);
-                run += __shfl_sync(0xffffffffu, inc, 31);
-                if (ch0 == nch - 1 && lane == 0) { /* the bucket's last chunk: its count */
-                    s_cnt[e] = run;
-                    if (e < E1) d.counts[e] = run;
-                }
-            }
-            if (++ch0 == nch) {
-                ch0 = 0;
-                i0++;
-                run = 0;
-            }
-        }
+/* build_permutation's prefixes with few words per expert: one thread per (expert, segment). */
+__device__ void build_prefixes_seg(const tpm_moe_dev &d, int Wt, int *seg, int *s_cnt) {
+    const int E1 = d.E1, NB = n_buckets(d), tid = threadIdx.x, nth = blockDim.x;
+    const int nseg = max(1, nth / NB), L = (Wt + nseg - 1) / nseg;
+    const bool mine = tid < NB * nseg;
+    const int e = tid / nseg, w0 = (tid % nseg) * L, w1 = min(Wt, w0 + L);
+    if (mine) {
+        int run = 0;
+#pragma unroll 8
+        for (int w = w0; w < w1; w++) run += __popc(__ldcg(d.bits + (size_t)e * Wt + w));
+        seg[tid] = run;
     }
     __syncthreads();
-    if (tid < 32) scan_buckets(d, NB, s_cnt); /* s_cnt: counts -> offsets */
-    if (tid == 0) d.ctr[2] = 0; /* ticket, for the next replay */
-    if (!scatter) return;
+    if (tid < NB) { /* exclusive scan of the expert's segments */
+        int run = 0;
+        for (int g = 0; g < nseg; g++) {
+            const int v = seg[tid * nseg + g];
+            seg[tid * nseg + g] = run;
+            run += v;
+        }
+        if (tid < E1) d.counts[tid] = run;
+        s_cnt[tid] = run;
+    }
     __syncthreads();
-    /* the rows (T * K <= kScatterInBlock): up to kScatterPairs pairs per thread,
-     * each step's loads of all of them in flight together */
-    constexpr int kScatterPairs = 4;
-    for (int p0 = tid; p0 < T * K; p0 += kScatterPairs * nth) {
-        int ex[kScatterPairs];
-        uint32_t word[kScatterPairs], pre[kScatterPairs];
-#pragma unroll
-        for (int u = 0; u < kScatterPairs; u++) { /* clamped addresses: the loads go out together */
-            const int p = min(p0 + u * nth, T * K - 1);
-            ex[u] = slot_of(d, __ldcg(d.sel + p), p / K);
-        }
-#pragma unroll
-        for (int u = 0; u < kScatterPairs; u++) {
-            const int p = min(p0 + u * nth, T * K - 1), w = (p / K) >> tsh;
-            word[u] = __ldcg(d.bits + (size_t)ex[u] * Wt + w);
-            pre[u] = __ldcg(d.bitpre + (size_t)ex[u] * Wt + w);
-        }
-#pragma unroll
-        for (int u = 0; u < kScatterPairs; u++) {
-            const int p = p0 + u * nth, t = p / K;
-            if (p >= T * K) break;
-            const int pos = s_cnt[ex[u]] + (int)pre[u] + __popc(word[u] & ((1u << (t & tmask)) - 1u));
-            d.perm_tok[pos] = t;
-            d.perm_exp[pos] = ex[u];
-            d.inv[p] = pos;
+    if (mine) {
+        int run = seg[tid];
+#pragma unroll 8
+        for (int w = w0; w < w1; w++) {
+            d.bitpre[(size_t)e * Wt + w] = (uint32_t)run;
+            run += __popc(__ldcg(d.bits + (size_t)e * Wt + w));
         }
     }
 }
 
+/* The permutation's per-expert prefixes, run by the last block of k_select
+ * (every block has written its word bits[e][b] of every expert). Up to
+ * kSegWords words per expert (T <= 1024): the words of an expert are cut
+ * into nseg segments, one thread per (expert, segment), so the L2 loads of
+ * all experts' words are in flight together. More words: one warp per
+ * expert reads them coalesced, kPreWords 32-word chunks per lane in flight,
+ * and a warp scan of their popcounts gives the per-word prefixes (round 14,
+ * r104-r107: the segment loops read one 4-byte word per 32-byte sector per
+ * lane, and at 8192 tokens took ~75 of the launch's 93 us in this one
+ * block; the warp form is slower with few words, where a warp's experts
+ * follow one another). Then counts, offsets and the touched list (warp 0);
+ * then, when scatter is set, the rows themselves (else k_perm_scatter does
+ * them, one block per word). */
+constexpr int kSegWords = 32;
+constexpr int kPreWords = 8;
+__device__ void build_permutation(const tpm_moe_dev &d, int T, bool scatter, int *seg, int *s_cnt) {
+    const int K = d.K, E1 = d.E1, NB = n_buckets(d), Wt = (T + 31) / 32;
+    const int tid = threadIdx.x, nth = blockDim.x;
+    if (Wt > kSegWords) {
+        const int lane = tid & 31;
+        for (int e = tid >> 5; e < NB; e += nth >> 5) {
+            const uint32_t *src = d.bits + (size_t)e * Wt;
+            uint32_t *pre = d.bitpre + (size_t)e * Wt;
+            int run = 0;
+            for (int base = 0; base < Wt; base += 32 * kPreWords) {
+                int c[kPreWords];
+#pragma unroll
+                for (int j = 0; j < kPreWords; j++) {
+                    const int w = base + 32 * j + lane;
+                    c[j] = w < Wt ? __popc(__ldcg(src + w)) : 0;
+                }
+#pragma unroll
+                for (int j = 0; j < kPreWords; j++) {
+                    int inc = c[j];
+#pragma unroll
+                    for (int o = 1; o < 32; o <<= 1) {
+                        const int v = __shfl_up_sync(0xffffffffu, inc, o);
+                        if (lane >= o) inc += v;
+                    }
+                    const int w = base + 32 * j + lane;
+                    if (w < Wt) pre[w] = (uint32_t)(run + inc - c[j]);
+                    run += __shfl_sync(0xffffffffu, inc, 31);
+                }
+            }
+            if (lane == 0) {
+                s_cnt[e] = run;
+                if (e < E1) d.counts[e] = run;
+            }
+        }
+        __syncthreads(); /* s_cnt complete */
+    } else {
+        build_prefixes_seg(d, Wt, seg, s_cnt);
+    }
+    if (tid < 32) scan_buckets(d, NB, s_cnt); /* s_cnt: counts -> offsets */
+    if (tid == 0) d.ctr[2] = 0; /* ticket, for the next replay */
+    if (!scatter) return;
+    __syncthreads();
+    for (int p = tid; p < T * K; p += nth) {
+        const int t = p / K, ex = slot_of(d, __ldcg(d.sel + p), t), w = t >> 5;
+        const uint32_t word = __ldcg(d.bits + (size_t)ex * Wt + w);
+        const int pos = s_cnt[ex] + (int)__ldcg(d.bitpre + (size_t)ex * Wt + w) + __popc(word & ((1u << (t & 31)) - 1u));
+        d.perm_tok[pos] = t;
+        d.perm_exp[pos] = ex;
+        d.inv[p] = pos;
+    }
+}
+
 /* The rows of the permutation for large T: block b takes the (token, slot)
- * pairs of tokens b << tsh .. (word b of the bitmap). */
-__global__ void __launch_bounds__(256) k_perm_scatter(tpm_moe_dev d, int T, int tsh) {
-    const int K = d.K, tmask = (1 << tsh) - 1, Wt = (T + tmask) >> tsh, b = blockIdx.x;
-    const int p0 = (b << tsh) * K, p1 = min(T, (b + 1) << tsh) * K;
+ * pairs of tokens 32b .. 32b+31 (word b of the bitmap). */
+__global__ void __launch_bounds__(256) k_perm_scatter(tpm_moe_dev d, int T) {
+    const int K = d.K, Wt = (T + 31) / 32, b = blockIdx.x;
+    const int p0 = b * 32 * K, p1 = min(T, 32 * b + 32) * K;
     for (int p = p0 + (int)threadIdx.x; p < p1; p += blockDim.x) {
         const int t = p / K, e = slot_of(d, d.sel[p], t);
         const uint32_t word = d.bits[(size_t)e * Wt + b];
-        const int pos = d.offsets[e] + (int)d.bitpre[(size_t)e * Wt + b] + __popc(word & ((1u << (t & tmask)) - 1u));
+        const int pos = d.offsets[e] + (int)d.bitpre[(size_t)e * Wt + b] + __popc(word & ((1u << (t & 31)) - 1u));
         d.perm_tok[pos] = t;
         d.perm_exp[pos] = e;
         d.inv[p] = pos;
     }
 }
 
-/* One warp per token, 1 << tsh (8, 16 or 32) tokens per block: the fewest
- * that still give every SM at most one block (tpm_moe_sel_shift), so small
- * T spreads over the SMs instead of 32 tokens on each of a few (the warps
- * past the block's tokens only join the permutation); logits of (t, e) =
- * sum over s < nsplit of logits[t * rstride + s * sstride + e]. Block b
- * writes word b of every expert's token bitmap (no global atomics, nothing
- * to clear), the last block builds the permutation (the rows too when
- * scatter is set). */
+/* One warp per token, 32 tokens per block; logits of (t, e) = sum over
+ * s < nsplit of logits[t * rstride + s * sstride + e]. Block b writes word b
+ * of every expert's token bitmap (no global atomics, nothing to clear), the
+ * last block builds the permutation (the rows too when scatter is set). */
 __global__ void __launch_bounds__(kSelThreads) k_select(tpm_moe_dev d, int T, int nsplit, int rstride,
-                                                        int sstride, int scatter, int tsh) {
+                                                        int sstride, int scatter) {
     __shared__ float sc[kSelThreads / 32][256];
     __shared__ float gsc[kSelThreads / 32][32];
     __shared__ int s_sel[(kSelThreads / 32) * 17];
     __shared__ uint32_t s_word[kMaxE1 + 1];
+    __shared__ int s_seg[kSelThreads];
     __shared__ int s_cnt[kMaxE1 + 1];
     __shared__ int s_last;
-    const int warp = threadIdx.x >> 5, K = d.K, NB = n_buckets(d), tpb = 1 << tsh, Wt = (T + tpb - 1) >> tsh;
-    const int t = (int)blockIdx.x * tpb + warp;
+    const int warp = threadIdx.x >> 5, K = d.K, NB = n_buckets(d), Wt = (T + 31) / 32;
+    const int t = blockIdx.x * (kSelThreads / 32) + warp;
     if ((int)threadIdx.x < NB) s_word[threadIdx.x] = 0u;
-    if (warp < tpb && t < T)
+    if (t < T)
         select_token(d, t, d.logits + (size_t)t * rstride, (size_t)sstride, nsplit, d.br, sc[warp], gsc[warp],
                      s_sel + warp * K);
     __syncthreads();
-    const int nt = min(tpb, T - (int)blockIdx.x * tpb);
+    const int nt = min(kSelThreads / 32, T - (int)blockIdx.x * (kSelThreads / 32));
     for (int p = threadIdx.x; p < nt * K; p += blockDim.x)
-        atomicOr(s_word + slot_of(d, s_sel[p], (int)blockIdx.x * tpb + p / K), 1u << (p / K));
+        atomicOr(s_word + slot_of(d, s_sel[p], (int)blockIdx.x * (kSelThreads / 32) + p / K), 1u << (p / K));
     __syncthreads();
     if ((int)threadIdx.x < NB) d.bits[(size_t)threadIdx.x * Wt + blockIdx.x] = s_word[threadIdx.x];
     /* last block builds the permutation */
     if (block_ticket(d.ctr + 2, (int)gridDim.x, d.route_fence, &s_last))
-        build_permutation(d, T, tsh, scatter != 0, s_cnt);
+        build_permutation(d, T, scatter != 0, s_seg, s_cnt);
 }
 
 /* The permutation of one tile (T <= 8), run by the last block of
@@ -457,8 +461,8 @@ dim3 logit_grid(const tpm_moe_dev &d, int T, int epw) {
     return dim3((d.E + bx - 1) / bx, (T + kLogitTokens - 1) / kLogitTokens, logit_splits(d, T, epw));
 }
 
-tpm_status launch_scatter(const tpm_moe_dev &d, int T, int tsh, cudaStream_t s) {
-    k_perm_scatter<<<(T + (1 << tsh) - 1) >> tsh, 256, 0, s>>>(d, T, tsh);
+tpm_status launch_scatter(const tpm_moe_dev &d, int T, cudaStream_t s) {
+    k_perm_scatter<<<(T + 31) / 32, 256, 0, s>>>(d, T);
     TPM_CUDA_LAUNCHED();
     return TPM_OK;
 }
@@ -481,10 +485,7 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
                                 int stop, int epw, cudaStream_t s) {
     TPM_ASSERT(d.E <= 32 * kMaxPerLane && d.k <= 16 && d.k <= 32);
     TPM_ASSERT(epw == 1 || epw == 2 || epw == 4);
-    int tsh = tpm_moe_sel_shift(T, d.sm_count);
-    if (d.select_shift && (size_t)((T + (1 << d.select_shift) - 1) >> d.select_shift) <= (size_t)d.sel_words)
-        tsh = d.select_shift; /* forced (tuning.select_tokens), where the bitmaps hold it */
-    const int tpb = 1 << tsh;
+    const int tpb = kSelThreads / 32;
     /* up to kScatterInBlock rows the last block of k_select scatters them, above
      * it one more launch with a block per 32 tokens */
     const int scatter = (size_t)T * d.K <= (size_t)kScatterInBlock;
@@ -510,16 +511,16 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
         if (st != CUBLAS_STATUS_SUCCESS)
             return tpm_err(TPM_ERR_CUDA, "router cublasGemmEx (%d x %d x %d): %s", T, 3 * d.E, d.H,
                            cublasGetStatusString(st));
-        k_select<<<(T + tpb - 1) / tpb, kSelThreads, 0, s>>>(d, T, 3, 3 * d.E, d.E, scatter, tsh);
+        k_select<<<(T + tpb - 1) / tpb, kSelThreads, 0, s>>>(d, T, 3, 3 * d.E, d.E, scatter);
         TPM_CUDA_LAUNCHED();
-        return scatter ? TPM_OK : launch_scatter(d, T, tsh, s);
+        return scatter ? TPM_OK : launch_scatter(d, T, s);
     }
     const dim3 g1 = logit_grid(d, T, epw);
     if (epw == 1) k_logits<1><<<g1, kLogitWarps * 32, 0, s>>>(x, d.wr, d.logits, T, d.H, d.E);
     else if (epw == 2) k_logits<2><<<g1, kLogitWarps * 32, 0, s>>>(x, d.wr, d.logits, T, d.H, d.E);
     else k_logits<4><<<g1, kLogitWarps * 32, 0, s>>>(x, d.wr, d.logits, T, d.H, d.E);
     TPM_CUDA_LAUNCHED();
-    k_select<<<(T + tpb - 1) / tpb, kSelThreads, 0, s>>>(d, T, (int)g1.z, d.E, T * d.E, scatter, tsh);
+    k_select<<<(T + tpb - 1) / tpb, kSelThreads, 0, s>>>(d, T, (int)g1.z, d.E, T * d.E, scatter);
     TPM_CUDA_LAUNCHED();
-    return scatter ? TPM_OK : launch_scatter(d, T, tsh, s);
+    return scatter ? TPM_OK : launch_scatter(d, T, s);
 }
