@@ -10,13 +10,15 @@ experts, shared expert and combine recomputed in fp64 and compared:
 
   topk_ids      equal, except at near-ties (below): at most MAX_NEAR_TIE_MISMATCH tokens a case
   topk_weights  |w - w_ref| <= 1e-5 |w_ref|, w_ref the fp64 weights of the ids the tool chose
+                (CUDA backend: 5e-5)
   y (BF16)      relative RMS vs the unrounded fp64 layer <= 2e-3 at TP 1, 3e-3 at TP 2 (docs/moe.md:
                 "~2e-3 at TP 1 (the output rounding), ~3e-3 at TP 2"); and vs the fp64 layer with
                 the spec's rounding points applied (TP 1: round(acc); TP 2: each rank's partial
                 rounded to bf16, the rounded partials summed, the sum rounded): no element more than
                 one rounding step off (1 ulp of y, 1 ulp of each partial, 2e-6 x the token's RMS
                 for fp32's error near 0), at most 0.5% of the elements different at all (CPU
-                backend; other backends: printed only)
+                backend; other backends: printed only). CUDA backend: relative RMS <= 5e-3 at
+                TP 1, 6e-3 at TP 2 (bf16 intermediates on its tensor-core paths, see W_REL_GPU)
   y (F32)       relative RMS vs the fp64 layer <= 2e-6 (tighter than `--check`'s 1e-5: fp32
                 arithmetic measures 2.3e-7 .. 5.3e-7 here, and 2e-6 still catches a swiglu gate
                 that is also clamped from below, 4.3e-6 .. 4.7e-6, which bf16 outputs cannot see)
@@ -82,6 +84,13 @@ TIE_REL = 1e-5              # near-tie: fp64 keys within 1e-5 * max(1, |a|, |b|)
 MAX_NEAR_TIE_MISMATCH = 2   # tokens per case whose ids may differ (near-ties only)
 W_REL = 1e-5                # topk_weights, relative
 Y_BF16_BOUND = {1: 2e-3, 2: 3e-3}   # y relative RMS vs the unrounded fp64 layer (docs/moe.md)
+# The CUDA backend (docs/moe_cuda.md, Conventions): the router's logits summed in another order
+# (tensor cores on the exact 3-way bf16 split) and CUDA's expf, and bf16 intermediates where its
+# GEMMs run on tensor cores (prefill: gate_up output, activation, expert rows; the shared expert's
+# dense MLP of the split / unfused plans): measured 2.2e-3 .. 3.9e-3 on the mini presets
+# (final20_moe), weights to 1.2e-5. Its fused and unfused layers are not bitwise equal.
+W_REL_GPU = 5e-5
+Y_BF16_BOUND_GPU = {1: 5e-3, 2: 6e-3}
 Y_F32_BOUND = 2e-6          # y relative RMS, fp32 activations (measured <= 5.3e-7)
 DIFF_MAX_SHARE = 0.005      # bf16: share of elements not equal to the rounding model (CPU)
 
@@ -433,8 +442,9 @@ def compare(name, P, w, x, dt, tp, fuse, preset, backend, yout, msgs, fused_outp
     wts = route_weights(logits, use, P)
     wt = out["topk_weights"][1].astype(np.float64)
     werr = float(np.max(np.abs(wt - wts) / np.abs(wts)))
-    if not werr <= W_REL:
-        fail(f"topk_weights: max relative error {werr:.2e} > {W_REL:g}")
+    wrel = W_REL if backend == "cpu" else W_REL_GPU
+    if not werr <= wrel:
+        fail(f"topk_weights: max relative error {werr:.2e} > {wrel:g}")
 
     # output
     part = layer(x, w, P, use, wts, tp)
@@ -446,7 +456,7 @@ def compare(name, P, w, x, dt, tp, fuse, preset, backend, yout, msgs, fused_outp
     line = (f"ids {'ok' if not diff.any() else 'diff'} (near-ties {int(ties.sum())}, mismatched "
             f"{int(diff.sum())}), w max rel {werr:.1e}, y rel RMS {err:.3e}")
     if dt == "bf16":
-        bound = Y_BF16_BOUND[tp]
+        bound = (Y_BF16_BOUND if backend == "cpu" else Y_BF16_BOUND_GPU)[tp]
         # the spec's rounding points; the tool rounds its fp32 values, which may sit on the other
         # side of a rounding boundary: allow one step of every rounding (output and partials),
         # plus fp32's own error (Y_F32_BOUND x the token's RMS) where y is near 0 by cancellation
@@ -472,8 +482,9 @@ def compare(name, P, w, x, dt, tp, fuse, preset, backend, yout, msgs, fused_outp
         line += f" (bound {Y_F32_BOUND:g})"
         if not err <= Y_F32_BOUND:
             fail(f"y: relative RMS {err:.3e} > {Y_F32_BOUND:g}")
-    # fused and unfused give bitwise-equal outputs without EP (docs/moe.md, combine order)
-    if w.shared:
+    # fused and unfused give bitwise-equal outputs without EP (docs/moe.md, combine order; the
+    # CPU backend's property)
+    if w.shared and backend == "cpu":
         prev = fused_outputs.setdefault(key, (fuse, out["y"][1]))
         if prev[0] != fuse:
             same = np.array_equal(prev[1], out["y"][1])
