@@ -750,7 +750,7 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
     const int cl = cluster == 1 || cluster == 2, persist = cluster >= 2;
     const int skip = skip_shared && d.fused;
     /* skip: the shared slot's rows (the last T) are neither gathered nor computed here */
-    TPM_TRY(tpm_moe_launch_gather(d, x, (int)(skip ? (long long)T * d.k : rows), s));
+    TPM_TRY(tpm_moe_launch_gather(d, x, T, (int)(skip ? (long long)T * d.k : rows), s));
     k_wg_tiles<<<1, 256, 0, s>>>(d.offsets, c.rtp, d.E1, cl, skip ? d.Es : -1);
     TPM_CUDA_LAUNCHED();
     /* upper bounds: row tiles, each touched expert adding at most one partial one; with

@@ -185,7 +185,8 @@ tpm_status tpm_moe_launch_decode_mma(const tpm_moe_dev &d, const uint16_t *x, in
 tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, int pdl, uint16_t *y,
                                   cudaStream_t s);
 /* moe_cuda_combine.cu: elementwise helpers of the prefill path. */
-tpm_status tpm_moe_launch_gather(const tpm_moe_dev &d, const uint16_t *x, int nrows, cudaStream_t s);
+/* xp's permuted rows below nrows (and below the routing's row total) from the T tokens of x. */
+tpm_status tpm_moe_launch_gather(const tpm_moe_dev &d, const uint16_t *x, int T, int nrows, cudaStream_t s);
 /* act[r][i] = swiglu(h[r][i] + b, h[r][Il+i] + b) for rows r < nrows_max with expert
  * perm_exp[r] (or fixed_expert >= 0); rows past the device total are skipped
  * when use_total. */
