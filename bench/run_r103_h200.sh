@@ -26,7 +26,7 @@ rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
 h = rows[0]; ki = h.index("Kernel Name"); vi = h.index("Metric Value"); ui = h.index("Metric Unit")
 d = collections.OrderedDict()
 for r in rows[1:]:
-    v = float(r[vi].replace(",", "")) * {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}[r[ui]]
+    v = float(r[vi].replace(",", "")) * {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}[r[ui]]
     d.setdefault(r[ki][:60], []).append(v)
 for k, v in d.items(): print(f"  {k:60s} n={len(v):3d} median {statistics.median(v):9.1f} us  min {min(v):9.1f}")
 PY
