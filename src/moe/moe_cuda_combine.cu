@@ -11,7 +11,9 @@
  * The down bias is added by TP rank 0 only (the all-reduce sums the ranks).
  * With EP, the pairs whose row is past the local row total offsets[E1] (other
  * ranks' experts) are skipped: this rank's y is its partial sum. A fused
- * layer's EP split plan (d.shared_dense) adds sh_out like the unfused layer.
+ * layer's split plan (d.shared_dense) adds sh_out like the unfused layer,
+ * after the routed slots (without EP its shared slot k is skipped: the
+ * unfused layer's sum, bit for bit).
  * k_gather: xp[r] = x[perm_tok[r]] (rows grouped by expert for the GEMMs), by
  *    token: each 16-byte piece of x is read once and written to the K rows
  *    inv[t][0..K-1] below the row bound (round 14: by row, x was read K times,
@@ -111,7 +113,7 @@ __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t
 #pragma unroll
             for (int j = 0; j < C; j++) {
                 const int p = t * d.K + s0 + j;
-                ok[j] = s0 + j < d.K;
+                ok[j] = s0 + j < d.K && !(d.shared_dense && d.ep == 1 && s0 + j == d.k);
                 r[j] = ok[j] ? d.inv[p] : 0;
                 w[j] = ok[j] ? d.wts[p] : 0.0f;
                 if (d.ep > 1 && r[j] >= local) ok[j] = false;
@@ -131,7 +133,7 @@ __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t
             }
         }
     }
-    if ((!d.fused || d.shared_dense) && d.sh_out) { /* the dense shared MLP (unfused, or EP split plan) */
+    if ((!d.fused || d.shared_dense) && d.sh_out) { /* the dense shared MLP (unfused, or the split plan) */
         float v[V];
         load_v<uint16_t, V>(d.sh_out + (size_t)t * d.H + h, v);
 #pragma unroll

@@ -45,9 +45,11 @@ struct tpm_moe_dev {
                               * [slot][block] %globaltimer marks of the decode path's launches */
     int gate_up_pipe;        /* this call, decode kernel 2 up to 2 tokens: k_gate_up2's weight loads
                               * in two register stages (tuning.gate_up_pipe) */
-    int shared_dense;        /* this call, fused layer with EP (split plan): the shared expert runs
-                              * as a dense MLP on EP rank 0 into sh_out, added by the combine; the
-                              * routing sends every shared slot to the drop bucket */
+    int shared_dense;        /* this call, fused layer's split plan (decode path, or EP): the shared
+                              * expert runs as a dense MLP into sh_out (with EP on EP rank 0), added
+                              * by the combine after the routed slots; with EP the routing sends
+                              * every shared slot to the drop bucket, without EP the combine skips
+                              * slot k */
     int router, n_groups, topk_groups, act;
     float rsf, alpha, limit, beta;
     /* weights */
@@ -211,12 +213,9 @@ tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ct
  * (prefill split plan: tpm_moe_shared_split_prefill wrote its rows). */
 tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, const uint16_t *x, int T,
                                  int cluster, int band, int skip_shared, cudaStream_t s);
-/* The unfused shared expert as a dense MLP over all T tokens -> sh_out (bf16). */
+/* The shared expert as a dense MLP over all T tokens -> sh_out (bf16): the unfused layer, and
+ * the decode-path split plan of a fused layer (d.shared_dense). */
 tpm_status tpm_moe_shared_dense(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T,
-                                cudaStream_t s);
-/* Split plan of a fused layer: the shared slot's MLP over all T tokens as dense GEMMs,
- * written in fp32 to rows_f32 rows T*k .. T*k+T-1 (the slot's permuted rows). */
-tpm_status tpm_moe_shared_split(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T,
                                 cudaStream_t s);
 /* Prefill split plan of a fused layer: the shared slot's MLP over all T tokens as dense
  * cuBLAS GEMMs (bf16, activation kernel between), its act and output rows written where the

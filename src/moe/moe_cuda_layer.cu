@@ -9,12 +9,15 @@
  * tune.decode_max_tokens tokens, prefill (moe_cuda_prefill.cu) above.
  * Per-call shared-expert plan of a fused layer (tpm_cuda_moe_shared_plan):
  * on the decode path from tune.shared_split_min tokens the shared slot runs
- * as dense cuBLAS GEMMs over the slot's own weights, writing the slot's fp32
- * rows (same stream, before the routed GEMV launches, still one graph).
- * With EP the slot's rows are not T*k .. T*k+T-1, so the split plan runs the
- * shared expert like the unfused layer: dense on EP rank 0 into sh_out, added
- * by the combine, every rank's routing dropping the shared slots
- * (d.shared_dense; the fused layer is then never slower than the unfused one).
+ * as dense cuBLAS GEMMs over the slot's own weights, exactly as the unfused
+ * layer's shared MLP: into sh_out (bf16), added by the combine after the
+ * routed slots, the slot's own rows neither computed nor summed (same
+ * stream or beside the routing, still one graph; d.shared_dense). The fused
+ * layer then gives the unfused one's bits and work at those sizes (round 14:
+ * its fp32-row form was 0.3-1.2% behind the unfused layer at 8 tokens in five
+ * release runs). With EP the routing also drops the shared slots and the
+ * dense MLP runs on EP rank 0. The prefill's split plan (up to 16 tokens)
+ * writes the slot's bf16 rows instead.
  * The decode path never touches the host, so route -> experts -> combine -> all-reduce captures into one
  * CUDA graph; so does the prefill path on the own wgmma GEMM (moe_cuda_gemm_sm90a.cu, the default on a
  * 9.0 device), while its cuBLAS variants read the per-expert offsets back (one sync).
@@ -292,7 +295,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
             const size_t Td = T < TPM_MOE_DECODE_MAX_NT ? T : TPM_MOE_DECODE_MAX_NT;
             DALLOC(d.sh_h13, Td * 2 * Il * 2);
             DALLOC(d.sh_act, Td * Il * 2);
-            if (ep > 1 && d.ep_rank == 0) DALLOC(d.sh_out, Td * H * 2); /* EP: dense on EP rank 0 */
+            if (ep == 1 || d.ep_rank == 0) DALLOC(d.sh_out, Td * H * 2); /* EP: dense on EP rank 0 */
         }
         DALLOC(m->pf.d_ptrs, sizeof(void *) * 6 * E1);
         DALLOC(m->wg.rtp, (2 * (E1 + 1) + 2) * 4); /* tiles, or pairs and odd tails; two item counters */
@@ -583,12 +586,10 @@ static tpm_status check_call(const tpm_cuda_moe *m, const void *ptr, int T) {
     return TPM_OK;
 }
 
-/* The decode-path shared MLP (split plan or unfused layer) on the handle h, stream s: the
- * split plan's fp32 slot rows, or (unfused, or the split plan with EP: EP rank 0 only) the
- * dense MLP into sh_out. */
+/* The decode-path shared MLP (the split plan, or the unfused layer; with EP on EP rank 0 only)
+ * on the handle h, stream s: the dense MLP into sh_out, which the combine adds. */
 static tpm_status shared_mlp(tpm_cuda_moe *m, void *h, const void *x, int T, cudaStream_t s) {
-    if (!m->d.fused || m->d.ep > 1) return tpm_moe_shared_dense(m->d, h, (const uint16_t *)x, T, s);
-    return tpm_moe_shared_split(m->d, h, (const uint16_t *)x, T, s);
+    return tpm_moe_shared_dense(m->d, h, (const uint16_t *)x, T, s);
 }
 
 /* Whether this rank runs a dense shared MLP in this call (unfused on EP rank 0, or a fused
@@ -598,9 +599,11 @@ static int runs_shared_mlp(const tpm_cuda_moe *m, int plan) {
     return plan == TPM_MOE_SHARED_SPLIT && (m->d.ep == 1 || m->d.ep_rank == 0);
 }
 
-/* The per-call state of the dev struct (every launch of a forward copies it): the EP split plan. */
+/* The per-call state of the dev struct (every launch of a forward copies it): the split plan
+ * with the shared MLP dense into sh_out (decode path; with EP on either path). */
 static void set_call(tpm_cuda_moe *m, int T) {
-    m->d.shared_dense = m->d.fused && m->d.ep > 1 && tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SPLIT;
+    m->d.shared_dense = m->d.fused && tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SPLIT &&
+                        (m->d.ep > 1 || tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE);
     m->d.route_fence = m->tune.route_fence;
     m->d.gate_up_pipe = m->tune.gate_up_pipe;
 }

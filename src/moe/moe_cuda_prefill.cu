@@ -162,14 +162,3 @@ tpm_status tpm_moe_shared_split_prefill(const tpm_moe_dev &d, void *blas, const 
     TPM_TRY(gemm_xwT(h, act, d.w2 + (size_t)e * d.H * d.Il, rows, CUDA_R_16BF, T, d.H, d.Il));
     return TPM_OK;
 }
-
-tpm_status tpm_moe_shared_split(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T, cudaStream_t s) {
-    TPM_ASSERT(d.fused && d.ep == 1 && d.sh_h13 && d.sh_act);
-    cublasHandle_t h = static_cast<cublasHandle_t>(blas);
-    const int e = d.Es;
-    float *rows = d.rows_f32 + (size_t)T * d.k * d.H; /* slot E's permuted rows: after the T*k routed ones */
-    TPM_TRY(gemm_xwT(h, x, d.w13 + (size_t)e * 2 * d.Il * d.H, d.sh_h13, CUDA_R_16BF, T, 2 * d.Il, d.H));
-    TPM_TRY(tpm_moe_launch_act(d, d.sh_h13, d.sh_act, T, e, s));
-    TPM_TRY(gemm_xwT(h, d.sh_act, d.w2 + (size_t)e * d.H * d.Il, rows, CUDA_R_32F, T, d.H, d.Il));
-    return TPM_OK;
-}
