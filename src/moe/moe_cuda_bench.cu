@@ -159,6 +159,14 @@ static tpm_status gemm_rate(int device, int m, int n, int k, int reps, double ho
     tpm_status st = TPM_OK;
     const float one = 1.0f, zero = 0.0f;
     int nev = 0;
+    /* one GEMM on the default stream; its status goes to st */
+    auto gemm_once = [&]() -> bool {
+        const cublasStatus_t cs = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, A, CUDA_R_16BF, k, B,
+                                               CUDA_R_16BF, k, &zero, C, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F,
+                                               CUBLAS_GEMM_DEFAULT);
+        if (cs != CUBLAS_STATUS_SUCCESS) st = tpm_err(TPM_ERR_CUDA, "cublasGemmEx: %s", cublasGetStatusString(cs));
+        return cs == CUBLAS_STATUS_SUCCESS;
+    };
     if (!ms || cudaMalloc((void **)&A, (size_t)m * k * 2) || cudaMalloc((void **)&B, (size_t)n * k * 2) ||
         cudaMalloc((void **)&C, (size_t)m * n * 2) || cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
         st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_bench_gemm_rate: setup failed");
@@ -171,19 +179,9 @@ static tpm_status gemm_rate(int device, int m, int n, int k, int reps, double ho
         }
     k_fill<<<sms * 8, 256>>>((uint32_t *)A, (size_t)m * k / 2, 2u);
     k_fill<<<sms * 8, 256>>>((uint32_t *)B, (size_t)n * k / 2, 3u);
-#define GEMM_RATE_ONE()                                                                                     \
-    do {                                                                                                   \
-        const cublasStatus_t cs_ = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, A, CUDA_R_16BF, k, \
-                                                B, CUDA_R_16BF, k, &zero, C, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F, \
-                                                CUBLAS_GEMM_DEFAULT);                                      \
-        if (cs_ != CUBLAS_STATUS_SUCCESS) {                                                                \
-            st = tpm_err(TPM_ERR_CUDA, "cublasGemmEx: %s", cublasGetStatusString(cs_));                    \
-            goto done;                                                                                     \
-        }                                                                                                  \
-    } while (0)
     for (int r = -3; r < reps; r++) { /* burst: one GEMM at a time */
         cudaEventRecord(ev[0]);
-        GEMM_RATE_ONE();
+        if (!gemm_once()) goto done;
         cudaEventRecord(ev[1]);
         cudaEventSynchronize(ev[1]);
         if (r >= 0) cudaEventElapsedTime(&ms[r], ev[0], ev[1]);
@@ -193,17 +191,17 @@ static tpm_status gemm_rate(int device, int m, int n, int k, int reps, double ho
         long total = (long)(hold_s / one_s);
         long timed = total / 2 < kMaxEv - 1 ? total / 2 : kMaxEv - 1;
         if (timed < 1) timed = 1;
-        for (long i = 0; i < total - timed; i++) GEMM_RATE_ONE(); /* reach the power cap */
+        for (long i = 0; i < total - timed; i++) /* reach the power cap */
+            if (!gemm_once()) goto done;
         for (long i = 0; i < timed; i++) {
             cudaEventRecord(ev[i]);
-            GEMM_RATE_ONE();
+            if (!gemm_once()) goto done;
         }
         cudaEventRecord(ev[timed]);
         cudaEventSynchronize(ev[timed]);
         for (long i = 0; i < timed; i++) cudaEventElapsedTime(&ms[i], ev[i], ev[i + 1]);
         reps = (int)timed;
     }
-#undef GEMM_RATE_ONE
     if (cudaGetLastError() != cudaSuccess) {
         st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_bench_gemm_rate: kernel failed");
         goto done;
