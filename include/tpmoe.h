@@ -184,6 +184,9 @@ typedef struct tpm_resolved_config {
     char model[64];            /* "" when none */
     int32_t cuda_kernels;      /* CUDA all-reduce kernel set, 0..19 (TPMOE_CUDA_AR_VARIANT;
                                 * a diagnostic switch, docs/allreduce_cuda.md) */
+    int32_t cuda_share_gpu;    /* 1: tpm_comm_init_all may put several ranks on one GPU
+                                * (TPMOE_CUDA_SHARE_GPU; a test switch: the kernels run and
+                                * are checked, their times mean nothing, no NCCL) */
     uint64_t hash;       /* over the fields every rank must agree on */
 } tpm_resolved_config;
 

@@ -184,10 +184,7 @@ TPM_API tpm_status tpm_comm_init_all(tpm_comm_t *comms, int n, const int *device
     }
 #ifdef TPMOE_HAVE_CUDA
     if (be == TPM_BACKEND_CUDA) {
-        st = tpm_cuda_comm_init_all(cs, n, devices);
-        /* each rank's config names its GPU (tpm_comm_get_config) */
-        for (int i = 0; i < n && st == TPM_OK; i++)
-            cs[i]->cfg.device = devices ? devices[i] : i;
+        st = tpm_cuda_comm_init_all(cs, n, devices); /* sets each rank's cfg.device */
     } else
 #endif
         st = tpm_cpu_comm_init_all(cs, n);
@@ -255,8 +252,9 @@ static tpm_status check_call(const char *fn, size_t count, tpm_dtype dtype, tpm_
 }
 
 static int nccl_available(const struct tpm_comm *c) {
-    /* The CUDA backend falls back to NCCL; the CPU backend has none. */
-    return c->cfg.backend == TPM_BACKEND_CUDA;
+    /* The CUDA backend falls back to NCCL (unless its ranks share a GPU); the CPU backend
+     * has none. */
+    return c->cfg.backend == TPM_BACKEND_CUDA && !c->no_nccl;
 }
 
 static tpm_status allreduce_impl(struct tpm_comm *c, const void *in, void *out, size_t count,

@@ -42,6 +42,9 @@ struct tpm_comm {
     /* set by the CUDA backend when its kernels cannot run (peer-to-peer not proven, or ranks
      * on several nodes): every call and plan is NCCL, exact */
     int nccl_only;
+    /* set by the CUDA backend when it has no NCCL (ranks sharing a GPU, TPMOE_CUDA_SHARE_GPU):
+     * plans never pick NCCL, an explicit NCCL call is TPM_ERR_UNSUPPORTED */
+    int no_nccl;
 };
 
 /* Dispatch (src/comm/dispatch.c): one table of measured thresholds per

@@ -683,8 +683,14 @@ extern "C" tpm_status tpm_cuda_comm_init_all(struct tpm_comm **comms, int n, con
     pthread_mutex_init(&g->mu, NULL);
     g->n = n;
     cudaGetDevice(&prev);
+    /* TPMOE_CUDA_SHARE_GPU=1 (a test switch): ranks may share a GPU, rank i on GPU i % count
+     * when no devices are given. Their kernels then share the SMs (each rank's grids are cut
+     * to fit beside the others', see below), their times mean nothing, and NCCL (which
+     * refuses two ranks on one GPU) is not created: every call runs the custom kernels. */
+    const int share = comms[0]->cfg.cuda_share_gpu == 1;
+    int shared = 0;
     for (int i = 0; i < n; i++) {
-        devs[i] = devices ? devices[i] : i;
+        devs[i] = devices ? devices[i] : (share && ndev > 0 ? i % ndev : i);
         if (devs[i] < 0 || devs[i] >= ndev) {
             st = tpm_err(TPM_ERR_INVALID_ARG, "CUDA init_all: device %d of rank %d not present "
                                               "(%d GPUs)", devs[i], i, ndev);
@@ -692,10 +698,19 @@ extern "C" tpm_status tpm_cuda_comm_init_all(struct tpm_comm **comms, int n, con
         }
         for (int j = 0; j < i; j++)
             if (devs[j] == devs[i]) {
-                st = tpm_err(TPM_ERR_INVALID_ARG, "CUDA init_all: ranks %d and %d share GPU %d",
-                             j, i, devs[i]);
-                goto fail;
+                if (!share) {
+                    st = tpm_err(TPM_ERR_INVALID_ARG, "CUDA init_all: ranks %d and %d share GPU %d "
+                                                      "(TPMOE_CUDA_SHARE_GPU=1 allows it, for tests)",
+                                 j, i, devs[i]);
+                    goto fail;
+                }
+                shared = 1;
             }
+    }
+    if (shared && comms[0]->nccl_comm) {
+        st = tpm_err(TPM_ERR_INVALID_ARG, "CUDA init_all: ranks that share a GPU cannot use an "
+                                          "engine's NCCL comms");
+        goto fail;
     }
     for (int i = 0; i < n; i++) {
         Impl *im = (Impl *)calloc(1, sizeof *im);
@@ -710,12 +725,33 @@ extern "C" tpm_status tpm_cuda_comm_init_all(struct tpm_comm **comms, int n, con
         TPM_TRY_GOTO(alloc_rank(im, i, n, B, comms[i]->cfg.timeout_ms));
         im->base.variant = comms[i]->cfg.cuda_kernels;
     }
+    if (shared) {
+        /* every rank's grid is 2 CTAs per SM of half its share, and launches go without PDL
+         * (one per rank in flight): a GPU's ranks' kernels are all resident together even at
+         * one CTA per SM, so no rank's spin waits for a rank that cannot get an SM; and every
+         * rank gets the same grid (the kernels deal columns by CTA index) */
+        int sms = INT32_MAX;
+        for (int i = 0; i < n; i++) {
+            int on = 0;
+            for (int j = 0; j < n; j++) on += devs[j] == devs[i];
+            int q = g->impl[i]->sms / (2 * on);
+            if (q < sms) sms = q;
+        }
+        for (int i = 0; i < n; i++) {
+            g->impl[i]->sms = sms > 1 ? sms : 1;
+            g->impl[i]->base.no_pdl = 1; /* one launch per rank in flight (cuda_sync.h) */
+        }
+    }
     /* peer access between all pairs, then direct pointers; a pair whose
      * enable failed is never touched by a kernel (no probe, NCCL only) */
     for (int i = 0; i < n; i++) {
         CUDA_TRY(cudaSetDevice(devs[i]));
         for (int j = 0; j < n; j++) {
             if (j == i) continue;
+            if (devs[j] == devs[i]) { /* the same GPU: plain device pointers */
+                enabled[i][j] = 1;
+                continue;
+            }
             int can = 0;
             CUDA_TRY(cudaDeviceCanAccessPeer(&can, devs[i], devs[j]));
             if (!can) continue;
@@ -743,12 +779,20 @@ extern "C" tpm_status tpm_cuda_comm_init_all(struct tpm_comm **comms, int n, con
                     all_ok = 0;
                 }
             }
+        if (!all_ok && shared) {
+            st = tpm_err(TPM_ERR_PEER, "CUDA init_all: peer write/read-back failed and ranks "
+                                       "that share a GPU have no NCCL to fall back on");
+            goto fail;
+        }
         for (int i = 0; i < n; i++) {
             g->impl[i]->p2p_ok = all_ok;
             comms[i]->nccl_only = !all_ok && n > 1;
+            comms[i]->no_nccl = shared;
         }
     }
-    if (comms[0]->nccl_comm) { /* the engine's comms: an array, rank i at [i] */
+    if (shared) {
+        /* no NCCL: ncclCommInitAll refuses two ranks on one GPU */
+    } else if (comms[0]->nccl_comm) { /* the engine's comms: an array, rank i at [i] */
         ncclComm_t *given = (ncclComm_t *)comms[0]->nccl_comm;
         for (int i = 0; i < n; i++) TPM_TRY_GOTO(adopt_nccl(g->impl[i], given[i], i, n));
     } else {
@@ -771,8 +815,13 @@ extern "C" tpm_status tpm_cuda_comm_init_all(struct tpm_comm **comms, int n, con
     }
     g->live = n;
     if (prev >= 0) cudaSetDevice(prev);
-    TPM_LOG_I("CUDA communicator: %d GPUs, peer-to-peer %s, %zu MB buffer per GPU", n,
-              g->impl[0]->p2p_ok ? "proven" : "unavailable", g->impl[0]->buf_bytes >> 20);
+    if (shared)
+        TPM_LOG_I("CUDA communicator: %d ranks sharing GPUs (TPMOE_CUDA_SHARE_GPU: a test mode, "
+                  "%d SMs per rank's grid, no NCCL), %zu MB buffer per rank", n, g->impl[0]->sms,
+                  g->impl[0]->buf_bytes >> 20);
+    else
+        TPM_LOG_I("CUDA communicator: %d GPUs, peer-to-peer %s, %zu MB buffer per GPU", n,
+                  g->impl[0]->p2p_ok ? "proven" : "unavailable", g->impl[0]->buf_bytes >> 20);
     return TPM_OK;
 fail:
     for (int i = 0; i < n; i++) free_impl(g->impl[i]);

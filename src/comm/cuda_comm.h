@@ -82,6 +82,7 @@ typedef struct tpm_cuda_ar_args {
     uint32_t *err;  /* host-mapped error words (device pointer) */
     uint64_t timeout_ns;
     int variant;    /* kernel set 0..19 (cuda_sync.h), the resolved cuda_kernels */
+    int no_pdl;     /* ranks share a GPU (TPMOE_CUDA_SHARE_GPU): launches without PDL */
     /* registered buffers (set 8): every rank's input and output of this
      * call as mapped here (tpm_cuda_comm_register_io) */
     const void *peer_in[TPM_CUDA_MAX_WORLD];

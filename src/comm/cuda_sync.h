@@ -88,9 +88,15 @@ struct Spin {
     __device__ __forceinline__ bool tick(const tpm_cuda_ar_args &a, int stage, int peer) {
         if ((++n & 255u) != 0) return true;
         uint64_t now = globaltimer();
-        if (start == 0) start = now;
-        if (now - start <= a.timeout_ns) return true;
         volatile uint32_t *e = a.err;
+        if (start == 0) {
+            /* a kernel of this rank already gave up (the communicator is unusable): the
+             * launches queued behind it (a graph's, say) leave at once instead of each
+             * waiting out the timeout again */
+            if (e[TPM_CUDA_ERR_CODE] != 0) return false;
+            start = now;
+        }
+        if (now - start <= a.timeout_ns) return true;
         e[TPM_CUDA_ERR_STAGE] = (uint32_t)stage;
         e[TPM_CUDA_ERR_PEER] = (uint32_t)peer;
         __threadfence_system();
@@ -198,7 +204,10 @@ __device__ __forceinline__ void pdl_trigger() {
 }
 
 /* Launch k<<<grid, block, 0, s>>>(a), with programmatic stream
- * serialization when pdl (the kernel must then start with pdl_wait()). */
+ * serialization when pdl (the kernel must then start with pdl_wait()) and
+ * the ranks do not share a GPU (a.no_pdl: one launch per rank resident at a
+ * time, so every rank's launch fits beside the others'; without the
+ * attribute griddepcontrol.wait returns at once). */
 template <typename K>
 inline cudaError_t launch_ar(K k, int grid, int block, cudaStream_t s, bool pdl,
                              const tpm_cuda_ar_args &a) {
@@ -210,7 +219,7 @@ inline cudaError_t launch_ar(K k, int grid, int block, cudaStream_t s, bool pdl,
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = at;
-    cfg.numAttrs = pdl ? 1 : 0;
+    cfg.numAttrs = pdl && !a.no_pdl ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, k, a);
 }
 

@@ -370,6 +370,10 @@ tpm_status tpm_config_resolve(const tpm_config *cfg_in, tpm_resolved_config *out
     int kv_env;
     TPM_TRY(pick_int(-1, "TPMOE_CUDA_AR_VARIANT", 0, 19, DEFAULT_CUDA_KERNELS, &r.cuda_kernels, &kv_env));
     rep(&rp, "cuda kernels       = %d (%s)\n", r.cuda_kernels, src_name(0, kv_env));
+    int sg_env;
+    TPM_TRY(pick_int(-1, "TPMOE_CUDA_SHARE_GPU", 0, 1, 0, &r.cuda_share_gpu, &sg_env));
+    if (r.cuda_share_gpu)
+        rep(&rp, "cuda share gpu     = 1 (%s: ranks may share a GPU, no NCCL)\n", src_name(0, sg_env));
 
     /* parallelism */
     r.tp = cfg->tp >= 1 ? cfg->tp : -1;
@@ -482,6 +486,7 @@ tpm_status tpm_config_resolve(const tpm_config *cfg_in, tpm_resolved_config *out
     H(r.tp);
     H(r.ep);
     H(r.cuda_kernels); /* kernel sets 0 and 1-6 keep their epochs in different words */
+    H(r.cuda_share_gpu);
 #undef H
     r.hash = h;
     rep(&rp, "config hash        = %016llx\n", (unsigned long long)r.hash);
