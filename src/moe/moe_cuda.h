@@ -208,6 +208,11 @@ int tpm_cuda_moe_local_inter(const tpm_cuda_moe *m);
  * the counts of this rank's local slots, the shared slot counting its tokens). */
 tpm_status tpm_cuda_moe_get_routing(tpm_cuda_moe *m, int T, int32_t *sel, float *wts,
                                     int32_t *counts);
+/* The same without the device sync: the caller has waited for the stream that ran the
+ * routing (an event after it), so other streams of the GPU (other ranks' where ranks share
+ * it, an engine's) are not waited for. */
+tpm_status tpm_cuda_moe_read_routing(tpm_cuda_moe *m, int T, int32_t *sel, float *wts,
+                                     int32_t *counts);
 /* bf16 bits of this rank's shard of expert slot e (a local slot: with EP, slot
  * s < E/ep is expert ep_rank * E/ep + s and slot E/ep the shared expert): gate_up [2*Il x H]
  * (rows 0..Il-1 gate, Il..2Il-1 up, uninterleaved), down [H x Il]. */

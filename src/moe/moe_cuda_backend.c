@@ -22,7 +22,8 @@
  *
  * Routing and stats are collected lazily (ops.collect, on tpm_moe_last_stats
  * / tpm_moe_last_routing): the routing of the last chunk comes back through
- * tpm_cuda_moe_get_routing (a device sync) and the phase times from CUDA
+ * tpm_cuda_moe_read_routing after the chunk's event (a device sync where the
+ * forward was captured) and the phase times from CUDA
  * events recorded around each phase (route, experts, combine, all-reduce,
  * total). While the stream is being captured into a CUDA graph no events are
  * recorded and the times read 0; collect only after the capture has ended.
@@ -213,8 +214,9 @@ tpm_status tpm_moe_cuda_init(struct tpm_moe *m, const tpm_moe_weights *w) {
     for (int i = 0; i < EV_COUNT; i++)
         MOE_CK(cudaEventCreate(&s->ev[i]));
     /* the upload's copies went through the legacy stream: finish them before
-     * any forward on a stream that does not wait for it */
-    MOE_CK(cudaDeviceSynchronize());
+     * any forward on a stream that does not wait for it (that stream only: not
+     * the other ranks' all-reduces where ranks share a GPU) */
+    MOE_CK(cudaStreamSynchronize(cudaStreamLegacy));
     return TPM_OK;
 }
 
@@ -256,7 +258,12 @@ static double elapsed_s(const cuda_state *s, int a, int b) {
 /* Bring chunk [off, off + n)'s routing and phase times to the host (waits
  * for the device). Must run before the next chunk's route. */
 static tpm_status collect_chunk(struct tpm_moe *m, cuda_state *s, size_t off, size_t n) {
-    TPM_TRY(tpm_cuda_moe_get_routing(s->gl, (int)n, s->sel, s->wts, s->cnt));
+    if (s->timed) { /* the chunk's combine event: this forward's stream only */
+        MOE_CK(cudaEventSynchronize(s->ev[EV_COMBINED]));
+        TPM_TRY(tpm_cuda_moe_read_routing(s->gl, (int)n, s->sel, s->wts, s->cnt));
+    } else { /* captured: the replays' stream is not known here */
+        TPM_TRY(tpm_cuda_moe_get_routing(s->gl, (int)n, s->sel, s->wts, s->cnt));
+    }
     TPM_TRY(tpm_cuda_moe_check(s->gl)); /* a bounded wait that ran out: TPM_ERR_TIMEOUT */
     const size_t k = (size_t)m->top_k, K = (size_t)s->slots;
     for (size_t t = 0; t < n; t++) {
@@ -347,6 +354,7 @@ static tpm_status cuda_collect(struct tpm_moe *m) {
     s->pending = 0; /* once, even on failure: never count a chunk twice */
     MOE_CK(cudaSetDevice(m->device));
     TPM_TRY(collect_chunk(m, s, s->pend_off, s->pend_n));
+    if (s->timed) MOE_CK(cudaEventSynchronize(s->ev[EV_END])); /* the all-reduce's time */
     const size_t T = s->T;
     for (int sh = 0; sh < m->n_shared; sh++)
         m->counts[m->n_experts + sh] = (int32_t)T;

@@ -452,7 +452,8 @@ tpm_status tpm_cuda_moe_upload(tpm_cuda_moe *m, const tpm_moe_weights *w) {
     if (d.br && !w->router_bias) st = tpm_err(TPM_ERR_INVALID_ARG, "tpm_cuda_moe_upload: router bias missing");
     if (st == TPM_OK) {
         st = tpm_moe_launch_split_router(d, 0);
-        if (st == TPM_OK && cudaDeviceSynchronize() != cudaSuccess)
+        /* the legacy stream only: not the other ranks' streams where ranks share a GPU */
+        if (st == TPM_OK && cudaStreamSynchronize(cudaStreamLegacy) != cudaSuccess)
             st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_upload: router split failed");
     }
 done:
@@ -480,7 +481,7 @@ tpm_status tpm_cuda_moe_generate(tpm_cuda_moe *m, uint64_t seed) {
         (d.br && cudaMemcpy(d.br, b, (size_t)d.E * 4, cudaMemcpyHostToDevice)))
         st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_generate: %s", cudaGetErrorString(cudaGetLastError()));
     if (st == TPM_OK) st = tpm_moe_launch_split_router(d, 0);
-    if (st == TPM_OK && cudaDeviceSynchronize() != cudaSuccess)
+    if (st == TPM_OK && cudaStreamSynchronize(cudaStreamLegacy) != cudaSuccess)
         st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_generate: %s", cudaGetErrorString(cudaGetLastError()));
     free(r);
     free(b);
@@ -817,6 +818,12 @@ tpm_status tpm_cuda_moe_get_routing(tpm_cuda_moe *m, int T, int32_t *sel, float 
     TPM_ARG_CHECK(m && T >= 1 && T <= m->max_tokens, "tpm_cuda_moe_get_routing: bad argument");
     TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
     TPM_CUDA_TRY(cudaDeviceSynchronize());
+    return tpm_cuda_moe_read_routing(m, T, sel, wts, counts);
+}
+
+tpm_status tpm_cuda_moe_read_routing(tpm_cuda_moe *m, int T, int32_t *sel, float *wts, int32_t *counts) {
+    TPM_ARG_CHECK(m && T >= 1 && T <= m->max_tokens, "tpm_cuda_moe_read_routing: bad argument");
+    TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
     const size_t R = (size_t)T * m->d.K;
     if (sel) TPM_CUDA_TRY(cudaMemcpy(sel, m->d.sel, R * 4, cudaMemcpyDeviceToHost));
     if (wts) TPM_CUDA_TRY(cudaMemcpy(wts, m->d.wts, R * 4, cudaMemcpyDeviceToHost));
