@@ -261,9 +261,16 @@ static tpm_status gpu_fail(cudaError_t e, const char *what) {
         if (gpu_ck_ != cudaSuccess) return gpu_fail(gpu_ck_, #expr);                               \
     } while (0)
 
-/* Rank r: x copied to GPU r, y poisoned (bf16 NaN), a non-blocking stream. */
+/* Rank r's GPU, the comm's rule: r, or r mod the GPU count where ranks share GPUs
+ * (TPMOE_CUDA_SHARE_GPU=1, a test mode). */
+static int rank_dev(int r) {
+    int n = tpm_cuda_device_count();
+    return n > 0 ? r % n : r;
+}
+
+/* Rank r: x copied to its GPU, y poisoned (bf16 NaN), a non-blocking stream. */
 static tpm_status gpu_setup(gpu_bufs *g, int r, const void *x, size_t bytes) {
-    GPU_CK(cudaSetDevice(r));
+    GPU_CK(cudaSetDevice(rank_dev(r)));
     g->n = r + 1;
     GPU_CK(cudaMalloc(&g->x[r], bytes));
     GPU_CK(cudaMalloc(&g->y[r], bytes));
@@ -273,12 +280,12 @@ static tpm_status gpu_setup(gpu_bufs *g, int r, const void *x, size_t bytes) {
     GPU_CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     g->stream[r] = s;
     /* the copies above ran on the legacy stream, which s does not wait for */
-    GPU_CK(cudaDeviceSynchronize());
+    GPU_CK(cudaStreamSynchronize(cudaStreamLegacy));
     return TPM_OK;
 }
 
 static tpm_status gpu_fetch(const gpu_bufs *g, int r, void *y, size_t bytes) {
-    GPU_CK(cudaSetDevice(r));
+    GPU_CK(cudaSetDevice(rank_dev(r)));
     GPU_CK(cudaStreamSynchronize((cudaStream_t)g->stream[r]));
     GPU_CK(cudaMemcpy(y, g->y[r], bytes, cudaMemcpyDeviceToHost));
     return TPM_OK;
@@ -287,7 +294,7 @@ static tpm_status gpu_fetch(const gpu_bufs *g, int r, void *y, size_t bytes) {
 static void gpu_free(gpu_bufs *g) {
     if (g->n == 0) return;
     for (int r = 0; r < g->n; r++) {
-        if (cudaSetDevice(r) != cudaSuccess) continue;
+        if (cudaSetDevice(rank_dev(r)) != cudaSuccess) continue;
         if (g->stream[r]) cudaStreamDestroy((cudaStream_t)g->stream[r]);
         cudaFree(g->x[r]);
         cudaFree(g->y[r]);
@@ -306,6 +313,9 @@ static tpm_status gpu_fetch(const gpu_bufs *g, int r, void *y, size_t bytes) {
 }
 static void gpu_free(gpu_bufs *g) {
     (void)g;
+}
+static int rank_dev(int r) {
+    return r;
 }
 #endif
 
@@ -539,7 +549,7 @@ int cmd_moe(int argc, char **argv) {
         mc.dtype = dt;
         mc.codec = codec;
         mc.algo = algo;
-        if (cuda) mc.device = r; /* rank r on GPU r, like the comm's */
+        if (cuda) mc.device = rank_dev((int)r); /* like the comm's */
         st = tpm_moe_create_from_weights(&moes[r], &mc, comms[r], &w);
         if (st != TPM_OK) {
             ret = cli_fail(CMD, "MoE layer create", st, tpm_last_error());

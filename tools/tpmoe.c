@@ -5,6 +5,7 @@
 #include "cli.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Add one row per subcommand; the function lives in tools/cmd_<name>.c. */
@@ -42,6 +43,12 @@ static int run_table(const cli_command *table, const char *what, int argc, char 
 }
 
 int main(int argc, char **argv) {
+    /* ranks sharing a GPU (TPMOE_CUDA_SHARE_GPU=1, a test mode): load every kernel at start,
+     * since a lazily loaded kernel's first launch may wait for the device while another
+     * rank's all-reduce spins there for this rank */
+    const char *share = getenv("TPMOE_CUDA_SHARE_GPU");
+    if (share && !strcmp(share, "1") && !getenv("CUDA_MODULE_LOADING"))
+        setenv("CUDA_MODULE_LOADING", "EAGER", 1);
     if (argc < 2) {
         usage(stderr);
         return 2;
