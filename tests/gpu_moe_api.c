@@ -528,6 +528,8 @@ int main(void) {
     /* kernels loaded at start: a lazily loaded kernel's first launch may wait for the device,
      * which, where the ranks share a GPU, runs the other rank's all-reduce spinning for this one */
     if (!getenv("CUDA_MODULE_LOADING")) setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+    /* and as many hardware queues as CUDA has: two ranks' streams on one queue serialize */
+    if (!getenv("CUDA_DEVICE_MAX_CONNECTIONS")) setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
     if (cudaGetDeviceCount(&g_ndev) != cudaSuccess || g_ndev < 1) {
         printf("gpu_moe_api: skipped: no CUDA device is visible\n");
         return 77;

@@ -49,6 +49,10 @@ int main(int argc, char **argv) {
     const char *share = getenv("TPMOE_CUDA_SHARE_GPU");
     if (share && !strcmp(share, "1") && !getenv("CUDA_MODULE_LOADING"))
         setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+    /* and as many hardware queues as CUDA has (8 by default): two ranks' streams on one queue
+     * serialize, so one rank's work could wait behind another's all-reduce spinning for it */
+    if (share && !strcmp(share, "1") && !getenv("CUDA_DEVICE_MAX_CONNECTIONS"))
+        setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
     if (argc < 2) {
         usage(stderr);
         return 2;
