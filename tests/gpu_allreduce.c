@@ -575,7 +575,7 @@ int main(void) {
      * which, where ranks share a GPU, runs another rank's kernels spinning for this one */
     if (!getenv("CUDA_MODULE_LOADING")) setenv("CUDA_MODULE_LOADING", "EAGER", 1);
     /* and as many hardware queues as CUDA has: two ranks' streams on one queue serialize, so a
-     * rank's kernel could wait behind another rank's kernel spinning for it (r115) */
+     * rank's kernel could wait behind another rank's kernel spinning for it */
     if (!getenv("CUDA_DEVICE_MAX_CONNECTIONS")) setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
     g_ndev = tpm_cuda_device_count();
     if (g_ndev < 1) {
