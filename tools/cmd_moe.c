@@ -582,7 +582,7 @@ int cmd_moe(int argc, char **argv) {
            p->name, p->hidden, p->n_experts, p->top_k, p->inter, p->n_shared, o.layer, T,
            tpm_dtype_name(dt), o.weights ? o.weights : "random", tw1 - tw0);
     printf("ranks: tp %lld x ep %lld = %d (threads%s), backend %s, all-reduce codec %s, algo %s\n",
-           o.tp, o.ep, world, cuda ? ", GPU r for rank r" : "", cuda ? "cuda" : "cpu",
+           o.tp, o.ep, world, cuda ? ", rank r on GPU r mod the GPU count" : "", cuda ? "cuda" : "cpu",
            codec == TPM_CODEC_DEFAULT ? "from config" : tpm_codec_name(codec), tpm_algo_name(algo));
 
     for (int r = 0; r < world; r++)

@@ -693,7 +693,9 @@ extern "C" tpm_status tpm_cuda_comm_init_all(struct tpm_comm **comms, int n, con
         devs[i] = devices ? devices[i] : (share && ndev > 0 ? i % ndev : i);
         if (devs[i] < 0 || devs[i] >= ndev) {
             st = tpm_err(TPM_ERR_INVALID_ARG, "CUDA init_all: device %d of rank %d not present "
-                                              "(%d GPUs)", devs[i], i, ndev);
+                                              "(%d GPUs%s)", devs[i], i, ndev,
+                         !share && ndev > 0 && n > ndev ? "; TPMOE_CUDA_SHARE_GPU=1 lets ranks share "
+                                                          "them, for tests" : "");
             goto fail;
         }
         for (int j = 0; j < i; j++)
