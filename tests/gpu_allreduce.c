@@ -460,6 +460,11 @@ static void *gjob_run(void *p) {
 static void test_graph_replays(void **state) {
     (void)state;
     int W = g_wmax;
+    /* GPU_AR_WORLD / GPU_AR_REPLAYS (diagnostics, e.g. under compute-sanitizer): another world
+     * (<= the largest), fewer or more replays of the 30-call graph (default 3400: 102000 calls) */
+    const char *ew = getenv("GPU_AR_WORLD"), *er = getenv("GPU_AR_REPLAYS");
+    if (ew && atoi(ew) >= 2 && atoi(ew) <= g_wmax) W = atoi(ew);
+    const int replays = er && atoi(er) > 0 ? atoi(er) : 3400;
     comms cs;
     comms_make(&cs, W, 8 << 20, 10000);
     const size_t n[3] = {6144, 393216 + 77, 150001};
@@ -472,7 +477,7 @@ static void test_graph_replays(void **state) {
     pthread_t th[MAXW];
     for (int r = 0; r < W; r++) {
         CK(cudaSetDevice(DEV(r)));
-        g[r] = (gjob){.c = cs.c[r], .dev = DEV(r), .s = cs.s[r], .calls = 30, .replays = 3400};
+        g[r] = (gjob){.c = cs.c[r], .dev = DEV(r), .s = cs.s[r], .calls = 30, .replays = replays};
         for (int v = 0; v < 3; v++) {
             hin[v][r] = malloc(n[v] * 2);
             fill_random(hin[v][r], TPM_DTYPE_BF16, n[v], 77 + (uint64_t)(v * 8 + r));
@@ -493,7 +498,7 @@ static void test_graph_replays(void **state) {
     for (int r = 0; r < W; r++) assert_int_equal(pthread_create(&th[r], NULL, gjob_run, &g[r]), 0);
     for (int r = 0; r < W; r++) pthread_join(th[r], NULL);
     pthread_barrier_destroy(&ready);
-    printf("graph: %d calls per rank in %.2f s\n", 30 * 3400, tpm_now_s() - t0);
+    printf("graph: %d calls per rank at world %d in %.2f s\n", 30 * replays, W, tpm_now_s() - t0);
     for (int r = 0; r < W; r++) assert_int_equal(g[r].st, TPM_OK);
     for (int v = 0; v < 3; v++) {
         reference(codec[v], TPM_DTYPE_BF16, W, hin[v], n[v], ref);
@@ -596,6 +601,16 @@ int main(void) {
         cmocka_unit_test(test_graph_replays),     cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_large_launches),
     };
+    /* GPU_AR_ONLY=<substring>: only the tests whose names contain it (diagnostics) */
+    const char *only = getenv("GPU_AR_ONLY");
+    if (only && *only) {
+        struct CMUnitTest sel[sizeof tests / sizeof tests[0]];
+        size_t ns = 0;
+        for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
+            if (strstr(tests[i].name, only)) sel[ns++] = tests[i];
+        printf("gpu_allreduce: GPU_AR_ONLY=%s: %zu test(s)\n", only, ns);
+        return _cmocka_run_group_tests("gpu_allreduce", sel, ns, NULL, NULL);
+    }
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
 #endif /* TPMOE_HAVE_CUDA */
