@@ -216,7 +216,14 @@ typedef struct tpm_comm *tpm_comm_t;
 TPM_API tpm_status tpm_comm_init(tpm_comm_t *comm, const tpm_config *cfg);
 /* n communicators in one process, one per rank (like ncclCommInitAll). CPU
  * backend: each comm must then be driven by its own thread. CUDA backend:
- * devices[i] is rank i's GPU (NULL: 0..n-1). */
+ * devices[i] is rank i's GPU (NULL: 0..n-1). One process driving several
+ * GPUs (as with NCCL): an all-reduce kernel waits on its GPU for the other
+ * ranks' calls, and a CUDA call that waits for the device (cudaMalloc /
+ * cudaFree, a library's first use, which loads kernels: cuBLAS, a graph's
+ * first launch) made for one rank meanwhile can wait for it in turn, until
+ * the timeout. So do such work for every rank before any rank's first
+ * collective (tpm_moe_create does its own, including a warm-up of its cuBLAS
+ * calls), and tear down after every rank's last one (bench/results/r117). */
 TPM_API tpm_status tpm_comm_init_all(tpm_comm_t *comms, int n,
                                      const int *devices, const tpm_config *cfg);
 TPM_API tpm_status tpm_comm_destroy(tpm_comm_t comm);
@@ -333,7 +340,10 @@ typedef struct tpm_moe_stats {
 
 /* Create one rank's layer: loads (or generates) the weights and keeps this
  * rank's shard. comm (may be NULL) fills the unset rank fields and the
- * device. */
+ * device. CUDA: it also runs the layer once per token-count bucket (tens of
+ * ms at m3 shapes), so no forward is a library's first use; where one process
+ * drives several ranks, create every rank's layer before any rank's first
+ * forward (tpm_comm_init_all). */
 TPM_API tpm_status tpm_moe_create(tpm_moe_t *moe, const tpm_moe_config *cfg, tpm_comm_t comm);
 TPM_API tpm_status tpm_moe_destroy(tpm_moe_t moe);
 /* y = MoE(x): x and y [ntokens x hidden] of dtype (the config's), x == y

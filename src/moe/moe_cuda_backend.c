@@ -217,7 +217,8 @@ tpm_status tpm_moe_cuda_init(struct tpm_moe *m, const tpm_moe_weights *w) {
      * any forward on a stream that does not wait for it (that stream only: not
      * the other ranks' all-reduces where ranks share a GPU) */
     MOE_CK(cudaStreamSynchronize(cudaStreamLegacy));
-    return TPM_OK;
+    /* every first library use here, not in a forward beside another rank's spinning all-reduce */
+    return tpm_cuda_moe_warm(s->gl);
 }
 
 /* MARK: forward */

@@ -164,6 +164,10 @@ struct tpm_cuda_moe {
     tpm_moe_prefill_ctx pf; /* aux streams, handles, events, pointer arrays of the prefill GEMMs */
     tpm_moe_wg_ctx wg;      /* the own grouped GEMM (ready = 0 where it cannot run) */
     int shared_issued;      /* the routing call issued the shared MLP for this T (0: not) */
+    /* EP rank 0's dense shared MLP (no other rank calls cuBLAS there): x staged into sh_x and the
+     * GEMMs run over shared_rows(T) >= T rows, a bucket the warm-up ran (tpm_cuda_moe_warm) */
+    uint16_t *sh_x;
+    int sh_rows; /* rows of sh_x and of the sh_* buffers */
 };
 
 #define NCCL_TRY(expr)                                                                          \
@@ -291,11 +295,20 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
             DALLOC(d.sh_h13, T * 2 * Il * 2);
             DALLOC(d.sh_act, T * Il * 2);
             DALLOC(d.sh_out, T * H * 2);
+            m->sh_rows = (int)T;
         } else if (p->n_shared == 1) { /* split plan: decode-sized dense shared MLP */
             const size_t Td = T < TPM_MOE_DECODE_MAX_NT ? T : TPM_MOE_DECODE_MAX_NT;
             DALLOC(d.sh_h13, Td * 2 * Il * 2);
             DALLOC(d.sh_act, Td * Il * 2);
             if (ep == 1 || d.ep_rank == 0) DALLOC(d.sh_out, Td * H * 2); /* EP: dense on EP rank 0 */
+            m->sh_rows = (int)Td;
+        }
+        if (p->n_shared == 1 && ep > 1 && d.ep_rank == 0) {
+            DALLOC(m->sh_x, (size_t)m->sh_rows * H * 2);
+            if (cudaMemset(m->sh_x, 0, (size_t)m->sh_rows * H * 2) != cudaSuccess) {
+                st = tpm_err(TPM_ERR_CUDA, "cudaMemset failed");
+                goto fail;
+            }
         }
         DALLOC(m->pf.d_ptrs, sizeof(void *) * 6 * E1);
         DALLOC(m->wg.rtp, (2 * (E1 + 1) + 2) * 4); /* tiles, or pairs and odd tails; two item counters */
@@ -381,7 +394,7 @@ void tpm_cuda_moe_destroy(tpm_cuda_moe *m) {
                     d.wts,     d.counts, d.offsets, d.perm_tok, d.perm_exp, d.inv,     d.active, d.n_active,
                     d.bits,    d.bitpre, d.ctr,    d.act_f32, d.rows_f32, d.xp,      d.h13,    d.act_bf,
                     d.rows_bf, d.sh_h13, d.sh_act, d.sh_out,  m->blas_ws, d.wr3,     d.done,     d.tile_ctr,
-                    m->wg.rtp, d.trace};
+                    m->wg.rtp, d.trace, m->sh_x};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) cudaFree(bufs[i]);
     if (m->blas) cublasDestroy(m->blas);
@@ -587,10 +600,26 @@ static tpm_status check_call(const tpm_cuda_moe *m, const void *ptr, int T) {
     return TPM_OK;
 }
 
+/* The rows EP rank 0's dense shared MLP runs for T tokens: T below 16, else T rounded up to a
+ * multiple of 2^(floor(log2 T) - 3) (eight buckets per octave: at most 12.5% more rows), at most
+ * sh_rows; 88 buckets up to 8192 tokens for the warm-up. */
+static int shared_rows(const tpm_cuda_moe *m, int T) {
+    int q = 1;
+    while (q * 16 <= T) q *= 2;
+    const int P = (T + q - 1) / q * q;
+    return P < m->sh_rows ? P : m->sh_rows;
+}
+
 /* The decode-path shared MLP (the split plan, or the unfused layer; with EP on EP rank 0 only)
  * on the handle h, stream s: the dense MLP into sh_out, which the combine adds. */
 static tpm_status shared_mlp(tpm_cuda_moe *m, void *h, const void *x, int T, cudaStream_t s) {
-    return tpm_moe_shared_dense(m->d, h, (const uint16_t *)x, T, s);
+    if (!m->sh_x) return tpm_moe_shared_dense(m->d, h, (const uint16_t *)x, T, s);
+    /* EP rank 0: the one rank calling cuBLAS here, so only shapes (and an x alignment) that the
+     * warm-up ran: cuBLAS picks its kernel by M, and a kernel of a library not yet loaded would
+     * load it beside the other ranks' all-reduces (bench/results/r120: 300 tokens, after 256 and
+     * 384 had run). Rows T..P-1 of sh_x hold earlier tokens; their outputs are never read. */
+    TPM_CUDA_TRY(cudaMemcpyAsync(m->sh_x, x, (size_t)T * m->d.H * 2, cudaMemcpyDeviceToDevice, s));
+    return tpm_moe_shared_dense(m->d, h, m->sh_x, shared_rows(m, T), s);
 }
 
 /* Whether this rank runs a dense shared MLP in this call (unfused on EP rank 0, or a fused
@@ -747,7 +776,7 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
     m->shared_issued = 0;
     if (!d.fused && m->p->n_shared == 1 && d.ep_rank == 0 && !issued) {
         TPM_TRY(bind_blas(m, s));
-        TPM_TRY(tpm_moe_shared_dense(d, m->blas, (const uint16_t *)x, T, s));
+        TPM_TRY(shared_mlp(m, m->blas, x, T, s));
     }
     if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE) {
         if (m->tune.decode_kernel == 1) return tpm_moe_launch_decode_mma(d, (const uint16_t *)x, T, s);
@@ -805,6 +834,69 @@ tpm_status tpm_cuda_moe_forward(tpm_cuda_moe *m, const void *x, int T, void *y, 
     TPM_TRY(tpm_cuda_moe_experts(m, x, T, stream));
     TPM_TRY(tpm_cuda_moe_combine(m, T, y, stream));
     return tpm_cuda_moe_allreduce(m, y, T, stream);
+}
+
+/* MARK: warm-up */
+/* Where one process drives several GPUs (tpm_comm_init_all), a library's first use in a forward
+ * can deadlock: cuBLASLt loads a kernel library (cuLibraryLoadData) on its first GEMM of a kind,
+ * and the load waits for the device to drain while another rank's all-reduce kernel already spins
+ * there for this rank (bench/results/r117: EP rank 0's dense shared MLP, the only rank calling
+ * cuBLAS, held the driver's lock while EP rank 1's all-reduce waited for it). So the layer runs
+ * its own compute phases once per token-count bucket before any forward: every cuBLAS call site
+ * (router GEMM, dense / split shared MLP, the grouped cuBLAS prefill) and every own kernel of the
+ * default paths has been used once, with the M of its bucket. x is a constant pattern (all tokens
+ * route alike); the weights may still be zero. The record of the last routing is overwritten. */
+tpm_status tpm_cuda_moe_warm(tpm_cuda_moe *m) {
+    TPM_ARG_CHECK(m, "tpm_cuda_moe_warm: null argument");
+    TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
+    const size_t bytes = (size_t)m->max_tokens * m->d.H * 2;
+    void *x = NULL, *y = NULL;
+    cudaStream_t s = NULL;
+    tpm_status st = TPM_OK;
+    if (cudaMalloc(&x, bytes) != cudaSuccess || cudaMalloc(&y, bytes) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaMemsetAsync(x, 0x3c, bytes, s) != cudaSuccess) { /* bf16 0x3c3c = 0.0115 */
+        (void)cudaGetLastError();
+        st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_warm: %zu-byte buffers or a stream: out of device memory",
+                     2 * bytes);
+    }
+    /* the sizes: 1..8 one by one (the decode path), the first sizes past the decode and
+     * decode-kernel limits, then 12 16 24 32 48 64 ... (steps of 1.33-1.5x) and max_tokens */
+    int sizes[64], ns = 0;
+    for (int t = 1; t <= 8; t++) sizes[ns++] = t;
+    sizes[ns++] = m->tune.decode_max_tokens + 1;
+    sizes[ns++] = TPM_MOE_DECODE_MAX_NT + 1;
+    for (int t = 12; t < m->max_tokens && ns < 63; t = t & (t - 1) ? t / 3 * 4 : t / 2 * 3) sizes[ns++] = t;
+    sizes[ns++] = m->max_tokens;
+    for (int i = 0; i < ns && st == TPM_OK; i++) {
+        const int T = sizes[i];
+        if (T > m->max_tokens) continue;
+        st = tpm_cuda_moe_route(m, x, T, s);
+        if (st == TPM_OK) st = tpm_cuda_moe_experts(m, x, T, s);
+        if (st == TPM_OK) st = tpm_cuda_moe_combine(m, T, y, s);
+    }
+    /* EP rank 0's dense shared MLP: every bucket of shared_rows, on both handles it may use
+     * (the forward's, and aux stream 0's where the decode path overlaps it with the routing) */
+    if (st == TPM_OK && m->sh_x && cudaStreamSynchronize(s) != cudaSuccess)
+        st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_warm: %s", cudaGetErrorString(cudaGetLastError()));
+    for (int T = 1, last = 0; m->sh_x && st == TPM_OK && T <= m->sh_rows; T++) {
+        const int P = shared_rows(m, T);
+        if (P == last) continue;
+        last = P;
+        st = bind_blas(m, s);
+        if (st == TPM_OK) st = shared_mlp(m, m->blas, x, P, s);
+        if (st == TPM_OK && P <= TPM_MOE_DECODE_MAX_NT)
+            st = shared_mlp(m, m->pf.blas_aux[0], x, P, m->pf.aux[0]);
+    }
+    if (m->sh_x && cudaStreamSynchronize(m->pf.aux[0]) != cudaSuccess && st == TPM_OK)
+        st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_warm: %s", cudaGetErrorString(cudaGetLastError()));
+    if (s && cudaStreamSynchronize(s) != cudaSuccess && st == TPM_OK)
+        st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_warm: %s", cudaGetErrorString(cudaGetLastError()));
+    if (st == TPM_OK) st = tpm_cuda_moe_check(m);
+    if (s) cudaStreamDestroy(s);
+    if (x) cudaFree(x);
+    if (y) cudaFree(y);
+    return st;
 }
 
 /* MARK: inspection */
