@@ -441,10 +441,13 @@ static void *gjob_run(void *p) {
         st = g->c->ops->allreduce(g->c, g->in[v], g->out[v], g->n[v], TPM_DTYPE_BF16, g->codec[v],
                                   g->algo[v], g->s);
     }
+    /* uploaded here, not by the first launch: where ranks share a GPU, one rank's upload,
+     * instantiation or lazily loaded kernel may wait for the device while another's replays
+     * already spin for it (the same driver wait as a library load, bench/results/r117), so
+     * every rank's graph is on the device before any replays, and replays start together */
     int ok = cudaStreamEndCapture(g->s, &graph) == cudaSuccess && st == TPM_OK &&
-             cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
-    /* where ranks share a GPU, one rank's instantiation (or a lazily loaded kernel) may wait
-     * for the device while another's replays spin for it: replays start together */
+             cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess &&
+             cudaGraphUpload(exec, g->s) == cudaSuccess && cudaStreamSynchronize(g->s) == cudaSuccess;
     pthread_barrier_wait(g->ready);
     if (!ok) return NULL;
     for (int r = 0; r < g->replays; r++)
