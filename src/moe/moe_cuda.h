@@ -171,10 +171,11 @@ int tpm_cuda_moe_route_mode(const tpm_cuda_moe *m, int T);
  * invalid; the flag is cleared), else TPM_OK. */
 tpm_status tpm_cuda_moe_check(tpm_cuda_moe *m);
 /* Runs the layer's route / experts / combine once per token-count bucket (1..8, then steps of
- * 1.33-1.5x up to max_tokens) on a private stream and waits for it: every library call site has
- * had its first use (cuBLASLt loads kernel libraries then, which waits for the device) before a
- * forward can run beside another rank's all-reduce (bench/results/r117). The public backend calls
- * it after the upload. */
+ * 1.33-1.5x up to max_tokens), and on EP rank 0 the dense shared MLP at every bucket of its staged
+ * row count, on private streams, and waits for them: every library call site has had its first
+ * use (cuBLASLt loads kernel libraries then, which waits for the device) before a forward can run
+ * beside another rank's all-reduce (bench/results/r117, r120). The public backend calls it after
+ * the upload. */
 tpm_status tpm_cuda_moe_warm(tpm_cuda_moe *m);
 /* Diagnostic timeline of the decode path (builds with -DTPM_MOE_TRACE, cmake
  * -DTPMOE_MOE_TRACE=ON; else TPM_ERR_UNSUPPORTED): on = 1 allocates the marks and every later
