@@ -8,20 +8,8 @@
 NAME=r122
 . bench/device_env.sh
 export TPMOE_CUDA_SHARE_GPU=1 TPMOE_TIMEOUT_MS=15000
-CG=$(command -v cuda-gdb || ls /usr/local/cuda*/bin/cuda-gdb 2>/dev/null | head -1)
-case_() { # name, then tpmoe moe's arguments
-  local n=$1; shift
-  stdbuf -oL -eL "$B/tpmoe" moe --backend cuda --check --iters 2 "$@" > "$R/$n.log" 2>&1 &
-  local pid=$! i
-  for i in $(seq 14); do sleep 0.5; kill -0 $pid 2>/dev/null || break; done
-  if kill -0 $pid 2>/dev/null && [ -n "$CG" ]; then
-    timeout 90 "$CG" -batch -p $pid -ex "info cuda kernels" -ex "thread apply all bt 40" > "$R/$n.gdb" 2>&1
-    echo "   (attached at $(el))"
-  fi
-  timeout 60 tail --pid=$pid -f /dev/null; wait $pid
-  echo "== $n rc=$? ($(el))"; grep -E "ranks agree|: ok|rror|timeout|gave up" "$R/$n.log" | head -3
-  [ -f "$R/$n.gdb" ] && grep -E "^\s+(Kernel|[0-9]+ +[0-9]+ )|^#[0-9]+ .* in (tpm_|k_|cu|cublas|rank_main|pthread|std::)|^Thread " "$R/$n.gdb" | head -60
-}
+GDB_BT=40
+. bench/gdb_case.sh   # case_: the run, cuda-gdb after 7 s
 case_ tp2ep2_t256 --preset m3-mini --tp 2 --ep 2 --tokens 256
 case_ tp4_t256 --preset m3-mini --tp 4 --tokens 256
 case_ ep2_t256 --preset m3-mini --ep 2 --tokens 256
