@@ -340,10 +340,10 @@ typedef struct tpm_moe_stats {
 
 /* Create one rank's layer: loads (or generates) the weights and keeps this
  * rank's shard. comm (may be NULL) fills the unset rank fields and the
- * device. CUDA: it also runs the layer once per token-count bucket (tens of
- * ms at m3 shapes), so no forward is a library's first use; where one process
- * drives several ranks, create every rank's layer before any rank's first
- * forward (tpm_comm_init_all). */
+ * device. CUDA: it also runs the layer once per token-count bucket (about
+ * 0.1 s of GPU time at m3 shapes), so no forward is a library's first use;
+ * where one process drives several ranks, create every rank's layer before
+ * any rank's first forward (tpm_comm_init_all). */
 TPM_API tpm_status tpm_moe_create(tpm_moe_t *moe, const tpm_moe_config *cfg, tpm_comm_t comm);
 TPM_API tpm_status tpm_moe_destroy(tpm_moe_t moe);
 /* y = MoE(x): x and y [ntokens x hidden] of dtype (the config's), x == y
