@@ -233,6 +233,15 @@ TPM_API tpm_status tpm_comm_get_config(tpm_comm_t comm,
                                        tpm_resolved_config *out);
 /* Message of the last failure on this handle ("" if none). */
 TPM_API const char *tpm_comm_last_error(tpm_comm_t comm);
+/* The error of an all-reduce that failed after its call had returned (like
+ * ncclCommGetAsyncError). CUDA: a kernel whose bounded wait for a peer ran
+ * out records TPM_ERR_TIMEOUT in host-mapped memory; its output is then
+ * garbage and the communicator is unusable (destroy it). Synchronize the
+ * stream, then call this to know whether the enqueued collectives (or the
+ * forwards that contain them) completed; the next tpm_allreduce* /
+ * tpm_moe_forward on the comm returns the same error. CPU: every call is
+ * synchronous and already returned its error, so this is TPM_OK. */
+TPM_API tpm_status tpm_comm_get_async_error(tpm_comm_t comm);
 
 /* Sum count elements of in over all ranks into out (in == out allowed).
  * The codec and algorithm come from the resolved config and the dispatch
@@ -356,7 +365,10 @@ TPM_API tpm_status tpm_moe_destroy(tpm_moe_t moe);
  * batches return without waiting (larger ones wait for the stream once to
  * size the expert GEMMs, and once per 8192 tokens);
  * tpm_moe_last_stats / tpm_moe_last_routing wait for it (call them after
- * a graph capture has ended; a captured forward records no times). */
+ * a graph capture has ended; a captured forward records no times). An
+ * all-reduce of the forward that gave up waiting for a peer after the call
+ * returned is reported by tpm_comm_get_async_error once the stream has been
+ * synchronized, and by the next forward. */
 TPM_API tpm_status tpm_moe_forward(tpm_moe_t moe, tpm_comm_t comm, const void *x, void *y,
                                    size_t ntokens, tpm_dtype dtype, void *stream);
 /* Change the all-reduce codec (TPM_CODEC_DEFAULT: the comm's) and algorithm

@@ -405,10 +405,14 @@ static void test_timeout(void **state) {
         assert_int_equal(j.st, TPM_OK); /* the kernel ended by itself */
         assert_true(ms < 5000.0);
         assert_int_equal(tpm_cuda_comm_poll(cs.c[0]), TPM_ERR_TIMEOUT);
+        /* the public form, as a caller asks after its stream sync */
+        assert_int_equal(tpm_comm_get_async_error(cs.c[0]), TPM_ERR_TIMEOUT);
+        assert_non_null(strstr(tpm_comm_last_error(cs.c[0]), "gave up"));
         assert_int_equal(cs.c[0]->ops->allreduce(cs.c[0], d, d, 16, TPM_DTYPE_BF16, TPM_CODEC_NONE,
                                                  (tpm_algo)a, cs.s[0]),
                          TPM_ERR_TIMEOUT);
         assert_int_equal(tpm_cuda_comm_poll(cs.c[1]), TPM_OK);
+        assert_int_equal(tpm_comm_get_async_error(cs.c[1]), TPM_OK);
         cudaFree(d);
         comms_free(&cs);
     }

@@ -336,6 +336,9 @@ static void test_timeout(void **state) {
     /* the rank that never called finds the communicator aborted */
     short buf[4] = {1, 2, 3, 4};
     assert_int_equal(tpm_allreduce(h.comm[2], buf, buf, 4, TPM_DTYPE_BF16, NULL), TPM_ERR_PEER);
+    /* CPU calls are synchronous: the errors came back from the calls, none is pending */
+    for (int r = 0; r < 3; r++)
+        assert_int_equal(tpm_comm_get_async_error(h.comm[r]), TPM_OK);
     harness_free(&h);
 }
 
@@ -436,6 +439,8 @@ static void test_bad_args(void **state) {
     memset(out, 0xff, sizeof out);
     assert_int_equal(tpm_allreduce(one, in, out, 64, TPM_DTYPE_BF16, NULL), TPM_OK);
     assert_memory_equal(in, out, sizeof in);
+    assert_int_equal(tpm_comm_get_async_error(one), TPM_OK);
+    assert_int_equal(tpm_comm_get_async_error(NULL), TPM_ERR_INVALID_ARG);
     assert_int_equal(tpm_comm_destroy(one), TPM_OK);
     assert_int_equal(tpm_comm_destroy(NULL), TPM_ERR_INVALID_ARG);
     assert_non_null(tpm_comm_last_error(NULL));

@@ -239,6 +239,11 @@ static void *rank_main(void *arg) {
             snprintf(j->err, sizeof j->err, "%s", tpm_moe_last_error(j->moe));
             break;
         }
+        /* the forward has finished: did its all-reduce complete, or give up waiting? */
+        if (j->comm && (j->st = tpm_comm_get_async_error(j->comm)) != TPM_OK) {
+            snprintf(j->err, sizeof j->err, "%s", tpm_comm_last_error(j->comm));
+            break;
+        }
     }
     return NULL;
 }

@@ -232,6 +232,12 @@ TPM_API tpm_status tpm_comm_get_config(tpm_comm_t comm, tpm_resolved_config *out
     return TPM_OK;
 }
 
+TPM_API tpm_status tpm_comm_get_async_error(tpm_comm_t comm) {
+    TPM_ARG_CHECK(comm, "tpm_comm_get_async_error: comm is NULL");
+    if (!comm->ops || !comm->ops->poll) return TPM_OK;
+    return comm_status(comm, comm->ops->poll(comm));
+}
+
 TPM_API const char *tpm_comm_last_error(tpm_comm_t comm) {
     return comm ? comm->last_error : "tpm_comm_last_error: comm is NULL";
 }

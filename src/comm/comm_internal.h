@@ -27,6 +27,9 @@ typedef struct tpm_comm_ops {
     tpm_status (*allreduce)(struct tpm_comm *c, const void *in, void *out, size_t count,
                             tpm_dtype dt, tpm_codec codec, tpm_algo algo, void *stream);
     void (*destroy)(struct tpm_comm *c);
+    /* NULL (calls are synchronous, errors already returned) or the error an
+     * asynchronous kernel of this communicator recorded (CUDA) */
+    tpm_status (*poll)(struct tpm_comm *c);
 } tpm_comm_ops;
 
 struct tpm_comm {

@@ -555,8 +555,8 @@ static void cpu_destroy(struct tpm_comm *c) {
     c->impl = NULL;
 }
 
-static const tpm_comm_ops cpu_threads_ops = {"cpu-threads", cpu_allreduce, cpu_destroy};
-static const tpm_comm_ops cpu_shm_ops = {"cpu-shm", cpu_allreduce, cpu_destroy};
+static const tpm_comm_ops cpu_threads_ops = {"cpu-threads", cpu_allreduce, cpu_destroy, NULL};
+static const tpm_comm_ops cpu_shm_ops = {"cpu-shm", cpu_allreduce, cpu_destroy, NULL};
 
 tpm_status tpm_cpu_attach(struct tpm_comm *c, cpu_hdr *h, int is_process) {
     cpu_rank *R = calloc(1, sizeof *R);

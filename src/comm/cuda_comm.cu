@@ -394,7 +394,26 @@ tpm_status adopt_nccl(Impl *im, void *handle, int rank, int world) {
     return TPM_OK;
 }
 
-const tpm_comm_ops kCudaOps = {"cuda", cuda_allreduce, cuda_destroy};
+/* tpm_comm_get_async_error: our kernels' error words, then NCCL's own
+ * asynchronous error where we hold a communicator. */
+tpm_status cuda_poll(struct tpm_comm *c) {
+    Impl *im = (Impl *)c->impl;
+    TPM_TRY(check_error_words(c, im));
+    if (im->nccl) {
+        ncclResult_t ar = ncclSuccess;
+        ncclResult_t r = ncclCommGetAsyncError(im->nccl, &ar);
+        if (r != ncclSuccess)
+            return tpm_err(TPM_ERR_NCCL, "ncclCommGetAsyncError: %s", ncclGetErrorString(r));
+        if (ar != ncclSuccess && ar != ncclInProgress) {
+            im->broken = 1;
+            return tpm_err(TPM_ERR_NCCL, "rank %d: NCCL reports an asynchronous error: %s",
+                           c->rank, ncclGetErrorString(ar));
+        }
+    }
+    return TPM_OK;
+}
+
+const tpm_comm_ops kCudaOps = {"cuda", cuda_allreduce, cuda_destroy, cuda_poll};
 
 } /* namespace */
 
