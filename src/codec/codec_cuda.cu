@@ -8,6 +8,7 @@
  * synchronisation beyond the quad's shuffles: every lane writes only its
  * block's codes (lane 0 of the quad the scale); thread 0 the padding.
  */
+#include "core/cuda_preload.h"
 #include "codec/codec_cuda.h"
 
 #include <cuda_runtime.h>
@@ -119,3 +120,6 @@ extern "C" int tpm_cuda_codec_dequantize(tpm_codec c, const uint8_t *wire, size_
     }
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }
+
+/* the preloader's handle on this file's kernels (src/core/cuda_preload.cu) */
+TPM_CUDA_ANCHOR(codec, (tpm_cuda::quantize_kernel<TPM_FMT_INT8>))

@@ -47,6 +47,7 @@
  */
 #include "comm/comm_internal.h"
 #include "comm/cuda_comm.h"
+#include "core/cuda_preload.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -167,6 +168,9 @@ tpm_status alloc_rank(Impl *im, int r, int n, int64_t B, int32_t timeout_ms) {
     void *d = NULL;
     cudaDeviceProp prop;
     CUDA_TRY(cudaSetDevice(im->dev));
+    /* every kernel loaded before the first collective (core/cuda_preload.cu says why) */
+    st = tpm_cuda_preload_kernels(im->dev, NULL);
+    if (st != TPM_OK) goto fail;
     CUDA_TRY(cudaGetDeviceProperties(&prop, im->dev));
     im->sms = prop.multiProcessorCount;
     CUDA_TRY(cudaMalloc(&d, bytes));

@@ -42,6 +42,7 @@
  * host-mapped error words), then __syncthreads() before the CTA reads.
  * Halves of every region alternate with the epoch parity (see cuda_comm.h).
  */
+#include "core/cuda_preload.h"
 #include "comm/cuda_twoshot.cuh"
 
 #include <cuda_runtime.h>
@@ -437,3 +438,6 @@ extern "C" int tpm_cuda_twoshot_reg_launch(const tpm_cuda_ar_args *a, void *stre
     }
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }
+
+/* the preloader's handle on this file's kernels (src/core/cuda_preload.cu) */
+TPM_CUDA_ANCHOR(twoshot, (tpm_cuda::twoshot_reg_kernel<0>))

@@ -87,6 +87,7 @@
  * per warp from a counter instead of whole columns dealt to CTAs, INT4 96
  * MB 103-105 -> 99 us, INT4_H 125-126 -> 119.
  */
+#include "core/cuda_preload.h"
 #include "comm/cuda_twoshot.cuh"
 
 #include <cuda_runtime.h>
@@ -553,3 +554,6 @@ int twoshot_ll_launch(const tpm_cuda_ar_args *a, int grid, cudaStream_t s) {
 }
 
 } /* namespace tpm_cuda */
+
+/* the preloader's handle on this file's kernels (src/core/cuda_preload.cu) */
+TPM_CUDA_ANCHOR(twoshot_ll, (tpm_cuda::twoshot_ll_kernel<0, TPM_CODEC_NONE>))

@@ -8,6 +8,7 @@
  * stages (below, "warp-specialized roles") and, from kWsTakeMinCols columns
  * per CTA, which CTA runs a column (taken from a counter, see there).
  */
+#include "core/cuda_preload.h"
 #include "comm/cuda_twoshot.cuh"
 
 #include <cuda_runtime.h>
@@ -363,3 +364,6 @@ int twoshot_ws_launch(const tpm_cuda_ar_args *a, int grid, cudaStream_t s, int s
 }
 
 } /* namespace tpm_cuda */
+
+/* the preloader's handle on this file's kernels (src/core/cuda_preload.cu) */
+TPM_CUDA_ANCHOR(twoshot_ws, (tpm_cuda::twoshot_ws_kernel<0, TPM_CODEC_NONE, false, tpm_cuda::WsOne, 1>))

@@ -7,6 +7,7 @@
  * timed repetitions after a warm-up. Also the benchmark's L2 flush (a write
  * of scratch, or a read of it that leaves clean lines) and an empty kernel.
  */
+#include "core/cuda_preload.h"
 #include "moe_cuda_kernels.h"
 
 #include <cublas_v2.h>
@@ -225,3 +226,6 @@ tpm_status tpm_cuda_bench_gemm_rate_held(int device, int m, int n, int k, double
     TPM_ARG_CHECK(hold_s > 0, "tpm_cuda_bench_gemm_rate_held: hold_s must be > 0");
     return gemm_rate(device, m, n, k, 5, hold_s, tflops);
 }
+
+/* the preloader's handle on this file's kernels (src/core/cuda_preload.cu) */
+TPM_CUDA_ANCHOR(moe_bench, (k_null))

@@ -21,6 +21,7 @@
  * k_act: act[r][i] = act(h[r][i] + b13, h[r][Il+i] + b13) in fp32 -> bf16.
  * Kernels over permuted rows stop at the device-side row total offsets[E1].
  */
+#include "core/cuda_preload.h"
 #include "moe_cuda_kernels.h"
 
 namespace {
@@ -223,3 +224,6 @@ tpm_status tpm_moe_launch_act(const tpm_moe_dev &d, const uint16_t *h, uint16_t 
     TPM_CUDA_LAUNCHED();
     return TPM_OK;
 }
+
+/* the preloader's handle on this file's kernels (src/core/cuda_preload.cu) */
+TPM_CUDA_ANCHOR(moe_combine, (k_gather))

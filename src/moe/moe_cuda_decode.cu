@@ -67,6 +67,7 @@
  * cp.async.bulk (mbarrier full / empty per stage; see its comment). Same
  * items, counters and bits as k_down2.
  */
+#include "core/cuda_preload.h"
 #include "moe_cuda_kernels.h"
 
 namespace {
@@ -758,3 +759,6 @@ tpm_status tpm_moe_launch_decode2(const tpm_moe_dev &d, const uint16_t *x, int T
     return tpm_err(TPM_ERR_INVALID_ARG, "decode path takes at most %d tokens (got %d)",
                    TPM_MOE_DECODE_MAX_NT, T);
 }
+
+/* the preloader's handle on this file's kernels (src/core/cuda_preload.cu) */
+TPM_CUDA_ANCHOR(moe_decode, (k_down4<1>))

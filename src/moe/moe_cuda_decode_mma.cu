@@ -35,6 +35,7 @@
  * zeroes ctr[3], ctr[4] and done[], so the launch replays in a CUDA graph;
  * a wait that runs out of bound sets ctr[5] (never expected).
  */
+#include "core/cuda_preload.h"
 #include "moe_cuda_kernels.h"
 
 namespace {
@@ -319,3 +320,6 @@ tpm_status tpm_moe_launch_decode_mma(const tpm_moe_dev &d, const uint16_t *x, in
     if (T <= 32) return launch<32, 2, 2>(d, x, s);
     return tpm_err(TPM_ERR_INVALID_ARG, "decode path takes at most %d tokens (got %d)", TPM_MOE_DECODE_MAX_NT, T);
 }
+
+/* the preloader's handle on this file's kernels (src/core/cuda_preload.cu) */
+TPM_CUDA_ANCHOR(moe_decode_mma, (k_decode_mma<16, 2, 4>))

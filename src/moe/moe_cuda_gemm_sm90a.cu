@@ -76,6 +76,7 @@
  * or without clusters: each output element is one accumulator summed in a
  * fixed k order.
  */
+#include "core/cuda_preload.h"
 #include "moe_cuda_kernels.h"
 
 #include <cuda.h>
@@ -828,3 +829,6 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
     }
     return TPM_OK;
 }
+
+/* the preloader's handle on this file's kernels (src/core/cuda_preload.cu) */
+TPM_CUDA_ANCHOR(moe_gemm_sm90a, (k_wg_tiles))

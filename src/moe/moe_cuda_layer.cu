@@ -28,6 +28,7 @@
  * same stream. The unfused baseline runs the shared expert as a dense cuBLAS
  * MLP beside the routed launch and the combine adds it.
  */
+#include "core/cuda_preload.h"
 #include "moe_cuda_kernels.h"
 
 #include <cublas_v2.h>
@@ -216,6 +217,8 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
                           p->topk_groups * (p->n_experts / p->n_groups) >= p->top_k,
                       "preset %s: bad expert groups", p->name);
     TPM_CUDA_TRY(cudaSetDevice(desc->device));
+    /* every kernel loaded now, not at a first launch beside a spinning all-reduce */
+    TPM_TRY(tpm_cuda_preload_kernels(desc->device, NULL));
     tpm_status st = TPM_OK;
     tpm_cuda_moe *m = (tpm_cuda_moe *)calloc(1, sizeof *m);
     if (!m) return tpm_err(TPM_ERR_NO_MEMORY, "tpm_cuda_moe_create: out of host memory");

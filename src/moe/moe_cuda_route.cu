@@ -56,6 +56,7 @@
  *    on e): stable (tokens increasing inside an expert) and independent of
  *    block timing.
  */
+#include "core/cuda_preload.h"
 #include "moe_cuda_kernels.h"
 #include "moe_cuda_route_sel.cuh"
 
@@ -524,3 +525,6 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
     TPM_CUDA_LAUNCHED();
     return scatter ? TPM_OK : launch_scatter(d, T, s);
 }
+
+/* the preloader's handle on this file's kernels (src/core/cuda_preload.cu) */
+TPM_CUDA_ANCHOR(moe_route, (k_split_router))

@@ -43,6 +43,7 @@
  * The launch triggers its dependents at its start (programmatic dependent
  * launch, like mode 1), so a decode kernel that waits on it may start early.
  */
+#include "core/cuda_preload.h"
 #include "moe_cuda_kernels.h"
 #include "moe_cuda_route_sel.cuh"
 
@@ -433,3 +434,6 @@ tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int 
     else TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 0>, d, x, T, g.Ep, stop));
     return TPM_OK;
 }
+
+/* the preloader's handle on this file's kernels (src/core/cuda_preload.cu) */
+TPM_CUDA_ANCHOR(moe_route_tc, (k_route_tc<1, 0>))

@@ -10,6 +10,7 @@
  * with expert_bias) are generated the same way in fp32. No synchronisation
  * beyond stream order.
  */
+#include "core/cuda_preload.h"
 #include "moe/moe_cuda_gen.h"
 #include "moe_cuda_kernels.h"
 
@@ -98,3 +99,6 @@ void tpm_cuda_moe_gen_router(const tpm_preset *p, uint64_t seed, float *router, 
         for (int e = 0; e < p->n_experts; e++)
             bias[e] = tpm_gen_uniform(seed, 0, TPM_GEN_ROUTER_BIAS, e) * TPM_GEN_ROUTER_BIAS_SCALE;
 }
+
+/* the preloader's handle on this file's kernels (src/core/cuda_preload.cu) */
+TPM_CUDA_ANCHOR(moe_weights, (k_gen_w13))
