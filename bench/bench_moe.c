@@ -72,6 +72,7 @@ typedef struct opts {
     const tpm_preset *p;
     int64_t tokens[MAX_T];
     int nt, tp, ep, world, reps, check; /* world = tp x ep GPUs, rank r on GPU r */
+    int shard; /* > 1: TP rank 0's share of a TP `shard` layer, alone on GPU 0 (no all-reduce) */
     int fuse[2], nfuse;
     tpm_moe_path path;
     int decode_kernel, decode_max, route_gemm_min, route_legacy; /* -1: the layer's default */
@@ -167,6 +168,7 @@ typedef struct timer {
     int flush_mode;
     pthread_barrier_t *bar; /* TP: ranks start every replay together */
     tpm_comm_t ar;          /* TP: tpmoe's all-reduce (NULL: the layer's NCCL one) */
+    int no_ar;              /* --shard: one rank's share alone, the layer ends at its combine */
     int H;
 } timer;
 
@@ -205,6 +207,11 @@ static tpm_status layer_allreduce(tpm_cuda_moe *m, const timer *tm, void *y, int
 }
 
 static tpm_status layer_forward(tpm_cuda_moe *m, const timer *tm, const void *x, void *y, int T, cudaStream_t s) {
+    if (tm->no_ar) {
+        TPM_TRY(tpm_cuda_moe_route(m, x, T, s));
+        TPM_TRY(tpm_cuda_moe_experts(m, x, T, s));
+        return tpm_cuda_moe_combine(m, T, y, s);
+    }
     if (!tm->ar) return tpm_cuda_moe_forward(m, x, T, y, s);
     TPM_TRY(tpm_cuda_moe_route(m, x, T, s));
     TPM_TRY(tpm_cuda_moe_experts(m, x, T, s));
@@ -326,6 +333,7 @@ static void *rank_main(void *argp) {
     tm.flush_mode = o->flush;
     tm.bar = world > 1 ? &S->bar : NULL;
     tm.ar = S->ar[rank];
+    tm.no_ar = o->shard > 1;
     tm.H = H;
     if (cudaStreamCreateWithFlags(&tm.s, cudaStreamNonBlocking) || cudaEventCreate(&tm.a) ||
         cudaEventCreate(&tm.b) || cudaMalloc(&tm.flush, tm.flush_bytes) ||
@@ -569,6 +577,9 @@ static void usage(FILE *f) {
             "  --ep M            expert-parallel groups of tp GPUs (default 1): tp x ep GPUs,\n"
             "                    rank r = TP rank r %% tp of EP rank r / tp on GPU r; the memory floor\n"
             "                    is the busiest rank's touched bytes\n"
+            "  --shard N         one GPU: TP rank 0's share of a TP N layer (inter / N rows per expert,\n"
+            "                    the same kernels and plans as that rank), without the all-reduce; the\n"
+            "                    check holds it to the fp64 share over rank 0's intermediate rows\n"
             "  --allreduce X     TP sum: tpmoe's exact all-reduce (default) or ncclAllReduce (nccl)\n"
             "  --fuse-shared X   shared expert fused as slot E (1), dense beside it (0), or both (default)\n"
             "  --path X          force the decode (<= %d tokens) or prefill path (default auto)\n"
@@ -643,7 +654,7 @@ static int parse(int argc, char **argv, opts *o) {
     const int64_t def[] = {1, 8, 32, 128, 1024, 8192};
     memcpy(o->tokens, def, sizeof def);
     o->nt = 6;
-    o->tp = o->ep = 1;
+    o->tp = o->ep = o->shard = 1;
     o->reps = 20;
     o->check = 3;
     o->seed = 1;
@@ -687,6 +698,8 @@ static int parse(int argc, char **argv, opts *o) {
             if (int_opt(a, v, 1, MAX_TP, &o->tp)) return 2;
         } else if (!strcmp(a, "--ep")) {
             if (int_opt(a, v, 1, MAX_TP, &o->ep)) return 2;
+        } else if (!strcmp(a, "--shard")) {
+            if (int_opt(a, v, 1, MAX_TP, &o->shard)) return 2;
         } else if (!strcmp(a, "--reps")) {
             if (int_opt(a, v, 1, 1000, &o->reps)) return 2;
         } else if (!strcmp(a, "--check")) {
@@ -832,6 +845,11 @@ int cmd_bench_moe(int argc, char **argv) {
     int rc = parse(argc, argv, &o);
     if (rc >= 0) return rc;
     o.world = o.tp * o.ep;
+    if (o.shard > 1 && o.world > 1)
+        return cli_usage_error("bench moe", "--shard times one rank alone: not with --tp / --ep");
+    if (o.shard > 1 && o.p->inter % (8 * o.shard))
+        return cli_usage_error("bench moe", "--shard %d does not divide the intermediate %d of %s", o.shard,
+                               o.p->inter, o.p->name);
     if (o.world > MAX_TP) return cli_usage_error("bench moe", "--tp x --ep = %d GPUs > %d", o.world, MAX_TP);
     if (o.p->n_experts % o.ep)
         return cli_usage_error("bench moe", "--ep %d does not divide the %d experts", o.ep, o.p->n_experts);
@@ -859,13 +877,18 @@ int cmd_bench_moe(int argc, char **argv) {
     cudaGetDeviceProperties(&prop, 0);
     printf("# device %s x%d, HBM read %.0f GB/s, cuBLAS bf16 %.0f TFLOP/s (8192^3)\n", prop.name, o.world,
            S.hbm_gbps, S.gemm_tflops);
+    if (o.shard > 1)
+        printf("# --shard %d: TP rank 0's share of a TP %d layer alone on GPU 0 (inter %d / %d per expert),\n"
+               "# no all-reduce; the check compares it with the fp64 share of rank 0's intermediate rows\n",
+               o.shard, o.shard, p->inter, o.shard);
     if (o.gemm_hold > 0)
         printf("# cuBLAS bf16 held back to back for %d s (the power cap): %.0f TFLOP/s; x_held = total / max(memfl,\n"
                "# FLOPs at that rate) (x_flr, the floor of record, divides by the burst rate above)\n",
                o.gemm_hold, S.gemm_tflops_held);
     S.hx = (uint16_t *)malloc((size_t)Tmax * H * 2);
-    S.g13 = (uint16_t *)malloc((size_t)2 * p->inter * H * 2);
-    S.g2 = (uint16_t *)malloc((size_t)H * p->inter * 2);
+    /* zeroed: with --shard the other ranks' rows stay 0, so the reference is rank 0's share */
+    S.g13 = (uint16_t *)calloc((size_t)2 * p->inter * H, 2);
+    S.g2 = (uint16_t *)calloc((size_t)H * p->inter, 2);
     S.rows = (row *)calloc((size_t)o.nt * 2, sizeof(row));
     if (!S.hx || !S.g13 || !S.g2 || !S.rows) return cli_fail("bench moe", "host memory", TPM_ERR_NO_MEMORY, "");
     cli_rng rng = {o.seed * 7919u + 17u};
@@ -885,7 +908,11 @@ int cmd_bench_moe(int argc, char **argv) {
     for (int f = 0; f < o.nfuse && !fail; f++) {
         S.fused = o.fuse[f] && p->n_shared;
         for (int r = 0; r < o.world; r++) { /* rank r: TP rank r % tp of EP rank r / tp */
-            tpm_cuda_moe_desc d = {p, r, o.tp, r % o.tp, S.fused, Tmax, S.nccl[r], o.ep, r / o.tp};
+            /* --shard: TP rank 0 of a TP `shard` layer; its NCCL comm is never called (the
+             * timer's no_ar), the marker only satisfies the layer's check */
+            static int shard_marker;
+            tpm_cuda_moe_desc d = {p, r, o.shard > 1 ? o.shard : o.tp, r % o.tp, S.fused, Tmax,
+                                   o.shard > 1 ? (void *)&shard_marker : S.nccl[r], o.ep, r / o.tp};
             if ((st = tpm_cuda_moe_create(&d, &S.moe[r])) != TPM_OK ||
                 (st = tpm_cuda_moe_generate(S.moe[r], o.seed)) != TPM_OK ||
                 (st = tpm_cuda_moe_set_path(S.moe[r], o.path)) != TPM_OK ||
@@ -931,7 +958,8 @@ int cmd_bench_moe(int argc, char **argv) {
         if (r->prefill_form >= 0) snprintf(gemm, sizeof gemm, "%s%d", gemm_name(r->prefill_gemm), r->prefill_form);
         else snprintf(gemm, sizeof gemm, "%s", gemm_name(r->prefill_gemm));
         char tpep[16];
-        snprintf(tpep, sizeof tpep, "%dx%d", o.tp, o.ep);
+        if (o.shard > 1) snprintf(tpep, sizeof tpep, "r0/%d", o.shard); /* rank 0's share of TP shard */
+        else snprintf(tpep, sizeof tpep, "%dx%d", o.tp, o.ep);
         printf("%-6d %-5d %-7s %-6s %-7s %3s %-6s %5s %4d %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.2f %9.2e %5d %6.2f\n", r->T,
                r->fused, path_name(r->path), plan, gemm, dk, route_name(r->route_mode), tpep, r->n_active, r->t.route, r->t.route - S.null_us, r->t.experts, r->t.combine, r->t.allreduce,
                r->t.total, r->mem_floor_us, r->flop_floor_us, r->t.total / floor, r->max_rel_err, r->sel_mismatch, r->t.total / held_floor(r));
@@ -944,6 +972,7 @@ int cmd_bench_moe(int argc, char **argv) {
         json_object_set_new(root, "preset", json_string(p->name));
         json_object_set_new(root, "tp", json_integer(o.tp));
         json_object_set_new(root, "ep", json_integer(o.ep));
+        if (o.shard > 1) json_object_set_new(root, "shard_of_tp", json_integer(o.shard));
         json_object_set_new(root, "allreduce", json_string(o.world > 1 ? (o.ar_tpmoe ? "tpmoe" : "nccl") : "none"));
         json_object_set_new(root, "hbm_read_gbps", json_real(S.hbm_gbps));
         json_object_set_new(root, "gemm_bf16_tflops", json_real(S.gemm_tflops));
