@@ -487,7 +487,7 @@ static void *rank_main(void *argp) {
             S->r.decode_kernel = tu.decode_kernel;
             S->r.pdl = tu.decode_kernel == 2 ? tu.pdl : 0;
             S->r.down_kernel = tu.decode_kernel == 2 && T <= 8 ? tu.down_kernel : 0;
-            S->r.gate_up_pairs = tu.decode_kernel == 2 && T <= 8 ? tu.gate_up_pairs : 1;
+            S->r.gate_up_pairs = tu.decode_kernel == 2 && T <= 8 ? tpm_cuda_moe_gate_up_pairs_for(m, T) : 1;
             S->r.route_mode = tpm_cuda_moe_route_mode(m, T);
             int shp[4];
             if (S->r.route_mode == 3 && tpm_cuda_moe_route_tc_shape(m, T, shp))
@@ -590,7 +590,7 @@ static void usage(FILE *f) {
             "                    chunks per warp (0), 4 x 2 (2), 1 x 8 (3), 8 x 1 (4), or a\n"
             "                    cp.async.bulk shared-memory ring (1) (default: the layer's)\n"
             "  --gate-up-pairs P decode kernel 2, <= 8 tokens: gate/up row pairs per warp, 1 (x 4\n"
-            "                    chunks) or 2 (x 2) (default: the layer's)\n"
+            "                    chunks) or 2 (x 2) (default: the layer's, by size)\n"
             "  --route-stop N    diagnostic: the routing launch stops after its logits (1), slice\n"
             "                    sums (2) or selection (3); results invalid, phase times by difference\n"
             "  --decode-max N    path auto: decode up to N tokens (default: the layer's)\n"

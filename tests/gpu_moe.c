@@ -771,6 +771,19 @@ static void bad_arguments(void **state) {
     assert_int_equal(tpm_cuda_moe_get_tuning(m, NULL), TPM_ERR_INVALID_ARG);
     assert_int_equal(tpm_cuda_moe_set_tuning(m, NULL), TPM_ERR_INVALID_ARG);
     assert_int_equal(tpm_cuda_moe_get_tuning(m, &tu), TPM_OK);
+    /* gate/up row pairs by size (the default): 1 for small experts at 2-4 tokens, else 2 */
+    assert_int_equal(tu.gate_up_pairs, 0);
+    {
+        const int small = tpm_cuda_moe_local_inter(m) <= 384;
+        assert_int_equal(tpm_cuda_moe_gate_up_pairs_for(m, 1), 2);
+        for (int t = 2; t <= 4; t++) assert_int_equal(tpm_cuda_moe_gate_up_pairs_for(m, t), small ? 1 : 2);
+        assert_int_equal(tpm_cuda_moe_gate_up_pairs_for(m, 5), 2);
+        tu.gate_up_pairs = 2; /* forced */
+        assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+        assert_int_equal(tpm_cuda_moe_gate_up_pairs_for(m, 3), 2);
+        tu.gate_up_pairs = 0;
+        assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+    }
     tu.decode_kernel = 3;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.decode_kernel = 2;
@@ -799,6 +812,8 @@ static void bad_arguments(void **state) {
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.down_kernel = 0;
     tu.gate_up_pairs = 3;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.gate_up_pairs = -1;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.gate_up_pairs = 1;
     tu.shared_overlap = 2;

@@ -116,7 +116,8 @@ typedef struct tpm_cuda_moe_tuning {
                             * than this runs them in bands of this many, each band's weight
                             * blocks one after the other (its A rows stay in L2); 0 = one band */
     int gate_up_pairs;     /* decode kernel 2 up to 8 tokens: gate/up row pairs per warp of
-                            * k_gate_up2, 1 (x 4 chunks per lane) or 2 (x 2); the same bits */
+                            * k_gate_up2, 1 (x 4 chunks per lane) or 2 (x 2); 0 (default) = by
+                            * size (tpm_cuda_moe_gate_up_pairs_for); the same bits */
     int route_experts;     /* routing modes 0 and 1: router experts per logits block (8, 16 or
                             * 32; with up to 16 slices of H the grid has E/route_experts x
                             * ceil(T/8) x slices blocks) */
@@ -194,6 +195,10 @@ tpm_status tpm_cuda_moe_trace_events(tpm_cuda_moe *m, double ev[TPM_MOE_TRACE_EV
 int tpm_cuda_moe_route_tc_shape(const tpm_cuda_moe *m, int T, int shape[4]);
 /* The shared-expert plan a call with T tokens runs (tpm_moe_shared_plan). */
 int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T);
+/* The gate/up row pairs per warp k_gate_up2 runs with at T tokens: the tuning's 1 or 2, or by
+ * size (0): 1 where this rank's experts have at most TPM_MOE_GUP1_MAX_ROWS (384) gate rows and
+ * T is 2..4, else 2 (bench/results/r127, r128). */
+int tpm_cuda_moe_gate_up_pairs_for(const tpm_cuda_moe *m, int T);
 /* The form of the own prefill GEMM a call with T tokens runs (prefill_cluster 0..3, the
  * by-size default resolved); -1 when the call does not run it (decode path, cuBLAS prefill). */
 int tpm_cuda_moe_prefill_form(const tpm_cuda_moe *m, int T);

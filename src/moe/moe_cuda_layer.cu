@@ -135,9 +135,20 @@
  *   down 2, pairs 1   143.2   222.4   441.5   843.4
  *   down 2, pairs 2   142.5   222.3   437.5   822.8
  *   down 4, pairs 1   150.5   221.7   456.1   952.6   (down 3: 152.6 .. 906.8, r24)
- * Each warp's rows longer and fewer items per expert: down 2 + pairs 2. */
+ * Each warp's rows longer and fewer items per expert: down 2 + pairs 2. That was TP 1's
+ * expert (3072 gate rows). A TP rank's share timed alone (bench moe --shard, r127 / r128, two
+ * passes each, fused layer, us, pairs 1 / 2):
+ *   share (gate rows)  1 token      2            3            4            5            8
+ *   TP 8 (384)         41.5 / 41.2  56.5 / 59.0  70.7 / 74.0  85.2 / 91.0  119 / 113    162 / 155
+ *   TP 4 (768)         59.6 / 55.0  78.8 / 77.9  106 / 108    133 / 136    188 / 182    261 / 255
+ *   TP 2 (1536)        87.3 / 83.2  130 / 124    -            234 / 230    -            458 / 441
+ * (TP 2: pairs 1 in one pass, pairs 2 in three, r127.)
+ * With few rows per expert and 2-4 tokens (the slot plan; from 5 the shared expert leaves the
+ * GEMV items) more, smaller items stream faster; elsewhere 2. TP 4's 2% at 3-4 tokens against
+ * its 1% loss at 2 is left out. 0 = by size (tpm_cuda_moe_gate_up_pairs_for). */
 #define TPM_MOE_DOWN_KERNEL 2
-#define TPM_MOE_GATE_UP_PAIRS 2
+#define TPM_MOE_GATE_UP_PAIRS 0
+#define TPM_MOE_GUP1_MAX_ROWS 384
 /* Decode set 2, down_kernel 2: k_down2 waits per expert for its gate_up tiles (1) or for the
  * whole k_gate_up2 grid (0). */
 #define TPM_MOE_EXPERT_WAIT 0
@@ -535,7 +546,8 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->prefill_band >= 0, "prefill_band %d < 0", t->prefill_band);
     TPM_ARG_CHECK(t->pdl == 0 || t->pdl == 1, "pdl %d is not 0 or 1", t->pdl);
     TPM_ARG_CHECK(t->down_kernel >= 0 && t->down_kernel <= 4, "down_kernel %d is not 0..4", t->down_kernel);
-    TPM_ARG_CHECK(t->gate_up_pairs == 1 || t->gate_up_pairs == 2, "gate_up_pairs %d is not 1 or 2", t->gate_up_pairs);
+    TPM_ARG_CHECK(t->gate_up_pairs >= 0 && t->gate_up_pairs <= 2, "gate_up_pairs %d is not 0 (by size), 1 or 2",
+                  t->gate_up_pairs);
     TPM_ARG_CHECK(t->route_stop >= 0 && t->route_stop <= 3, "route_stop %d is not 0..3", t->route_stop);
     TPM_ARG_CHECK(t->route_experts == 8 || t->route_experts == 16 || t->route_experts == 32,
                   "route_experts %d is not 8, 16 or 32", t->route_experts);
@@ -580,6 +592,12 @@ int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T) {
         (T >= m->tune.prefill_split_min || T <= m->tune.prefill_split_max))
         return TPM_MOE_SHARED_SPLIT;
     return TPM_MOE_SHARED_SLOT;
+}
+
+int tpm_cuda_moe_gate_up_pairs_for(const tpm_cuda_moe *m, int T) {
+    if (!m) return 2;
+    if (m->tune.gate_up_pairs) return m->tune.gate_up_pairs;
+    return m->d.Il <= TPM_MOE_GUP1_MAX_ROWS && T >= 2 && T <= 4 ? 1 : 2;
 }
 
 /* cuBLAS on stream s; cublasSetStream resets the workspace to the default
@@ -793,7 +811,7 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
         }
         if (m->tune.decode_kernel == 2)
             return tpm_moe_launch_decode2(d, (const uint16_t *)x, T, split, use_pdl(m, s), m->tune.down_kernel,
-                                          m->tune.gate_up_pairs, m->tune.expert_wait, s);
+                                          tpm_cuda_moe_gate_up_pairs_for(m, T), m->tune.expert_wait, s);
         return tpm_moe_launch_decode(d, (const uint16_t *)x, T, split, s);
     }
     if (m->tune.prefill_gemm == TPM_MOE_GEMM_WGMMA) {
