@@ -26,6 +26,8 @@
  * to load for another reason (warned once): the preload is a safeguard, it
  * never fails the communicator or the layer that asks for it. Once per
  * device and process, under a mutex; the caller's current device is kept.
+ * Cost (bench/results/r131, one H200): 342 kernels in 0.39-0.55 s under
+ * lazy loading, 0.14 s where CUDA_MODULE_LOADING=EAGER already loaded them.
  *
  * No device code here; no synchronization beyond what the loads do.
  */
