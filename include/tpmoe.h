@@ -223,7 +223,10 @@ TPM_API tpm_status tpm_comm_init(tpm_comm_t *comm, const tpm_config *cfg);
  * first launch) made for one rank meanwhile can wait for it in turn, until
  * the timeout. So do such work for every rank before any rank's first
  * collective (tpm_moe_create does its own, including a warm-up of its cuBLAS
- * calls), and tear down after every rank's last one (bench/results/r117). */
+ * calls), and tear down after every rank's last one (bench/results/r117).
+ * tpmoe's own kernels are all loaded into each GPU's context at init, once
+ * per device and process (0.4-0.6 s under CUDA's lazy loading, r131), so no
+ * first launch of one waits for the device. */
 TPM_API tpm_status tpm_comm_init_all(tpm_comm_t *comms, int n,
                                      const int *devices, const tpm_config *cfg);
 TPM_API tpm_status tpm_comm_destroy(tpm_comm_t comm);
