@@ -25,8 +25,9 @@ void tpm_cuda_preload_skip_for_test(int dev);
 }
 /* In each .cu file with kernels, at file scope: names one kernel of the file
  * (any instantiation), through which the preloader finds the file's
- * fatbinary and from it every other kernel of the file. List the name in
- * cuda_preload.cu's kAnchors. */
+ * fatbinary and from it every other kernel of the file. Declare it and list
+ * it in cuda_preload.cu's anchors[] too: a file without an anchor is not
+ * preloaded (its kernels then load at their first launch). */
 #define TPM_CUDA_ANCHOR(name, kernel)                                                              \
     extern "C" const void *tpm_cuda_anchor_##name(void) { return (const void *)(kernel); }
 #endif
