@@ -10,7 +10,8 @@
  * order; two-shot codecs through the CPU codec functions with the same
  * segments), GPU encoder bytes equal to the golden vectors, 100k CUDA-graph
  * replays with alternating sizes, TPM_ERR_TIMEOUT when a peer never comes,
- * and documented errors for bad arguments.
+ * ranks sharing a GPU with a kernel that needs nearly every SM between their
+ * calls, and documented errors for bad arguments.
  *
  * On a machine with ONE GPU the multi-rank tests run worlds 2..8 on it
  * (TPMOE_CUDA_SHARE_GPU=1, set here unless the environment says otherwise):
@@ -385,6 +386,73 @@ static void test_bad_args(void **state) {
     }
 }
 
+/* Ranks sharing a GPU (TPMOE_CUDA_SHARE_GPU, src/comm/cuda_comm.cu): rank 0's
+ * all-reduce is enqueued first and spins for rank 1; rank 1's stream then runs
+ * a kernel that needs all but four SMs, each whole and all at once
+ * (tests/util/full_sm_kernel.cu), before its own all-reduce. Rank 0's spinning
+ * grid must leave that many SMs free (TPM_CUDA_SHARE_GRID CTAs; the earlier
+ * grid of 66 CTAs on an H200 held at least a quarter of them until its
+ * timeout). Both sums right, no timeout. */
+int test_full_sm_barrier_launch(int nblocks, unsigned *arrived, unsigned *failed,
+                                unsigned long long timeout_ns, void *stream);
+static void test_share_full_gpu(void **state) {
+    (void)state;
+    if (!g_share || g_ndev != 1) skip(); /* the case of ranks on one GPU */
+    int sms = 0;
+    CK(cudaSetDevice(0));
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    for (int a = TPM_ALGO_ONESHOT; a <= TPM_ALGO_TWOSHOT; a++) {
+        comms cs;
+        comms_make(&cs, 2, 8 << 20, 2000);
+        const size_t n = (1u << 20) + 5; /* bf16: both algorithms use dozens of CTAs */
+        void *h[2], *d[2];
+        unsigned *ctl = NULL, hctl[2] = {7, 7};
+        CK(cudaMalloc((void **)&ctl, 2 * sizeof *ctl));
+        CK(cudaMemset(ctl, 0, 2 * sizeof *ctl));
+        for (int r = 0; r < 2; r++) {
+            h[r] = malloc(n * 2);
+            assert_non_null(h[r]);
+            fill_random(h[r], TPM_DTYPE_BF16, n, 7700 + (uint64_t)(10 * a + r));
+            CK(cudaMalloc(&d[r], n * 2));
+            CK(cudaMemcpy(d[r], h[r], n * 2, cudaMemcpyHostToDevice));
+        }
+        CK(cudaDeviceSynchronize());
+        /* one thread: rank 0's call first, then rank 1's stream: the full-GPU kernel, its call */
+        assert_int_equal(cs.c[0]->ops->allreduce(cs.c[0], d[0], d[0], n, TPM_DTYPE_BF16, TPM_CODEC_NONE,
+                                                 (tpm_algo)a, cs.s[0]),
+                         TPM_OK);
+        assert_int_equal(test_full_sm_barrier_launch(sms - 4, ctl, ctl + 1, 10000000000ull, cs.s[1]), 0);
+        assert_int_equal(cs.c[1]->ops->allreduce(cs.c[1], d[1], d[1], n, TPM_DTYPE_BF16, TPM_CODEC_NONE,
+                                                 (tpm_algo)a, cs.s[1]),
+                         TPM_OK);
+        CK(cudaStreamSynchronize(cs.s[0]));
+        CK(cudaStreamSynchronize(cs.s[1]));
+        CK(cudaMemcpy(hctl, ctl, sizeof hctl, cudaMemcpyDeviceToHost));
+        assert_int_equal(hctl[0], (unsigned)(sms - 4)); /* every CTA of it ran */
+        assert_int_equal(hctl[1], 0u);                   /* all at once, in time */
+        for (int r = 0; r < 2; r++) {
+            tpm_status st = tpm_comm_get_async_error(cs.c[r]);
+            if (st != TPM_OK) fprintf(stderr, "rank %d: %s\n", r, tpm_comm_last_error(cs.c[r]));
+            assert_int_equal(st, TPM_OK);
+        }
+        void *ref = malloc(n * 2), *got = malloc(n * 2);
+        assert_true(ref && got);
+        reference(TPM_CODEC_NONE, TPM_DTYPE_BF16, 2, h, n, ref);
+        for (int r = 0; r < 2; r++) {
+            CK(cudaMemcpy(got, d[r], n * 2, cudaMemcpyDeviceToHost));
+            assert_memory_equal(got, ref, n * 2);
+        }
+        free(ref);
+        free(got);
+        for (int r = 0; r < 2; r++) {
+            cudaFree(d[r]);
+            free(h[r]);
+        }
+        cudaFree(ctl);
+        comms_free(&cs);
+    }
+}
+
 /* A peer that never calls: the waiting kernel gives up, the next call and
  * the poll say TPM_ERR_TIMEOUT. */
 static void test_timeout(void **state) {
@@ -606,7 +674,7 @@ int main(void) {
         cmocka_unit_test(test_exact_world1),      cmocka_unit_test(test_exact_all_gpus),
         cmocka_unit_test(test_codecs),            cmocka_unit_test(test_inplace_and_unaligned),
         cmocka_unit_test(test_graph_replays),     cmocka_unit_test(test_timeout),
-        cmocka_unit_test(test_large_launches),
+        cmocka_unit_test(test_large_launches),    cmocka_unit_test(test_share_full_gpu),
     };
     /* GPU_AR_ONLY=<substring>: only the tests whose names contain it (diagnostics) */
     const char *only = getenv("GPU_AR_ONLY");

@@ -17,8 +17,8 @@
  * bits, the stats are filled. A batch of 8200 tokens (two chunks of the GPU
  * layer) equals its chunks run as two calls, bit for bit. Bad arguments: dtype fp32 on CUDA is
  * UNSUPPORTED, a host pointer, a dtype mismatch, a CPU comm and a wrong routing size
- * are INVALID_ARG. And `tpmoe moe --backend cuda --check` (TP 2 and EP 2 when two GPUs) passes
- * its fp64 check. EP 2 (two GPUs: each rank half the routed experts, every other token's fused
+ * are INVALID_ARG. And `tpmoe moe --backend cuda --check` (TP 2 and EP 2 when two GPUs; TP 2 x
+ * EP 2 at 256 tokens with four ranks where they share one GPU) passes its fp64 check. EP 2 (two GPUs: each rank half the routed experts, every other token's fused
  * shared slot, or the unfused shared MLP on EP rank 0) is held to the same CPU reference, and the
  * (token, slot) pairs the ranks report add up to every pair once.
  */
@@ -52,6 +52,7 @@ int main(void) {
 static const size_t k_tokens[NT] = {5, 77}; /* decode path, prefill path */
 static int g_ndev;
 static int g_ranks; /* TP 2 / EP 2 parts: 2 where two GPUs exist or ranks share one */
+static int g_share; /* one GPU, ranks sharing it (TPMOE_CUDA_SHARE_GPU=1) */
 
 #define CK(x) assert_int_equal((int)(x), (int)cudaSuccess)
 
@@ -512,19 +513,26 @@ static void cli_cuda(void **state) {
         printf("  cli: skipped (TPMOE_TOOL not set)\n");
         return;
     }
-    const char *presets[] = {"m3-mini", "gpt-oss-mini", "m3-mini"};
-    for (int i = 0; i < 3; i++) {
+    const char *presets[] = {"m3-mini", "gpt-oss-mini", "m3-mini", "m3-mini"};
+    for (int i = 0; i < 4; i++) {
         char cmd[1024], out[16384];
         if (i == 2 && g_ranks < 2) {
             printf("  cli EP 2: skipped (one GPU)\n");
             continue;
         }
-        /* the last: EP 2 (one routed half and every other token's shared slot per GPU; only EP
+        if (i == 3 && !g_share) {
+            printf("  cli TP 2 x EP 2: skipped (four ranks need one shared GPU here)\n");
+            continue;
+        }
+        /* the third: EP 2 (one routed half and every other token's shared slot per GPU; only EP
          * rank 0 calls cuBLAS: in a fresh process its first use deadlocked beside EP rank 1's
-         * all-reduce until the layer warmed up at create, bench/results/r117) */
+         * all-reduce until the layer warmed up at create, bench/results/r117); the fourth: TP 2 x
+         * EP 2 at 256 tokens, four ranks on one GPU, which timed out in 5 of 6 runs while the
+         * spinning all-reduce grids were sized by the SM count (bench/results/r134, r135) */
+        const int tp = i == 2 ? 1 : i == 3 ? 2 : g_ranks, ep = i >= 2 ? 2 : 1;
         snprintf(cmd, sizeof cmd,
-                 "%s moe --backend cuda --preset %s --tp %d --ep %d --tokens 40 --iters 2 --check 2>&1",
-                 tool, presets[i], i == 2 ? 1 : g_ranks, i == 2 ? 2 : 1);
+                 "%s moe --backend cuda --preset %s --tp %d --ep %d --tokens %d --iters 2 --check 2>&1",
+                 tool, presets[i], tp, ep, i == 3 ? 256 : 40);
         FILE *f = popen(cmd, "r");
         assert_non_null(f);
         size_t len = fread(out, 1, sizeof out - 1, f);
@@ -556,6 +564,7 @@ int main(void) {
     if (g_ndev == 1 && !getenv("TPMOE_CUDA_SHARE_GPU")) setenv("TPMOE_CUDA_SHARE_GPU", "1", 1);
     const char *sg = getenv("TPMOE_CUDA_SHARE_GPU");
     const int share = g_ndev == 1 && sg && !strcmp(sg, "1");
+    g_share = share;
     g_ranks = g_ndev >= 2 || share ? 2 : 1;
     printf("gpu_moe_api: %d GPU(s)%s\n", g_ndev,
            share         ? " (TP 2 / EP 2: both ranks on GPU 0, TPMOE_CUDA_SHARE_GPU=1)"

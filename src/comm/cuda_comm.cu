@@ -751,20 +751,18 @@ extern "C" tpm_status tpm_cuda_comm_init_all(struct tpm_comm **comms, int n, con
         im->base.variant = comms[i]->cfg.cuda_kernels;
     }
     if (shared) {
-        /* every rank's grid is 2 CTAs per SM of half its share, and launches go without PDL
-         * (one per rank in flight): a GPU's ranks' kernels are all resident together even at
-         * one CTA per SM, so no rank's spin waits for a rank that cannot get an SM; and every
-         * rank gets the same grid (the kernels deal columns by CTA index) */
-        int sms = INT32_MAX;
+        /* Ranks sharing a GPU (a test mode: checked, never timed) run every collective on a
+         * grid of 2 CTAs, launched without PDL (one launch per rank in flight). A rank's
+         * collective spins on the GPU until its peers arrive, and a peer may still be running
+         * its earlier work then. The earlier rule (2 CTAs per SM of each rank's share of the
+         * SMs: 32 per rank with four ranks on an H200) let the spinning grids hold SMs that
+         * work needed: TP 2 x EP 2 of the MoE layer, four ranks on one H200, stalled until the
+         * timeout in 5 of 6 runs (bench/results/r134). Two CTAs per rank leave all but 2 x
+         * ranks SMs free, and every rank gets the same grid (the kernels deal columns by CTA
+         * index, and any grid of at least one CTA covers a launch). */
         for (int i = 0; i < n; i++) {
-            int on = 0;
-            for (int j = 0; j < n; j++) on += devs[j] == devs[i];
-            int q = g->impl[i]->sms / (2 * on);
-            if (q < sms) sms = q;
-        }
-        for (int i = 0; i < n; i++) {
-            g->impl[i]->sms = sms > 1 ? sms : 1;
-            g->impl[i]->base.no_pdl = 1; /* one launch per rank in flight (cuda_sync.h) */
+            g->impl[i]->sms = TPM_CUDA_SHARE_GRID / 2; /* a.grid = 2 x sms */
+            g->impl[i]->base.no_pdl = 1;                /* one launch per rank in flight (cuda_sync.h) */
         }
     }
     /* peer access between all pairs, then direct pointers; a pair whose
@@ -842,7 +840,7 @@ extern "C" tpm_status tpm_cuda_comm_init_all(struct tpm_comm **comms, int n, con
     if (prev >= 0) cudaSetDevice(prev);
     if (shared)
         TPM_LOG_I("CUDA communicator: %d ranks sharing GPUs (TPMOE_CUDA_SHARE_GPU: a test mode, "
-                  "%d SMs per rank's grid, no NCCL), %zu MB buffer per rank", n, g->impl[0]->sms,
+                  "%d CTAs per collective launch, no NCCL), %zu MB buffer per rank", n, 2 * g->impl[0]->sms,
                   g->impl[0]->buf_bytes >> 20);
     else
         TPM_LOG_I("CUDA communicator: %d GPUs, peer-to-peer %s, %zu MB buffer per GPU", n,

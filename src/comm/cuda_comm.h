@@ -52,6 +52,9 @@ extern "C" {
 #define TPM_CUDA_TS_COL_ELEMS 8192
 #define TPM_CUDA_TS_MAX_COLS 8192
 #define TPM_CUDA_CTL_BYTES 4096u
+/* CTAs of every collective launch where ranks share a GPU (TPMOE_CUDA_SHARE_GPU,
+ * cuda_comm.cu says why so few) */
+#define TPM_CUDA_SHARE_GRID 2
 #define TPM_CUDA_FLAG_BYTES                                                                        \
     ((size_t)2 * 2 * TPM_CUDA_MAX_WORLD * TPM_CUDA_TS_MAX_COLS * sizeof(uint32_t))
 
