@@ -12,8 +12,9 @@
  *    of S slices of H (logits_tile below). Block-done tickets then chain the
  *    rest inside the same launch: the last block of an 8-token tile (atomic
  *    ticket on tile_ctr[tile], block_ticket) sums the S slices of the
- *    tile's (token, expert) logits into shared memory (one thread per pair,
- *    two pairs per pass, all slice loads in flight, added in slice order),
+ *    tile's (token, expert) logits into shared memory (one thread per four
+ *    experts of a token, one 16-byte load per slice, all in flight, added in
+ *    slice order; one thread per pair where E % 4 != 0),
  *    selects for those 8 tokens (one warp per token, select_token below).
  *    One tile (T <= 8): that block also builds the permutation by counting
  *    over the tile's selections in shared memory (build_permutation_direct,
@@ -391,7 +392,31 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
         const int t0 = tile * kLogitTokens, nt = min(kLogitTokens, T - t0), E = d.E, ns = (int)gridDim.z;
         const size_t sstride = (size_t)T * E;
         const int np = nt * E, nth = (int)blockDim.x;
-        for (int p0 = threadIdx.x; p0 < np; p0 += 2 * nth) {
+        /* E % 4 == 0: four experts of one token per thread, one 16-byte load per slice (the
+         * scalar form below spent ~20 instructions of address arithmetic per 4-byte load:
+         * bench/results/r138, r139) */
+        for (int q = threadIdx.x; (E & 3) == 0 && q < np / 4; q += nth) {
+            const int j = 4 * q / E, e = 4 * q - j * E;
+            const float4 *src = reinterpret_cast<const float4 *>(d.logits + (size_t)(t0 + j) * E + e);
+            const size_t st4 = sstride / 4;
+            float4 v[kMaxSplits];
+#pragma unroll
+            for (int sp = 0; sp < kMaxSplits; sp++) v[sp] = sp < ns ? __ldcg(src + sp * st4) : make_float4(0.f, 0.f, 0.f, 0.f);
+            float4 l = v[0];
+#pragma unroll
+            for (int sp = 1; sp < kMaxSplits; sp++) /* slice order, as the scalar form */
+                if (sp < ns) {
+                    l.x += v[sp].x;
+                    l.y += v[sp].y;
+                    l.z += v[sp].z;
+                    l.w += v[sp].w;
+                }
+            s_lg[j][e] = l.x;
+            s_lg[j][e + 1] = l.y;
+            s_lg[j][e + 2] = l.z;
+            s_lg[j][e + 3] = l.w;
+        }
+        for (int p0 = threadIdx.x; (E & 3) != 0 && p0 < np; p0 += 2 * nth) {
             float v[2][kMaxSplits];
 #pragma unroll
             for (int u = 0; u < 2; u++) {

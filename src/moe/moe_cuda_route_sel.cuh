@@ -173,6 +173,20 @@ __device__ void select_token_pl(const tpm_moe_dev &d, int t, const float *lg, si
     const int E = d.E, k = d.k;
     float s[kMaxPerLane], c[kMaxPerLane];
     bool ok[kMaxPerLane];
+    /* Up to 3 slices in global memory (k_select after the router GEMM: hi, mid, lo): every
+     * slice load of every expert, and the bias, issued before the first add. The runtime slice
+     * loop put each load behind the previous add, 3 x PL dependent L2 trips per token
+     * (bench/results/r138, r139). The sums keep slice order: the same bits. */
+    constexpr int kPre = 3;
+    const bool pre = nsplit >= 1 && nsplit <= kPre;
+    float v[kMaxPerLane][kPre], bv[kMaxPerLane];
+#pragma unroll
+    for (int j = 0; j < kMaxPerLane; j++) {
+        const int e = lane + 32 * j;
+#pragma unroll
+        for (int sp = 0; sp < kPre; sp++) v[j][sp] = pre && sp < nsplit && e < E ? __ldcg(lg + e + sp * sstride) : 0.0f;
+        bv[j] = br && e < E ? br[e] : 0.0f;
+    }
 #pragma unroll
     for (int j = 0; j < kMaxPerLane; j++) {
         const int e = lane + 32 * j;
@@ -181,6 +195,11 @@ __device__ void select_token_pl(const tpm_moe_dev &d, int t, const float *lg, si
         if (ok[j]) {
             if (nsplit == 0) { /* lg: the summed logits in shared memory */
                 l = lg[e];
+            } else if (pre) {
+                l = v[j][0];
+#pragma unroll
+                for (int sp = 1; sp < kPre; sp++)
+                    if (sp < nsplit) l += v[j][sp]; /* slice order */
             } else {
                 l = __ldcg(lg + e);
                 for (int sp = 1; sp < nsplit; sp++) l += __ldcg(lg + e + sp * sstride); /* slice order */
@@ -192,7 +211,7 @@ __device__ void select_token_pl(const tpm_moe_dev &d, int t, const float *lg, si
             c[j] = s[j];
         } else {
             s[j] = 1.0f / (1.0f + expf(-l));
-            c[j] = s[j] + (br && ok[j] ? br[e] : 0.0f);
+            c[j] = s[j] + (br && ok[j] ? bv[j] : 0.0f);
         }
     }
     if (d.router == TPM_ROUTER_GROUPED_SIGMOID && d.n_groups > 1) {
