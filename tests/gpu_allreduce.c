@@ -391,8 +391,8 @@ static void test_bad_args(void **state) {
  * a kernel that needs all but four SMs, each whole and all at once
  * (tests/util/full_sm_kernel.cu), before its own all-reduce. Rank 0's spinning
  * grid must leave that many SMs free (TPM_CUDA_SHARE_GRID CTAs; the earlier
- * grid of 66 CTAs on an H200 held at least a quarter of them until its
- * timeout). Both sums right, no timeout. */
+ * grid, 66 CTAs on an H200, would hold at least 33 SMs until its timeout: by
+ * that count, not run). Both sums right, no timeout. */
 int test_full_sm_barrier_launch(int nblocks, unsigned *arrived, unsigned *failed,
                                 unsigned long long timeout_ns, void *stream);
 static void test_share_full_gpu(void **state) {
