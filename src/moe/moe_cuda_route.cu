@@ -42,7 +42,8 @@
  * k_logits / logits_tile: a warp owns EPW experts x 8 tokens of its slice;
  *    each lane accumulates a strided part with fmaf (the weight and x loads
  *    of 3 chunks issued before their FMAs), the warp reduces with a
- *    fixed xor butterfly, the selection adds the S slices in slice order. A
+ *    fixed xor tree (distances 16 .. 1; transposed, so each lane keeps a
+ *    part of the values), the selection adds the S slices in slice order. A
  *    logit has the same bits in every run; identical router rows give
  *    identical logits (exact ties stay ties).
  * select_token (moe_cuda_route_sel.cuh; one warp per token): scores sanitized (NaN -> -inf), k rounds
@@ -74,9 +75,31 @@ constexpr int kMaxSplits = 16;
 constexpr int kSelThreads = 1024; /* the last block builds the permutation with all of them */
 constexpr int kScatterInBlock = 4096; /* k_select: rows the last block scatters itself */
 
+/* The warp's sums of V values per lane over the 32 lanes (logits_tile): while N > 1 values are
+ * left, at xor distance O a lane keeps half of them (the upper half where its O bit is set) and
+ * adds the partner's copy of that half; then a plain butterfly over the distances left. A
+ * template recursion, so that every index is a constant before the loops are unrolled (a runtime
+ * loop over the halvings, even unrolled, left the array in local memory). */
+template <int V, int N, int O>
+__device__ __forceinline__ void xor_tree_sum(float (&vals)[V], int lane) {
+    if constexpr (N > 1) {
+        const bool upper = (lane & O) != 0;
+#pragma unroll
+        for (int q = 0; q < N / 2; q++) {
+            const float keep = upper ? vals[q + N / 2] : vals[q];
+            const float send = upper ? vals[q] : vals[q + N / 2];
+            vals[q] = keep + __shfl_xor_sync(0xffffffffu, send, O);
+        }
+        xor_tree_sum<V, N / 2, O / 2>(vals, lane);
+    } else if constexpr (O > 0) {
+        vals[0] += __shfl_xor_sync(0xffffffffu, vals[0], O);
+        xor_tree_sum<V, 1, O / 2>(vals, lane);
+    }
+}
+
 /* Partial logits of a (32 experts x 8 tokens x H-slice) tile: each lane keeps
  * 4 x 8 accumulators over float4 chunks c = lane, lane + 32, ... of its
- * slice, the warp reduces with a fixed butterfly, k_select sums the slices
+ * slice, the warp reduces with a fixed xor tree, k_select sums the slices
  * in slice order. */
 template <int kLogitEpw, int TOK = kLogitTokens>
 __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, const float *__restrict__ wr,
@@ -131,16 +154,22 @@ __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, cons
             }
         }
     }
+    /* the warp's V = EPW x TOK sums (xor_tree_sum): V - 1 + (5 - log2 V) shuffles instead of the
+     * plain butterfly's 5 V. Every value is still summed over the same lane pairs at distances
+     * 16, 8, 4, 2, 1 in that order, each add (own + partner) as in the plain butterfly (float add
+     * commutes): the same bits. Value v = i TOK + j ends on the lanes whose top log2 V bits are v. */
+    constexpr int V = kLogitEpw * TOK;
+    static_assert(V >= 1 && V <= 32 && (V & (V - 1)) == 0, "logits_tile: EPW x TOK a power of two <= 32");
+    constexpr int kLog2V = V >= 32 ? 5 : V >= 16 ? 4 : V >= 8 ? 3 : V >= 4 ? 2 : V >= 2 ? 1 : 0;
+    float vals[V];
 #pragma unroll
-    for (int j = 0; j < TOK; j++) {
-        if (j >= nt) break; /* warp-uniform: no butterflies for absent tokens */
+    for (int i = 0; i < kLogitEpw; i++)
 #pragma unroll
-        for (int i = 0; i < kLogitEpw; i++) {
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) acc[i][j] += __shfl_xor_sync(0xffffffffu, acc[i][j], o);
-            if (lane == i * TOK + j && e0 + i < E) part[((size_t)split * T + t0 + j) * E + e0 + i] = acc[i][j];
-        }
-    }
+        for (int j = 0; j < TOK; j++) vals[i * TOK + j] = acc[i][j];
+    xor_tree_sum<V, V, 16>(vals, lane);
+    const int v = lane >> (5 - kLog2V), i = v / TOK, j = v - i * TOK;
+    if ((lane & ((32 >> kLog2V) - 1)) == 0 && j < nt && e0 + i < E)
+        part[((size_t)split * T + t0 + j) * E + e0 + i] = vals[0];
 }
 
 template <int kLogitEpw>
