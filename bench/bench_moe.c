@@ -478,8 +478,7 @@ static void *rank_main(void *argp) {
             S->r.shared_plan = tpm_cuda_moe_shared_plan(m, T);
             S->r.prefill_gemm = tu.prefill_gemm;
             S->r.prefill_form = tpm_cuda_moe_prefill_form(m, T);
-            S->r.shared_overlap = tu.shared_overlap && S->r.path == TPM_MOE_PATH_DECODE && tu.decode_kernel != 1 &&
-                                  (S->r.shared_plan == TPM_MOE_SHARED_SPLIT || S->r.shared_plan == TPM_MOE_SHARED_DENSE);
+            S->r.shared_overlap = tpm_cuda_moe_overlaps_shared(m, T);
             free(yref);
         }
         /* timing: every rank runs the same sequence (NCCL calls match) */
@@ -487,17 +486,22 @@ static void *rank_main(void *argp) {
         for (int ph = 0; ph < PH_N; ph++) {
             if (ph == PH_ALLREDUCE && world == 1) continue;
             pthread_barrier_wait(&S->bar);
-            /* --route-stop: the routing phase alone stops early (its outputs are
-             * invalid, so only this timing uses it) */
-            tpm_cuda_moe_tuning tr;
-            const int stop = ph == PH_ROUTE && o->route_stop > 0;
-            if (stop && ((st = tpm_cuda_moe_get_tuning(m, &tr)) != TPM_OK ||
-                         (tr.route_stop = o->route_stop, st = tpm_cuda_moe_set_tuning(m, &tr)) != TPM_OK))
-                goto done;
+            /* The routing phase is the routing alone: a shared MLP the layer issues beside it
+             * (shared_overlap) is timed in the experts phase, which runs it when the routing call
+             * did not. --route-stop: the routing phase alone stops early (its outputs are
+             * invalid, so only this timing uses it). */
+            tpm_cuda_moe_tuning tr, tr0;
+            const int alone = ph == PH_ROUTE && (o->route_stop > 0 || S->r.shared_overlap);
+            if (alone) {
+                if ((st = tpm_cuda_moe_get_tuning(m, &tr0)) != TPM_OK) goto done;
+                tr = tr0;
+                if (o->route_stop > 0) tr.route_stop = o->route_stop;
+                tr.shared_overlap = 0;
+                if ((st = tpm_cuda_moe_set_tuning(m, &tr)) != TPM_OK) goto done;
+            }
             st = time_phase(&tm, m, ph, dx, dy, T, o->reps, &ms[ph]);
-            if (stop) {
-                tr.route_stop = 0;
-                tpm_status st2 = tpm_cuda_moe_set_tuning(m, &tr);
+            if (alone) {
+                tpm_status st2 = tpm_cuda_moe_set_tuning(m, &tr0);
                 if (st == TPM_OK) st = st2;
             }
             if (st != TPM_OK) goto done;
@@ -660,7 +664,8 @@ int cmd_bench_moe(int argc, char **argv) {
     /* table */
     if (o.world > 1) printf("# TP / EP all-reduce: %s\n", o.ar_tpmoe ? "tpmoe (exact, dispatched algorithm)" : "ncclAllReduce");
     printf("# harness: empty captured kernel after the %s flush %.1f us (included in every phase time;\n"
-           "# route_net = route_us - that: the routing launch's own time)\n", flush_name(o.flush), S.null_us);
+           "# route_net = route_us - that: the routing launch's own time; a shared MLP the layer runs\n"
+           "# beside the routing, plan '+', is timed in expert_us)\n", flush_name(o.flush), S.null_us);
     printf("\n%-6s %-5s %-7s %-6s %-7s %3s %-6s %5s %4s %9s %9s %9s %9s %9s %9s %9s %9s %6s %9s %5s %6s\n", "tokens", "fused", "path", "plan", "gemm",
            "dk", "route", "tpxep", "exp", "route_us", "rnet_us", "expert_us", "comb_us", "ar_us", "total_us", "memfl_us", "flopfl_us",
            "x_flr", "rel_err", "sel!", "x_held");

@@ -77,7 +77,7 @@ static void usage(FILE *f) {
             "                    clusters (2), persistent CTAs (3) (default: the layer's)\n"
             "  --prefill-band N   wgmma prefill: a large expert's row tiles in bands of N (0: one band)\n"
             "                    (default: the layer's)\n"
-            "  --shared-overlap B decode path, split / unfused shared plan: the shared MLP beside the\n"
+            "  --shared-overlap B split / unfused shared plan: the shared MLP beside the\n"
             "                    routing on a side stream (1) or after it (0) (default: the layer's)\n"
             "  --flush X         L2 flush before every replay: read 256 MB (default: clean lines, as\n"
             "                    after another layer's weights) or write them (dirty lines first\n"

@@ -855,6 +855,87 @@ static void bad_arguments(void **state) {
     tpm_cuda_moe_destroy(m);
 }
 
+/* The tuning of variant v of a stream test (tune_pdl_variant, tune_overlap_variant). */
+typedef void (*tune_fn)(tpm_cuda_moe_tuning *tu, int v, int split);
+
+/* One layer on a non-blocking stream with the tuning f(v, split): a forward eager, or captured
+ * and replayed twice (the same bits asserted), the output poisoned before every run. Returns y
+ * [T x H] (malloc'd); *ovl: whether the layer issued its shared MLP beside the routing. */
+static uint16_t *run_stream(const tpm_moe_weights *w, const uint16_t *x, int T, int fused, tpm_moe_path path,
+                            tune_fn f, int v, int split, int graph, int *ovl) {
+    const tpm_preset *p = w->preset;
+    const int H = p->hidden;
+    tpm_cuda_moe_desc d = {p, 0, 1, 0, fused, T, NULL, 1, 0};
+    tpm_cuda_moe *m = NULL;
+    assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_OK);
+    assert_int_equal(tpm_cuda_moe_upload(m, w), TPM_OK);
+    assert_int_equal(tpm_cuda_moe_set_path(m, path), TPM_OK);
+    tpm_cuda_moe_tuning tu;
+    assert_int_equal(tpm_cuda_moe_get_tuning(m, &tu), TPM_OK);
+    f(&tu, v, split);
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+    if (ovl) *ovl = tpm_cuda_moe_overlaps_shared(m, T);
+    cudaStream_t s = NULL;
+    void *dx = NULL, *dy = NULL;
+    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    assert_int_equal(cudaMalloc(&dx, (size_t)T * H * 2), cudaSuccess);
+    assert_int_equal(cudaMalloc(&dy, (size_t)T * H * 2), cudaSuccess);
+    assert_int_equal(cudaMemcpy(dx, x, (size_t)T * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
+    /* the copy ran on the legacy stream, which s does not wait for */
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    uint16_t *out = malloc((size_t)T * H * 2);
+    const int reps = graph ? 2 : 1;
+    cudaGraphExec_t ge = NULL;
+    if (graph) {
+        cudaGraph_t g = NULL;
+        assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+        assert_int_equal(tpm_cuda_moe_forward(m, dx, T, dy, s), TPM_OK);
+        assert_int_equal(cudaStreamEndCapture(s, &g), cudaSuccess);
+        assert_int_equal(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
+        cudaGraphDestroy(g);
+    }
+    for (int r = 0; r < reps; r++) {
+        assert_int_equal(cudaMemsetAsync(dy, 0xff, (size_t)T * H * 2, s), cudaSuccess);
+        if (ge) assert_int_equal(cudaGraphLaunch(ge, s), cudaSuccess);
+        else assert_int_equal(tpm_cuda_moe_forward(m, dx, T, dy, s), TPM_OK);
+        assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+        uint16_t *o = r == 0 ? out : malloc((size_t)T * H * 2);
+        assert_int_equal(cudaMemcpy(o, dy, (size_t)T * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+        if (r > 0) {
+            assert_memory_equal(o, out, (size_t)T * H * 2);
+            free(o);
+        }
+    }
+    assert_int_equal(tpm_cuda_moe_check(m), TPM_OK); /* no bounded wait ran out */
+    if (ge) cudaGraphExecDestroy(ge);
+    cudaFree(dx);
+    cudaFree(dy);
+    cudaStreamDestroy(s);
+    tpm_cuda_moe_destroy(m);
+    return out;
+}
+
+/* pdl_equals_plain's variants: set 0, set 2 plain, set 2 pdl eager, set 2 pdl graph, then the
+ * last two with the streaming down kernel (k_down4), then pdl eager and graph with k_down2's
+ * other shapes (down_kernel 2, 3), then 2 gate/up row pairs per warp with down_kernel 4 (graph)
+ * and 2 (eager), then down_kernel 2 with the per-expert wait: pdl eager, pdl graph (replayed:
+ * the counters reset), plain, then the gate_up loads in two register stages (gate_up_pipe) with
+ * 2 row pairs per warp (pdl graph) and 1 (pdl eager). */
+enum { PDL_VARIANTS = 15 };
+static int pdl_variant_graph(int v) { return v == 3 || v == 5 || v == 7 || v == 8 || v == 11 || v == 13; }
+static void tune_pdl_variant(tpm_cuda_moe_tuning *tu, int v, int split) {
+    tu->decode_kernel = v == 0 ? 0 : 2;
+    tu->pdl = v >= 2;
+    tu->down_kernel = v < 4 ? 0 : v < 6 ? 1 : v < 8 ? v - 4 : v == 8 ? 4 : 2;
+    tu->gate_up_pairs = v >= 8 ? 2 : 1;
+    tu->expert_wait = v >= 10 && v <= 12;
+    tu->gate_up_pipe = v >= 13;
+    if (v == 14) tu->gate_up_pairs = 1;
+    if (v == 12) tu->pdl = 0;
+    tu->shared_split_min = split ? 1 : 1 << 20;
+    tu->shared_overlap = v > 0; /* the reference runs the shared MLP after the routing */
+}
+
 /* Decode kernel set 2 with programmatic dependent launch on a non-blocking
  * stream, eager and as a CUDA graph replayed twice (route -> gate_up ->
  * down -> combine, the shared slot's gate_up overlapping the routing): the
@@ -877,77 +958,63 @@ static void pdl_equals_plain(void **state) {
             for (int fused = 0; fused <= (p->n_shared ? 1 : 0); fused++) {
                 for (int split = 0; split <= 1; split++) {
                     if (split && !fused) continue;
-                    /* set 0, set 2 plain, set 2 pdl eager, set 2 pdl graph, then the last
-                     * two with the streaming down kernel (k_down4), then pdl eager and graph
-                     * with k_down2's other shapes (down_kernel 2, 3), then 2 gate/up row pairs
-                     * per warp with down_kernel 4 (graph) and 2 (eager), then down_kernel 2 with
-                     * the per-expert wait: pdl eager, pdl graph (replayed: the counters reset),
-                     * plain, then the gate_up loads in two register stages (gate_up_pipe) with
-                     * 2 row pairs per warp (pdl graph) and 1 (pdl eager) */
-                    enum { NV = 15 };
-                    uint16_t *out[NV];
-                    for (int v = 0; v < NV; v++) {
-                        tpm_cuda_moe_desc d = {p, 0, 1, 0, fused, T, NULL, 1, 0};
-                        tpm_cuda_moe *m = NULL;
-                        assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_OK);
-                        assert_int_equal(tpm_cuda_moe_upload(m, &w), TPM_OK);
-                        assert_int_equal(tpm_cuda_moe_set_path(m, TPM_MOE_PATH_DECODE), TPM_OK);
-                        tpm_cuda_moe_tuning tu;
-                        assert_int_equal(tpm_cuda_moe_get_tuning(m, &tu), TPM_OK);
-                        tu.decode_kernel = v == 0 ? 0 : 2;
-                        tu.pdl = v >= 2;
-                        tu.down_kernel = v < 4 ? 0 : v < 6 ? 1 : v < 8 ? v - 4 : v == 8 ? 4 : 2;
-                        tu.gate_up_pairs = v >= 8 ? 2 : 1;
-                        tu.expert_wait = v >= 10 && v <= 12;
-                        tu.gate_up_pipe = v >= 13;
-                        if (v == 14) tu.gate_up_pairs = 1;
-                        if (v == 12) tu.pdl = 0;
-                        tu.shared_split_min = split ? 1 : 1 << 20;
-                        tu.shared_overlap = v > 0; /* the reference runs the shared MLP after the routing */
-                        assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
-                        cudaStream_t s = NULL;
-                        void *dx = NULL, *dy = NULL;
-                        assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-                        assert_int_equal(cudaMalloc(&dx, (size_t)T * H * 2), cudaSuccess);
-                        assert_int_equal(cudaMalloc(&dy, (size_t)T * H * 2), cudaSuccess);
-                        assert_int_equal(cudaMemcpy(dx, x, (size_t)T * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
-                        /* the copy ran on the legacy stream, which s does not wait for */
-                        assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
-                        out[v] = malloc((size_t)T * H * 2);
-                        const int graph = v == 3 || v == 5 || v == 7 || v == 8 || v == 11 || v == 13, reps = graph ? 2 : 1;
-                        cudaGraphExec_t ge = NULL;
-                        if (graph) {
-                            cudaGraph_t g = NULL;
-                            assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-                            assert_int_equal(tpm_cuda_moe_forward(m, dx, T, dy, s), TPM_OK);
-                            assert_int_equal(cudaStreamEndCapture(s, &g), cudaSuccess);
-                            assert_int_equal(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
-                            cudaGraphDestroy(g);
-                        }
-                        for (int r = 0; r < reps; r++) {
-                            assert_int_equal(cudaMemsetAsync(dy, 0xff, (size_t)T * H * 2, s), cudaSuccess);
-                            if (ge) assert_int_equal(cudaGraphLaunch(ge, s), cudaSuccess);
-                            else assert_int_equal(tpm_cuda_moe_forward(m, dx, T, dy, s), TPM_OK);
-                            assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
-                            uint16_t *o = r == 0 ? out[v] : malloc((size_t)T * H * 2);
-                            assert_int_equal(cudaMemcpy(o, dy, (size_t)T * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-                            if (r > 0) {
-                                assert_memory_equal(o, out[v], (size_t)T * H * 2);
-                                free(o);
-                            }
-                        }
-                        if (ge) cudaGraphExecDestroy(ge);
-                        cudaFree(dx);
-                        cudaFree(dy);
-                        cudaStreamDestroy(s);
-                        tpm_cuda_moe_destroy(m);
-                    }
-                    for (int v = 1; v < NV; v++) assert_memory_equal(out[v], out[0], (size_t)T * H * 2);
+                    uint16_t *out[PDL_VARIANTS];
+                    for (int v = 0; v < PDL_VARIANTS; v++)
+                        out[v] = run_stream(&w, x, T, fused, TPM_MOE_PATH_DECODE, tune_pdl_variant, v, split,
+                                            pdl_variant_graph(v), NULL);
+                    for (int v = 1; v < PDL_VARIANTS; v++) assert_memory_equal(out[v], out[0], (size_t)T * H * 2);
                     printf("  %-17s T=%-3d fused %d split %d: set 2 (plain, pdl, pdl graph; down kernels 0..4, "
                            "1 and 2 gate/up row pairs per warp, per-expert wait, gate_up in 2 stages) == set 0\n", p->name, T, fused,
                            split);
-                    for (int v = 0; v < NV; v++) free(out[v]);
+                    for (int v = 0; v < PDL_VARIANTS; v++) free(out[v]);
                 }
+            }
+            free(x);
+        }
+        free_weights(&w);
+    }
+}
+
+/* prefill_overlap_equals_serial's variants: the shared MLP after the routing (0), beside it
+ * eager (1) and in a graph (2); the split plan from 1 token when split is set; v 3, 4: the
+ * cuBLAS streams prefill (not capturable) after / beside the routing. */
+static void tune_overlap_variant(tpm_cuda_moe_tuning *tu, int v, int split) {
+    tu->shared_overlap = v == 1 || v == 2 || v == 4;
+    if (split) tu->prefill_split_min = 1;
+    if (v >= 3) tu->prefill_gemm = TPM_MOE_GEMM_STREAMS;
+}
+
+/* The prefill's shared MLP (the fused split plan on the wgmma GEMM, or the unfused layer) issued
+ * beside the routing on a side stream gives the bits of the MLP run after it, eager and in a
+ * CUDA graph replayed twice. */
+static void prefill_overlap_equals_serial(void **state) {
+    (void)state;
+    const char *names[] = {"m3-mini", "deepseek-v3-mini"};
+    for (size_t pi = 0; pi < 2; pi++) {
+        const tpm_preset *p = tpm_preset_find(names[pi]);
+        const int H = p->hidden;
+        tpm_moe_weights w;
+        make_weights(p, 1300 + pi, &w);
+        const int Ts[] = {20, 77, 300};
+        for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
+            const int T = Ts[ti];
+            uint16_t *x = make_x(T, H, 1400 + T);
+            for (int fused = 0; fused <= 1; fused++) {
+                /* fused: the split plan, on the wgmma GEMM only (a 9.0 device) */
+                if (fused && !sm90_device()) continue;
+                uint16_t *out[5];
+                int ovl[5];
+                const int nv = fused ? 3 : 5;
+                for (int v = 0; v < nv; v++)
+                    out[v] = run_stream(&w, x, T, fused, TPM_MOE_PATH_PREFILL, tune_overlap_variant, v, fused,
+                                        v == 2, &ovl[v]);
+                for (int v = 0; v < nv; v++) {
+                    assert_int_equal(ovl[v], v == 1 || v == 2 || v == 4);
+                    assert_memory_equal(out[v], out[v < 3 ? 0 : 3], (size_t)T * H * 2);
+                }
+                for (int v = 0; v < nv; v++) free(out[v]);
+                printf("  %-17s T=%-3d %s: the shared MLP beside the routing (eager, graph) == after it\n",
+                       p->name, T, fused ? "fused split" : "unfused (wgmma / cuBLAS prefill)");
             }
             free(x);
         }
@@ -967,7 +1034,8 @@ int main(void) {
         cmocka_unit_test(fused_equals_unfused),
         cmocka_unit_test(nan_logits_and_overfull), cmocka_unit_test(tp2_equals_tp1),
         cmocka_unit_test(shared_split_plan),    cmocka_unit_test(prefill_gemm_modes),
-        cmocka_unit_test(pdl_equals_plain),     cmocka_unit_test(ep_ranks_sum_to_reference),
+        cmocka_unit_test(pdl_equals_plain),     cmocka_unit_test(prefill_overlap_equals_serial),
+        cmocka_unit_test(ep_ranks_sum_to_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -96,10 +96,11 @@ typedef struct tpm_cuda_moe_tuning {
                             * (8-row items copied with cp.async.bulk into a shared-memory ring
                             * by a producer warp), 2 / 3 / 4 = k_down2 with 4 rows x 2 chunks /
                             * 1 row x 8 / 8 rows x 1 per warp (2 x 4 in 0); all the same bits */
-    int shared_overlap;    /* decode path, split or unfused (dense) shared plan: 1 = the routing
+    int shared_overlap;    /* split or unfused (dense) shared plan: 1 = the routing
                             * call also issues the shared expert's dense MLP on a side stream,
                             * joined right after the routing launch, so the two overlap (the
-                            * routing phase then includes the shared MLP); 0 = after it */
+                            * routing call then includes the shared MLP and the experts call
+                            * skips it); 0 = after it */
     int prefill_cluster;   /* prefill_gemm 3: -1 = by size (default: 3 below 4096 tokens, 2 from
                             * it, measured), 0 = one CTA per tile, 1 = 2-CTA clusters sharing
                             * each weight tile by multicast TMA (no faster), 2 = persistent
@@ -195,6 +196,9 @@ tpm_status tpm_cuda_moe_trace_events(tpm_cuda_moe *m, double ev[TPM_MOE_TRACE_EV
 int tpm_cuda_moe_route_tc_shape(const tpm_cuda_moe *m, int T, int shape[4]);
 /* The shared-expert plan a call with T tokens runs (tpm_moe_shared_plan). */
 int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T);
+/* Whether a call of T tokens issues its shared MLP (split or unfused plan) beside the routing
+ * (tuning.shared_overlap; not on the legacy NULL stream). */
+int tpm_cuda_moe_overlaps_shared(const tpm_cuda_moe *m, int T);
 /* The gate/up row pairs per warp k_gate_up2 runs with at T tokens: the tuning's 1 or 2, or by
  * size (0): 1 where this rank's experts have at most TPM_MOE_GUP1_MAX_ROWS (384) gate rows and
  * T is 2..4, else 2 (bench/results/r127, r128). */

@@ -16,13 +16,14 @@
  * layer then gives the unfused one's bits and work at those sizes (round 14:
  * its fp32-row form was 0.3-1.2% behind the unfused layer at 8 tokens in five
  * release runs). With EP the routing also drops the shared slots and the
- * dense MLP runs on EP rank 0. The prefill's split plan (up to 16 tokens)
+ * dense MLP runs on EP rank 0. The prefill's split plan (up to 16 tokens and from 8192)
  * writes the slot's bf16 rows instead.
  * The decode path never touches the host, so route -> experts -> combine -> all-reduce captures into one
  * CUDA graph; so does the prefill path on the own wgmma GEMM (moe_cuda_gemm_sm90a.cu, the default on a
  * 9.0 device), while its cuBLAS variants read the per-expert offsets back (one sync).
- * tune.shared_overlap: on the decode path the split / unfused shared MLP is issued by the routing
- * call on a side stream (aux[0], its own cuBLAS handle) beside the routing launch, joined right after it.
+ * tune.shared_overlap: the split / unfused shared MLP is issued by the routing call on a side stream
+ * (aux[0], its own cuBLAS handle) beside the routing launch, joined right after it (the decode path
+ * since round 6, the prefill path since round 17).
  * TP: each rank holds an Il = inter/tp slice of every expert (shared
  * included); the partial bf16 outputs are summed by ncclAllReduce on the
  * same stream. The unfused baseline runs the shared expert as a dense cuBLAS
@@ -97,11 +98,13 @@
  * it is the default prefill path instead: see docs/moe_cuda.md, round 6. */
 #define TPM_MOE_PREFILL_WGMMA 1
 /* Prefill split plan (fused layer, own wgmma GEMM: the shared slot's T rows as dense cuBLAS
- * GEMMs) from this many tokens. Round 18 (H200, bench/results/r18), whole layer, us:
- *   tokens 1024: slot 3682.8, split 3699.8   4096: slot 5704.1, split 5760.2
- *   tokens 8192: slot 9751.9, split 9737.8   (unfused, same runs: 3701.9 / 5633.0 / 9727.7)
- * No gain beyond noise: the slot stays in the grouped launch (off by default). */
-#define TPM_MOE_PREFILL_SPLIT_MIN (1 << 30)
+ * GEMMs) from this many tokens. Round 18 (r18) found no gain beyond noise; on round 12's
+ * persistent, clustered kernel the slot fell behind from 8192 tokens (r140, r141: one H200, three
+ * passes each, whole layer, us, slot / split / unfused, means):
+ *   4096: 5671 / 5680 / 5722    6144: 7593 / 7592 / 7524    8192: 9469 / 9433 / 9413
+ *   12288: 13321 / 13273 / 13252    16384: 17289 / 17087 / 17095
+ * (the slot behind the unfused layer at 8192 in 6 passes of 6). */
+#define TPM_MOE_PREFILL_SPLIT_MIN 8192
 /* ... and up to this many tokens, where the slot's 128-row tile is mostly padding and the shared
  * expert's weights are read by a tile of the grouped launch after the routing: bench/results/r46m
  * (one H200, fused slot / unfused / fused split, us): 16 tokens 1265.6 / 1253.8 / 1254.1 (final10:
@@ -121,7 +124,8 @@
  * each weight block streams past (8192 tokens: gate_up reads 12.18 instead of 12.83 GB from
  * HBM, down 5.33 instead of 5.74; the layer 0-1% faster). 0 = round 6's order. */
 #define TPM_MOE_PREFILL_BAND 16
-/* Shared MLP of the split / dense plans overlapped with the routing (round 6). */
+/* Shared MLP of the split / dense plans overlapped with the routing (round 6; the prefill path
+ * too since round 17). */
 #define TPM_MOE_SHARED_OVERLAP 1
 /* Decode kernel set 2 with programmatic dependent launch (round 4, above). */
 #define TPM_MOE_PDL 1
@@ -751,12 +755,23 @@ int tpm_cuda_moe_prefill_form(const tpm_cuda_moe *m, int T) {
     return T >= TPM_MOE_PREFILL_CLUSTER_MIN ? 2 : 3;
 }
 
-/* Whether this call's shared MLP overlaps the routing (tune.shared_overlap). */
+int tpm_cuda_moe_overlaps_shared(const tpm_cuda_moe *m, int T) {
+    if (!m || !m->tune.shared_overlap || !runs_shared_mlp(m, tpm_cuda_moe_shared_plan(m, T))) return 0;
+    return tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_PREFILL || m->tune.decode_kernel != 1;
+}
+
+/* Whether this call's shared MLP overlaps the routing (tune.shared_overlap): not on the legacy
+ * NULL stream, whose implicit synchronisation would serialize the fork. */
 static int overlap_shared(const tpm_cuda_moe *m, int T, cudaStream_t s) {
-    const int plan = tpm_cuda_moe_shared_plan(m, T);
-    return m->tune.shared_overlap && s != NULL && s != cudaStreamLegacy &&
-           tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE && m->tune.decode_kernel != 1 &&
-           runs_shared_mlp(m, plan);
+    return s != NULL && s != cudaStreamLegacy && tpm_cuda_moe_overlaps_shared(m, T);
+}
+
+/* The shared MLP a call runs beside or before its routed experts, on handle h, stream s: the
+ * prefill's split plan writes the slot's bf16 rows (fused, no EP), else the dense MLP into sh_out. */
+static tpm_status shared_mlp_for(tpm_cuda_moe *m, void *h, const void *x, int T, cudaStream_t s) {
+    if (m->d.fused && m->d.ep == 1 && tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_PREFILL)
+        return tpm_moe_shared_split_prefill(m->d, h, (const uint16_t *)x, T, s);
+    return shared_mlp(m, h, x, T, s);
 }
 
 tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *stream) {
@@ -770,7 +785,7 @@ tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *strea
     if (ovl) { /* fork: the shared MLP on aux stream 0 beside the routing launch */
         TPM_CUDA_TRY(cudaEventRecord(m->pf.ev_fork, s));
         TPM_CUDA_TRY(cudaStreamWaitEvent(m->pf.aux[0], m->pf.ev_fork, 0));
-        TPM_TRY(shared_mlp(m, m->pf.blas_aux[0], x, T, m->pf.aux[0]));
+        TPM_TRY(shared_mlp_for(m, m->pf.blas_aux[0], x, T, m->pf.aux[0]));
     }
     if (mode == 2) TPM_TRY(bind_blas(m, s));
     if (mode == 3)
@@ -816,9 +831,9 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
     }
     if (m->tune.prefill_gemm == TPM_MOE_GEMM_WGMMA) {
         const int split = tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SPLIT;
-        if (split) { /* the shared slot's rows from dense cuBLAS GEMMs, then the routed experts */
+        if (split && !issued) { /* the shared slot's rows from dense cuBLAS GEMMs, then the routed experts */
             TPM_TRY(bind_blas(m, s));
-            TPM_TRY(tpm_moe_shared_split_prefill(d, m->blas, (const uint16_t *)x, T, s));
+            TPM_TRY(shared_mlp_for(m, m->blas, x, T, s));
         }
         return tpm_moe_prefill_wgmma(d, m->wg, (const uint16_t *)x, T, tpm_cuda_moe_prefill_form(m, T),
                                      m->tune.prefill_band, split, s);
@@ -897,7 +912,7 @@ tpm_status tpm_cuda_moe_warm(tpm_cuda_moe *m) {
         if (st == TPM_OK) st = tpm_cuda_moe_combine(m, T, y, s);
     }
     /* EP rank 0's dense shared MLP: every bucket of shared_rows, on both handles it may use
-     * (the forward's, and aux stream 0's where the decode path overlaps it with the routing) */
+     * (the forward's, and aux stream 0's where a call overlaps it with the routing) */
     if (st == TPM_OK && m->sh_x && cudaStreamSynchronize(s) != cudaSuccess)
         st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_warm: %s", cudaGetErrorString(cudaGetLastError()));
     for (int T = 1, last = 0; m->sh_x && st == TPM_OK && T <= m->sh_rows; T++) {
@@ -906,8 +921,7 @@ tpm_status tpm_cuda_moe_warm(tpm_cuda_moe *m) {
         last = P;
         st = bind_blas(m, s);
         if (st == TPM_OK) st = shared_mlp(m, m->blas, x, P, s);
-        if (st == TPM_OK && P <= TPM_MOE_DECODE_MAX_NT)
-            st = shared_mlp(m, m->pf.blas_aux[0], x, P, m->pf.aux[0]);
+        if (st == TPM_OK && m->tune.shared_overlap) st = shared_mlp(m, m->pf.blas_aux[0], x, P, m->pf.aux[0]);
     }
     if (m->sh_x && cudaStreamSynchronize(m->pf.aux[0]) != cudaSuccess && st == TPM_OK)
         st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_warm: %s", cudaGetErrorString(cudaGetLastError()));
