@@ -513,10 +513,10 @@ static void cli_cuda(void **state) {
         printf("  cli: skipped (TPMOE_TOOL not set)\n");
         return;
     }
-    const char *presets[] = {"m3-mini", "gpt-oss-mini", "m3-mini", "m3-mini"};
-    for (int i = 0; i < 4; i++) {
+    const char *presets[] = {"m3-mini", "gpt-oss-mini", "m3-mini", "m3-mini", "m3-mini"};
+    for (int i = 0; i < 5; i++) {
         char cmd[1024], out[16384];
-        if (i == 2 && g_ranks < 2) {
+        if ((i == 2 || i == 4) && g_ranks < 2) {
             printf("  cli EP 2: skipped (one GPU)\n");
             continue;
         }
@@ -528,11 +528,13 @@ static void cli_cuda(void **state) {
          * rank 0 calls cuBLAS: in a fresh process its first use deadlocked beside EP rank 1's
          * all-reduce until the layer warmed up at create, bench/results/r117); the fourth: TP 2 x
          * EP 2 at 256 tokens, four ranks on one GPU, which timed out in 5 of 6 runs while the
-         * spinning all-reduce grids were sized by the SM count (bench/results/r134, r135) */
-        const int tp = i == 2 ? 1 : i == 3 ? 2 : g_ranks, ep = i >= 2 ? 2 : 1;
+         * spinning all-reduce grids were sized by the SM count (bench/results/r134, r135); the
+         * fifth: EP 2 unfused at 300 tokens, EP rank 0's dense shared MLP beside the prefill's
+         * routing on the side stream's cuBLAS handle (round 17) */
+        const int tp = i == 2 || i == 4 ? 1 : i == 3 ? 2 : g_ranks, ep = i >= 2 ? 2 : 1;
         snprintf(cmd, sizeof cmd,
-                 "%s moe --backend cuda --preset %s --tp %d --ep %d --tokens %d --iters 2 --check 2>&1",
-                 tool, presets[i], tp, ep, i == 3 ? 256 : 40);
+                 "%s moe --backend cuda --preset %s --tp %d --ep %d --tokens %d --iters 2 --check%s 2>&1",
+                 tool, presets[i], tp, ep, i == 3 ? 256 : i == 4 ? 300 : 40, i == 4 ? " --fuse-shared 0" : "");
         FILE *f = popen(cmd, "r");
         assert_non_null(f);
         size_t len = fread(out, 1, sizeof out - 1, f);
