@@ -131,16 +131,23 @@ typedef struct gpu_run {
     float *wts;
 } gpu_run;
 
-static void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fused, tpm_moe_path path, gpu_run *r) {
-    const tpm_preset *p = w->preset;
-    const int H = p->hidden;
-    tpm_cuda_moe_desc d = {p, 0, 1, 0, fused, T, NULL, 1, 0};
+/* A fresh layer on GPU 0 with w uploaded, on the given path; *tu: its tuning, to change and set. */
+static tpm_cuda_moe *new_layer(const tpm_moe_weights *w, int T, int fused, tpm_moe_path path,
+                               tpm_cuda_moe_tuning *tu) {
+    tpm_cuda_moe_desc d = {w->preset, 0, 1, 0, fused, T, NULL, 1, 0};
     tpm_cuda_moe *m = NULL;
     assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_OK);
     assert_int_equal(tpm_cuda_moe_upload(m, w), TPM_OK);
     assert_int_equal(tpm_cuda_moe_set_path(m, path), TPM_OK);
+    assert_int_equal(tpm_cuda_moe_get_tuning(m, tu), TPM_OK);
+    return m;
+}
+
+static void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fused, tpm_moe_path path, gpu_run *r) {
+    const tpm_preset *p = w->preset;
+    const int H = p->hidden;
     tpm_cuda_moe_tuning tu;
-    assert_int_equal(tpm_cuda_moe_get_tuning(m, &tu), TPM_OK);
+    tpm_cuda_moe *m = new_layer(w, T, fused, path, &tu);
     if (tune_decode_kernel >= 0) tu.decode_kernel = tune_decode_kernel;
     if (tune_route_gemm_min >= 0) tu.route_gemm_min = tune_route_gemm_min;
     if (tune_route_legacy >= 0) tu.route_legacy = tune_route_legacy;
@@ -863,15 +870,9 @@ typedef void (*tune_fn)(tpm_cuda_moe_tuning *tu, int v, int split);
  * [T x H] (malloc'd); *ovl: whether the layer issued its shared MLP beside the routing. */
 static uint16_t *run_stream(const tpm_moe_weights *w, const uint16_t *x, int T, int fused, tpm_moe_path path,
                             tune_fn f, int v, int split, int graph, int *ovl) {
-    const tpm_preset *p = w->preset;
-    const int H = p->hidden;
-    tpm_cuda_moe_desc d = {p, 0, 1, 0, fused, T, NULL, 1, 0};
-    tpm_cuda_moe *m = NULL;
-    assert_int_equal(tpm_cuda_moe_create(&d, &m), TPM_OK);
-    assert_int_equal(tpm_cuda_moe_upload(m, w), TPM_OK);
-    assert_int_equal(tpm_cuda_moe_set_path(m, path), TPM_OK);
+    const int H = w->preset->hidden;
     tpm_cuda_moe_tuning tu;
-    assert_int_equal(tpm_cuda_moe_get_tuning(m, &tu), TPM_OK);
+    tpm_cuda_moe *m = new_layer(w, T, fused, path, &tu);
     f(&tu, v, split);
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     if (ovl) *ovl = tpm_cuda_moe_overlaps_shared(m, T);
