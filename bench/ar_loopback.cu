@@ -6,7 +6,7 @@
  * concurrently on two streams (grid = one CTA per SM each, so both are
  * co-resident), and the "link" is this GPU's own memory.
  *
- * Question (docs/allreduce_cuda.md, rounds 8-9): are the codec two-shots
+ * Question (docs/allreduce_cuda_rounds.md, rounds 8-9): are the codec two-shots
  * bound by something local to a GPU (arithmetic, latency, its memory) or by
  * the link? Here one GPU does both ranks' work with the same SMs and HBM
  * but no NVLink: a local-bound kernel takes about twice its two-GPU time, a

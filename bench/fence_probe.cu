@@ -2,7 +2,7 @@
  * fence_probe.cu - what a system-scope release per column costs a stream of
  * peer pushes (two GPUs of one host, both pushing to each other at once).
  *
- * Question (docs/allreduce_cuda.md, round 9): the codec two-shots move 4.6-9
+ * Question (docs/allreduce_cuda_rounds.md, round 9): the codec two-shots move 4.6-9
  * KB per column and CTA and then release a flag with st.release.sys, whose
  * MEMBAR.ALL.SYS waits for the CTA's (or the SM's) remote stores to land.
  * If that wait is what bounds them, a push stream with one release per

@@ -4,7 +4,7 @@
 # gpu_allreduce on 20 and 21, then sets 10 / 20 / 19 / 21 side by side from
 # 12 KB to 96 MB (outputs compared bitwise by the bench).
 # Binaries as in run_final_h200x2.sh (prebuilt/bin.txz), of commit 584db27 (sets 20
-# and 21 were removed again after this run: docs/allreduce_cuda.md, round 9).
+# and 21 were removed again after this run: docs/allreduce_cuda_rounds.md, round 9).
 # Run from the repository root:  OUT=/some/dir bash bench/run_r54_h200x2.sh
 NAME=${NAME:-r54}
 . bench/device_env.sh

@@ -5,7 +5,7 @@
 # 10 / 19 side by side for the codecs at 2-96 MB (outputs compared bitwise),
 # and the solo rank of bench/ar_loopback.cu at INT4 / INT8 32 MB.
 # Binaries (prebuilt/bin.txz): tpmoe, gpu_allreduce, ar_loopback, of commit 5e5320c (the
-# staged path measured no faster and was removed again; docs/allreduce_cuda.md, round 10).
+# staged path measured no faster and was removed again; docs/allreduce_cuda_rounds.md, round 10).
 # Run from the repository root:  OUT=/some/dir bash bench/run_r58_h200x2.sh
 NAME=${NAME:-r58}
 . bench/device_env.sh

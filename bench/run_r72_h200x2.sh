@@ -5,7 +5,7 @@
 # step's loads issued together (tpmoe_e1: a variant of commit 151f853's
 # cuda_twoshot_ll.cu whose run2 loaded A's input, B's input and payload and
 # C's payload of a step before any of its arithmetic; measured slower and not
-# kept, docs/allreduce_cuda.md round 12; linked ahead of the same libtpmoe.a)
+# kept, docs/allreduce_cuda_rounds.md round 12; linked ahead of the same libtpmoe.a)
 # against the release build, codecs at 8 / 32 / 96 MB, two passes in turn.
 # Binaries (prebuilt/bin.txz): tpmoe, tpmoe_e1, gpu_allreduce, gpu_comm_api, gpu_moe, gpu_moe_api.
 # Run from the repository root:  OUT=/some/dir bash bench/run_r72_h200x2.sh

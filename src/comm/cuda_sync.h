@@ -165,7 +165,7 @@ __device__ __forceinline__ void epoch_end(const tpm_cuda_ar_args &a, uint32_t ep
  * codec calls for which set 19's kernel measured faster on that kernel
  * (tpm_cuda_twoshot_set: INT4, INT6, their rotated forms, INT8 from 4 MB;
  * the default), 11, 12 and
- * 14-18 = 10 (retired experiments of rounds 6-8 in docs/allreduce_cuda.md,
+ * 14-18 = 10 (retired experiments of rounds 6-8 in docs/allreduce_cuda_rounds.md,
  * measured slower or no faster; cuda_twoshot_ws.cu and the docs say what
  * they were), 13 =
  * 10 with streaming cache hints (ld.global.cs on the input, st.global.cs on

@@ -71,7 +71,7 @@
  * writes in launch e is read in launch e, so the half is clean at its end.
  * The epoch is the flag two-shots' (epoch_begin / epoch_end).
  *
- * Measured (docs/allreduce_cuda.md, rounds 9 and 11; bench/results/r52,
+ * Measured (docs/allreduce_cuda_rounds.md, rounds 9 and 11; bench/results/r52,
  * r53, r60): the same bits as the flag kernels. With the old codec
  * arithmetic no faster where it mattered (r52: INT4 32 MB 58.1 us against
  * 60.9; exact 32 MB 109.1 against 104.1, 96 MB 320.8 against 292.0). With

@@ -283,7 +283,7 @@ template <int DT, int C, bool CS = false> struct Roles {
 
 /* Role threads: 128 scatter, 256 reduce (twice the work of either other
  * role), 128 gather: 512 threads, one CTA per SM at <= 128 registers.
- * Measured and dropped (docs/allreduce_cuda.md, rounds 6 and 7):
+ * Measured and dropped (docs/allreduce_cuda_rounds.md, rounds 6 and 7):
  *  - bench/results/r41, code in commit 223a8f0: two reduce roles on alternate
  *    columns (exact; slower: 32 MB 110.7 us vs 104.1) and the reduce role's
  *    own-output decode moved to the gather role (codecs; slower: INT4 32 MB

@@ -34,7 +34,7 @@
 #define DEFAULT_BUFFER_BYTES (64ll << 20)
 /* CUDA all-reduce kernel set (TPMOE_CUDA_AR_VARIANT): the fastest measured
  * per size; the sets are listed in src/comm/cuda_sync.h. 10 since round 6 of
- * docs/allreduce_cuda.md
+ * docs/allreduce_cuda_rounds.md
  * (bench/results/r40: set 5, with the world-2 warp-specialized two-shot for
  * exact and INT8 / INT6 from 16 MB: exact 32 MB 104.6 vs 110.7 us, 96 MB
  * 293.2 vs 303.6, INT8 32 MB 71.5 vs 77.7); 5 before (round 5,

@@ -70,7 +70,7 @@ void tpm_cuda_moe_gen_router(const tpm_preset *p, uint64_t seed, float *router, 
 tpm_status tpm_cuda_moe_set_path(tpm_cuda_moe *m, tpm_moe_path path);
 
 /* Implementation choices. The defaults are the measured best
- * (docs/moe_cuda.md); the benchmark can force each one to compare them. */
+ * (docs/moe_cuda_rounds.md); the benchmark can force each one to compare them. */
 typedef struct tpm_cuda_moe_tuning {
     int decode_kernel;     /* 0: two scalar GEMV kernels (round 3);
                             * 1: one persistent tensor-core kernel (measured slower);

@@ -51,7 +51,7 @@
  * into both CTAs (32 KB per CTA per stage from L2). Only full pairs run
  * clustered; an expert's odd last row tile runs in a second, unclustered
  * launch right after (half-empty pairs cost 14% of the SM time in round 16).
- * Measured (rounds 14-17, docs/moe_cuda.md): the clustered pairs themselves
+ * Measured (rounds 14-17, docs/moe_cuda_rounds.md): the clustered pairs themselves
  * run at 76% L2 throughput instead of 91%, but the tail launch re-reads the
  * weight blocks of half the experts from HBM (1.6 ms at 8192 tokens), so the
  * whole is slower than one CTA per tile at every batch size (tuning.
