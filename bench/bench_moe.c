@@ -552,7 +552,7 @@ static double held_floor(const row *r) {
 }
 
 static const char *path_name(int p) { return p == TPM_MOE_PATH_PREFILL ? "prefill" : "decode"; }
-static const char *route_name(int m) { return m == 0 ? "legacy" : m == 1 ? "fused" : m == 2 ? "gemm" : m == 3 ? "tc" : "cl"; }
+static const char *route_name(int m) { return m == 0 ? "legacy" : m == 1 ? "fused" : m == 2 ? "gemm" : "tc"; }
 static const char *plan_name(int p) {
     return p == TPM_MOE_SHARED_SLOT ? "slot" : p == TPM_MOE_SHARED_SPLIT ? "split" : p == TPM_MOE_SHARED_DENSE ? "dense" : "none";
 }

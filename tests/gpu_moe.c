@@ -120,7 +120,7 @@ static int tune_decode_kernel = -1, tune_route_gemm_min = -1, tune_route_legacy 
 static int tune_shared_split_min = -1, tune_prefill_gemm = -1, tune_pdl = -1, tune_prefill_cluster = -1;
 static int tune_prefill_band = -1;
 static int tune_prefill_split_min = -1, tune_prefill_split_max = -1, tune_route_experts = -1, tune_route_tc_min = -1, tune_route_tc_max = -1;
-static int tune_route_tc_loads = -1, tune_route_cl_max = -1;
+static int tune_route_tc_loads = -1;
 static int last_plan = -1;       /* tpm_cuda_moe_shared_plan of the last run_gpu call */
 static int last_route_mode = -1; /* tpm_cuda_moe_route_mode of the last run_gpu call */
 
@@ -162,7 +162,6 @@ static void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fuse
     if (tune_route_tc_min >= 0) tu.route_tc_min = tune_route_tc_min;
     if (tune_route_tc_max >= 0) tu.route_tc_max = tune_route_tc_max;
     if (tune_route_tc_loads >= 0) tu.route_tc_loads = tune_route_tc_loads;
-    if (tune_route_cl_max >= 0) tu.route_cl_max = tune_route_cl_max;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     last_plan = tpm_cuda_moe_shared_plan(m, T);
     last_route_mode = tpm_cuda_moe_route_mode(m, T);
@@ -298,14 +297,13 @@ static void presets_vs_reference(void **state) {
     }
 }
 
-/* The three decode kernel sets (scalar GEMV, persistent tensor-core, GEMV set 2) and the five
+/* The three decode kernel sets (scalar GEMV, persistent tensor-core, GEMV set 2) and the four
  * routing modes (legacy two launches, one fused launch, router GEMM, one launch on tensor
- * cores up to 256 tokens, one cluster up to 8) against the reference, the first two with 8, 16
- * and 32 router experts per logits block; for each block size the fused launch gives the
- * legacy routing bit for bit (same arithmetic), mode 4 gives mode 1's bits at 32, and mode 3
- * gives the same bits with its fragments loaded straight into registers or through the
- * shared-memory ring; a NaN router row is never selected by any mode; 1500 tokens take
- * k_select's separate row scatter (T*K > 4096). */
+ * cores up to 256 tokens) against the reference, the first two with 8, 16 and 32 router
+ * experts per logits block; for each block size the fused launch gives the legacy routing
+ * bit for bit (same arithmetic), and mode 3 gives the same bits with its fragments loaded
+ * straight into registers or through the shared-memory ring; a NaN router row is never
+ * selected by any mode; 1500 tokens take k_select's separate row scatter (T*K > 4096). */
 static void variants_vs_reference(void **state) {
     (void)state;
     const char *names[] = {"m3-mini", "deepseek-v3-mini", "gpt-oss-mini"};
@@ -330,12 +328,10 @@ static void variants_vs_reference(void **state) {
                 }
             }
             for (int re = 8; re <= 32; re *= 2) {
-                gpu_run rm[6]; /* modes 0 .. 3, then mode 3 with the ring loads; mode 4 */
+                gpu_run rm[5]; /* modes 0 .. 3, then mode 3 with the ring loads */
                 const int nrun = re != 8 ? 2 : T > 256 ? 3 : 5;
-                const int cl = re == 32 && T <= 8; /* mode 4: mode 1's bits at 32 experts per block */
-                for (int run = 0; run < nrun + cl; run++) {
-                    const int mode = run == nrun ? 4 : run < 4 ? run : 3;
-                    tune_route_cl_max = mode == 4 ? 8 : 0;
+                for (int run = 0; run < nrun; run++) {
+                    const int mode = run < 4 ? run : 3;
                     tune_route_legacy = mode == 0;
                     tune_route_gemm_min = mode == 2 ? 1 : 1 << 20;
                     tune_route_experts = re;
@@ -343,14 +339,14 @@ static void variants_vs_reference(void **state) {
                     tune_route_tc_max = mode == 3 ? 256 : 0;
                     tune_route_tc_loads = run == 4 ? 0 : 1;
                     run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rm[run]);
-                    if (mode >= 3 && last_route_mode != mode) { /* no 9.0 device: modes 3, 4 cannot run */
-                        printf("  %-17s T=%-4d route mode %d not available here (mode %d ran)\n", p->name, T, mode,
+                    if (mode == 3 && last_route_mode != 3) { /* no 9.0 device: mode 3 cannot run */
+                        printf("  %-17s T=%-4d route mode 3 not available here (mode %d ran)\n", p->name, T,
                                last_route_mode);
                     } else {
                         assert_int_equal(last_route_mode, mode);
                     }
                     tune_route_legacy = tune_route_gemm_min = tune_route_experts = -1;
-                    tune_route_tc_min = tune_route_tc_max = tune_route_tc_loads = tune_route_cl_max = -1;
+                    tune_route_tc_min = tune_route_tc_max = tune_route_tc_loads = -1;
                     for (int t = 0; t < T; t++)
                         for (int sl = 0; sl < p->top_k; sl++)
                             assert_int_not_equal(rm[run].sel[(size_t)t * rm[run].K + sl], 5);
@@ -366,12 +362,7 @@ static void variants_vs_reference(void **state) {
                     assert_memory_equal(rm[3].wts, rm[4].wts, nk * sizeof(float));
                     assert_memory_equal(rm[3].y, rm[4].y, (size_t)T * p->hidden * 2);
                 }
-                if (cl) { /* mode 4 (or mode 1 where it cannot run): mode 1's bits */
-                    assert_memory_equal(rm[1].sel, rm[nrun].sel, nk * sizeof(int32_t));
-                    assert_memory_equal(rm[1].wts, rm[nrun].wts, nk * sizeof(float));
-                    assert_memory_equal(rm[1].y, rm[nrun].y, (size_t)T * p->hidden * 2);
-                }
-                for (int run = 0; run < nrun + cl; run++) free_run(&rm[run]);
+                for (int run = 0; run < nrun; run++) free_run(&rm[run]);
             }
             free(x);
         }
@@ -856,9 +847,6 @@ static void bad_arguments(void **state) {
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_tc_max = 0; /* mode 3 off */
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
-    tu.route_cl_max = 9;
-    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
-    tu.route_cl_max = 0; /* mode 4 off */
     tu.gate_up_pipe = 2;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.gate_up_pipe = 0;

@@ -139,9 +139,6 @@ typedef struct tpm_cuda_moe_tuning {
                             * item waits for its own expert's gate_up tiles (per-expert counters,
                             * acquire / release), 0 = for the whole gate_up grid (griddepcontrol);
                             * the same bits */
-    int route_cl_max;      /* routing mode 4 (the whole routing by ONE cluster of up to 16 CTAs,
-                            * router slices in shared memory; a 9.0 device, E <= 256) up to this
-                            * many tokens (at most 8; 0 = never); mode 1's bits */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */
@@ -168,7 +165,7 @@ tpm_status tpm_cuda_moe_get_tuning(const tpm_cuda_moe *m, tpm_cuda_moe_tuning *t
 tpm_moe_path tpm_cuda_moe_path_for(const tpm_cuda_moe *m, int T);
 int tpm_cuda_moe_capturable(const tpm_cuda_moe *m, int T);
 /* The routing mode a call with T tokens (16-byte aligned input) runs: 0 legacy, 1 one launch,
- * 2 router GEMM + select, 3 one launch on tensor cores, 4 one cluster. */
+ * 2 router GEMM + select, 3 one launch on tensor cores. */
 int tpm_cuda_moe_route_mode(const tpm_cuda_moe *m, int T);
 /* The bounded waits inside the decode kernels (decode_kernel 1, expert_wait 1) never hang: a
  * wait past its bound (seconds) sets a device flag. This reads it (a synchronous copy, after

@@ -83,9 +83,6 @@ struct tpm_moe_dev {
     int sm_count;
     int tc_clusters[4];      /* route mode 3: clusters of 8 resident at once, [2 (Ep > 128) + direct
                               * loads]; 0 = off */
-    int cl_max_cluster;      /* route mode 4: the widest cluster (16 or 8) the device places with
-                              * cl_smem_max bytes of dynamic shared memory per CTA; 0 = off */
-    size_t cl_smem_max;
 };
 
 /* Prefill on several streams / grouped GEMM: the extra state the layer owns. */
@@ -164,13 +161,6 @@ int tpm_moe_route_tc_ok(const tpm_moe_dev &d, const void *x, int T);
 int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int direct, int shape[4]);
 tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int clusters, int direct,
                                    int stop, cudaStream_t s);
-/* moe_cuda_route.cu, mode 4: the whole routing of up to 8 tokens by ONE cluster of S CTAs
- * (S = mode 1's slices of H, up to 16; a 9.0 device), its router rows' slices in shared
- * memory; mode 1's bits. setup (at layer creation, the device current): kernel attributes
- * and the widest cluster that fits (d.cl_max_cluster; 0 = mode 4 off). stop as mode 1's. */
-tpm_status tpm_moe_route_cl_setup(tpm_moe_dev &d, int device);
-int tpm_moe_route_cl_ok(const tpm_moe_dev &d, int T);
-tpm_status tpm_moe_launch_route_cl(const tpm_moe_dev &d, const uint16_t *x, int T, int stop, cudaStream_t s);
 /* wr3 = the 3-way bf16 split of wr (after wr changed). */
 tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s);
 /* moe_cuda_decode.cu: gate_up + activation, then down (persistent, one pass over weights).

@@ -72,8 +72,6 @@
 #define TPM_MOE_ROUTE_TC_MIN 9
 #define TPM_MOE_ROUTE_TC_MAX 128
 #define TPM_MOE_ROUTE_TC_LOADS 1
-/* Routing mode 4 (moe_cuda_route.cu: one cluster, mode 1's bits) up to this many tokens. */
-#define TPM_MOE_ROUTE_CL_MAX 8
 /* Shared-expert plan of a fused layer on the decode path (kernel 0): from
  * this many tokens the shared slot runs as dense cuBLAS GEMMs (split plan).
  * The GEMV's multi-token shared slot is issue-bound (per 16-byte weight load
@@ -271,7 +269,6 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         cudaDeviceGetAttribute(&d.sm_count, cudaDevAttrMultiProcessorCount, dev);
     }
     if ((st = tpm_moe_route_tc_setup(d, desc->device)) != TPM_OK) goto fail;
-    if ((st = tpm_moe_route_cl_setup(d, desc->device)) != TPM_OK) goto fail;
     {
         const size_t T = (size_t)desc->max_tokens, R = T * d.K, H = d.H, Il = d.Il, E1 = d.E1;
         const size_t Wt = (T + 31) / 32;
@@ -396,7 +393,6 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_tc_max = TPM_MOE_ROUTE_TC_MAX;
     m->tune.route_tc_clusters = 0;
     m->tune.route_tc_loads = TPM_MOE_ROUTE_TC_LOADS;
-    m->tune.route_cl_max = TPM_MOE_ROUTE_CL_MAX;
     m->tune.expert_wait = TPM_MOE_EXPERT_WAIT;
     m->tune.route_fence = TPM_MOE_ROUTE_FENCE;
     m->tune.gate_up_pipe = TPM_MOE_GATE_UP_PIPE;
@@ -566,7 +562,6 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->expert_wait == 0 || t->expert_wait == 1, "expert_wait %d is not 0 or 1", t->expert_wait);
     TPM_ARG_CHECK(t->route_fence == 0 || t->route_fence == 1, "route_fence %d is not 0 or 1", t->route_fence);
     TPM_ARG_CHECK(t->gate_up_pipe == 0 || t->gate_up_pipe == 1, "gate_up_pipe %d is not 0 or 1", t->gate_up_pipe);
-    TPM_ARG_CHECK(t->route_cl_max >= 0 && t->route_cl_max <= 8, "route_cl_max %d outside 0..8", t->route_cl_max);
     TPM_ARG_CHECK(t->route_tc_clusters >= 0 && t->route_tc_clusters <= 64, "route_tc_clusters %d outside 0..64",
                   t->route_tc_clusters);
     m->tune = *t;
@@ -671,7 +666,6 @@ static void set_call(tpm_cuda_moe *m, int T) {
 /* The routing mode of a call (tpm_cuda_moe_route_mode). */
 static int route_mode_x(const tpm_cuda_moe *m, const void *x, int T) {
     if (m->tune.route_legacy) return 0;
-    if (T <= m->tune.route_cl_max && tpm_moe_route_cl_ok(m->d, T)) return 4;
     if (T >= m->tune.route_tc_min && T <= m->tune.route_tc_max && tpm_moe_route_tc_ok(m->d, x, T)) return 3;
     return T >= m->tune.route_gemm_min ? 2 : 1;
 }
@@ -794,8 +788,7 @@ tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *strea
         TPM_TRY(shared_mlp_for(m, m->pf.blas_aux[0], x, T, m->pf.aux[0]));
     }
     if (mode == 2) TPM_TRY(bind_blas(m, s));
-    if (mode == 4) TPM_TRY(tpm_moe_launch_route_cl(m->d, (const uint16_t *)x, T, m->tune.route_stop, s));
-    else if (mode == 3)
+    if (mode == 3)
         TPM_TRY(tpm_moe_launch_route_tc(m->d, (const uint16_t *)x, T, m->tune.route_tc_clusters,
                                         m->tune.route_tc_loads, m->tune.route_stop, s));
     else

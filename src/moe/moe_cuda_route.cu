@@ -62,12 +62,9 @@
 #include "moe_cuda_kernels.h"
 #include "moe_cuda_route_sel.cuh"
 
-#include <cooperative_groups.h>
 #include <cublas_v2.h>
 #include <float.h>
 #include <math.h>
-
-namespace cg = cooperative_groups;
 
 namespace {
 
@@ -490,164 +487,6 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     TPM_TRACE_MARK(d, 0, 2, 0);
 }
 
-/* Mode 4: the whole routing of up to 8 tokens by ONE cluster of S CTAs (see the top of the
- * file). CTA r = slice r of mode 1's grid: its E router rows' slice goes into shared memory by
- * bulk copies (one per row, one mbarrier per warp's rows); warp w then computes its experts in
- * groups of kClEpw with mode 1's lane order, FMA order and xor tree (logits_tile), so its
- * partials are mode 1's bits; two cluster barriers and rank 0 selects and builds the rows. */
-constexpr int kClMaxCluster = 16;
-constexpr int kClMaxTokens = 8;
-constexpr int kClEpw = 4; /* mode 1's default: route_experts 32 = 8 warps x 4 */
-
-/* Dynamic shared memory of k_route_cl: the E router rows of a slice of at most ncmax 16-byte
- * chunks; after the first cluster barrier the same bytes hold rank 0's logits [TOK][256] and
- * the selection's scratch (sc [8][256], gsc [8][32]). */
-size_t cl_smem_bytes(int E, int ncmax, int tok) {
-    const size_t rows = (size_t)E * ncmax * 16, sel = (size_t)tok * 1024 + 8192 + 1024;
-    return rows > sel ? rows : sel;
-}
-
-template <int TOK>
-__global__ void __launch_bounds__(kLogitWarps * 32) k_route_cl(tpm_moe_dev d, const uint16_t *__restrict__ x,
-                                                               int T, int ncmax, int stop) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    extern __shared__ __align__(128) unsigned char cl_smem[];
-    __shared__ float s_part[TOK][32 * kMaxPerLane];
-    __shared__ float s_br[32 * kMaxPerLane];
-    __shared__ int s_sel[kLogitTokens * 17];
-    __shared__ uint32_t bits[16];
-    __shared__ __align__(8) uint64_t s_bar[kLogitWarps];
-    /* the decode kernels launched with programmatic dependent launch may start now */
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    cg::cluster_group cl = cg::this_cluster();
-    const int S = (int)gridDim.x, r = (int)blockIdx.x; /* the grid is one cluster */
-    const int E = d.E, H = d.H, n4 = H / 4;
-    const int cb = (int)((int64_t)n4 * r / S), nc = (int)((int64_t)n4 * (r + 1) / S) - cb;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int wpe = (E + kLogitWarps * kClEpw - 1) / (kLogitWarps * kClEpw) * kClEpw;
-    const int we0 = warp * wpe, we1 = min(E, we0 + wpe);
-    const float4 *ws = reinterpret_cast<const float4 *>(cl_smem); /* [E][ncmax] */
-    const unsigned bar = (unsigned)__cvta_generic_to_shared(s_bar + warp);
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < kLogitWarps; i++)
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"((unsigned)__cvta_generic_to_shared(s_bar + i))
-                         : "memory");
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    if ((int)threadIdx.x < E) s_br[threadIdx.x] = d.br ? __ldg(d.br + threadIdx.x) : 0.0f;
-    if (threadIdx.x < 16) bits[threadIdx.x] = 0u; /* build_permutation_direct's touched bitmap */
-    __syncthreads();
-    if (we0 < we1) { /* this warp's router rows: one bulk copy each, all in flight */
-        if (lane == 0)
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
-                         "r"((unsigned)((we1 - we0) * nc * 16))
-                         : "memory");
-        __syncwarp();
-        for (int e = we0 + lane; e < we1; e += 32)
-            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                             (unsigned)__cvta_generic_to_shared(ws + (size_t)e * ncmax)),
-                         "l"(d.wr + (size_t)e * H + 4 * (size_t)cb), "r"((unsigned)(nc * 16)), "r"(bar)
-                         : "memory");
-        /* bounded wait for phase 0 (every lane); past 2^26 polls the kernel traps */
-        asm volatile("{\n"
-                     ".reg .pred p;\n"
-                     ".reg .u32 n;\n"
-                     "mov.u32 n, 0;\n"
-                     "CL_WAIT:\n"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n"
-                     "@p bra.uni CL_DONE;\n"
-                     "add.u32 n, n, 1;\n"
-                     "setp.lt.u32 p, n, %1;\n"
-                     "@p bra.uni CL_WAIT;\n"
-                     "trap;\n"
-                     "CL_DONE:\n"
-                     "}\n" ::"r"(bar),
-                     "n"(1 << 26)
-                     : "memory");
-    }
-    /* the partial logits of this slice: logits_tile's arithmetic, weights from shared memory */
-    const uint2 *xs = reinterpret_cast<const uint2 *>(x) + cb;
-    for (int g0 = we0; g0 < we1; g0 += kClEpw) {
-        float acc[kClEpw][TOK];
-#pragma unroll
-        for (int i = 0; i < kClEpw; i++)
-#pragma unroll
-            for (int j = 0; j < TOK; j++) acc[i][j] = 0.0f;
-        for (int c0 = lane; c0 < nc; c0 += 32 * kLogitChunks) {
-            float4 w[kLogitChunks][kClEpw];
-            uint2 xv[kLogitChunks][TOK];
-#pragma unroll
-            for (int u = 0; u < kLogitChunks; u++) {
-                const int c = c0 + 32 * u;
-#pragma unroll
-                for (int i = 0; i < kClEpw; i++)
-                    w[u][i] = c < nc && g0 + i < E ? ws[(size_t)(g0 + i) * ncmax + c] : make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-                for (int j = 0; j < TOK; j++)
-                    xv[u][j] = c < nc && j < T ? __ldg(xs + (size_t)j * (H / 4) + c) : make_uint2(0u, 0u);
-            }
-#pragma unroll
-            for (int u = 0; u < kLogitChunks; u++) {
-                if (c0 + 32 * u >= nc) break;
-#pragma unroll
-                for (int j = 0; j < TOK; j++) {
-                    if (j < T) {
-                        const float x0 = __uint_as_float(xv[u][j].x << 16), x1 = __uint_as_float(xv[u][j].x & 0xffff0000u);
-                        const float x2 = __uint_as_float(xv[u][j].y << 16), x3 = __uint_as_float(xv[u][j].y & 0xffff0000u);
-#pragma unroll
-                        for (int i = 0; i < kClEpw; i++) {
-                            acc[i][j] = fmaf(w[u][i].x, x0, acc[i][j]);
-                            acc[i][j] = fmaf(w[u][i].y, x1, acc[i][j]);
-                            acc[i][j] = fmaf(w[u][i].z, x2, acc[i][j]);
-                            acc[i][j] = fmaf(w[u][i].w, x3, acc[i][j]);
-                        }
-                    }
-                }
-            }
-        }
-        constexpr int V = kClEpw * TOK;
-        constexpr int kLog2V = V >= 32 ? 5 : V >= 16 ? 4 : V >= 8 ? 3 : V >= 4 ? 2 : V >= 2 ? 1 : 0;
-        float vals[V];
-#pragma unroll
-        for (int i = 0; i < kClEpw; i++)
-#pragma unroll
-            for (int j = 0; j < TOK; j++) vals[i * TOK + j] = acc[i][j];
-        xor_tree_sum<V, V, 16>(vals, lane);
-        const int v = lane >> (5 - kLog2V), i = v / TOK, j = v - i * TOK;
-        if ((lane & ((32 >> kLog2V) - 1)) == 0 && j < T && g0 + i < E) s_part[j][g0 + i] = vals[0];
-    }
-    if (stop == 1) return; /* diagnostic stops (tuning.route_stop): results invalid */
-    cl.sync(); /* every slice's partials are in its CTA's s_part */
-    /* CTA r sums experts [r er, (r+1) er) of every token over the S slices in slice order (mode
-     * 1's order) and writes them into rank 0's logits, which alias its router rows (read by now) */
-    float(*s_lg)[32 * kMaxPerLane] = reinterpret_cast<float(*)[32 * kMaxPerLane]>(cl_smem);
-    {
-        const int er = (E + S - 1) / S;
-        for (int p = threadIdx.x; p < T * er; p += blockDim.x) {
-            const int t = p / er, e = r * er + p - t * er;
-            if (e < E) {
-                float v[kClMaxCluster];
-#pragma unroll
-                for (int q = 0; q < kClMaxCluster; q++) v[q] = q < S ? *cl.map_shared_rank(&s_part[t][e], q) : 0.0f;
-                float l = v[0];
-#pragma unroll
-                for (int q = 1; q < kClMaxCluster; q++)
-                    if (q < S) l += v[q];
-                *cl.map_shared_rank(&s_lg[t][e], 0) = l;
-            }
-        }
-    }
-    cl.sync(); /* rank 0 holds every logit; no CTA reads another's memory after this */
-    if (r != 0 || stop == 2) return;
-    float(*sc)[256] = reinterpret_cast<float(*)[256]>(cl_smem + (size_t)TOK * 1024);
-    float(*gsc)[32] = reinterpret_cast<float(*)[32]>(cl_smem + (size_t)TOK * 1024 + 8192);
-    if (warp < T) select_token(d, warp, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], s_sel + warp * d.K);
-    if (stop == 3) return;
-    __syncthreads();
-    build_permutation_direct(d, T, s_sel, bits);
-#endif
-}
-
 /* wr3[0..2][e][h]: hi, mid, lo with wr = hi + mid + lo (each rounded to nearest). */
 __global__ void k_split_router(const float *__restrict__ wr, uint16_t *__restrict__ wr3, size_t n) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
@@ -681,40 +520,6 @@ tpm_status launch_scatter(const tpm_moe_dev &d, int T, cudaStream_t s) {
     k_perm_scatter<<<(T + 31) / 32, 256, 0, s>>>(d, T);
     TPM_CUDA_LAUNCHED();
     return TPM_OK;
-}
-
-/* Mode 4's launch shape: S = mode 1's slices at route_experts 32 (so the partials are its
- * bits), the widest slice in 16-byte chunks; 0 if mode 4 cannot take T tokens. */
-int cl_geometry(const tpm_moe_dev &d, int T, int *S, int *ncmax, size_t *smem) {
-    if (T < 1 || T > kClMaxTokens || d.cl_max_cluster < 1 || d.E > 32 * kMaxPerLane || d.K > 17 ||
-        d.E1 > kMaxE1 || d.H % 4 != 0)
-        return 0;
-    *S = logit_splits(d, T, kClEpw);
-    *ncmax = (d.H / 4 + *S - 1) / *S;
-    const int tok = T == 1 ? 1 : T == 2 ? 2 : T <= 4 ? 4 : 8;
-    *smem = cl_smem_bytes(d.E, *ncmax, tok);
-    return *S <= d.cl_max_cluster && *smem <= d.cl_smem_max;
-}
-
-template <int TOK> cudaError_t cl_attrs(int dyn) {
-    cudaError_t e = cudaFuncSetAttribute(k_route_cl<TOK>, cudaFuncAttributeMaxDynamicSharedMemorySize, dyn);
-    if (e == cudaSuccess) e = cudaFuncSetAttribute(k_route_cl<TOK>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-    return e;
-}
-
-cudaLaunchConfig_t cl_config(int S, size_t smem, cudaStream_t s, cudaLaunchAttribute *at) {
-    cudaLaunchConfig_t cfg = {};
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = (unsigned)S;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    cfg.gridDim = dim3((unsigned)S, 1, 1);
-    cfg.blockDim = dim3(kLogitWarps * 32, 1, 1);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = s;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
-    return cfg;
 }
 
 } // namespace
@@ -773,58 +578,6 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
     k_select<<<(T + tpb - 1) / tpb, kSelThreads, 0, s>>>(d, T, (int)g1.z, d.E, T * d.E, scatter);
     TPM_CUDA_LAUNCHED();
     return scatter ? TPM_OK : launch_scatter(d, T, s);
-}
-
-tpm_status tpm_moe_route_cl_setup(tpm_moe_dev &d, int device) {
-    d.cl_max_cluster = 0;
-    d.cl_smem_max = 0;
-    int major = 0, optin = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 9 ||
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess)
-        return TPM_OK; /* clusters and bulk copies: 9.0 and later; mode 4 stays off */
-    cudaFuncAttributes fa;
-    int dyn = 0, n = 0;
-    cudaError_t e = cudaFuncGetAttributes(&fa, k_route_cl<kClMaxTokens>); /* the largest static part */
-    if (e == cudaSuccess) {
-        dyn = optin - (int)fa.sharedSizeBytes;
-        e = cl_attrs<1>(dyn);
-    }
-    if (e == cudaSuccess) e = cl_attrs<2>(dyn);
-    if (e == cudaSuccess) e = cl_attrs<4>(dyn);
-    if (e == cudaSuccess) e = cl_attrs<8>(dyn);
-    for (int cs = kClMaxCluster; e == cudaSuccess && cs >= 8; cs /= 2) { /* the widest cluster the device places */
-        cudaLaunchAttribute at[1];
-        cudaLaunchConfig_t cfg = cl_config(cs, (size_t)dyn, 0, at);
-        e = cudaOccupancyMaxActiveClusters(&n, k_route_cl<kClMaxTokens>, &cfg);
-        if (e == cudaSuccess && n >= 1) {
-            d.cl_max_cluster = cs;
-            d.cl_smem_max = (size_t)dyn;
-            return TPM_OK;
-        }
-    }
-    (void)cudaGetLastError();
-    tpm_log(TPM_LOG_WARN, "moe: routing mode 4 unavailable (%s)",
-            e != cudaSuccess ? cudaGetErrorString(e) : "no cluster of 8 fits");
-    return TPM_OK;
-}
-
-int tpm_moe_route_cl_ok(const tpm_moe_dev &d, int T) {
-    int S, ncmax;
-    size_t smem;
-    return cl_geometry(d, T, &S, &ncmax, &smem);
-}
-
-tpm_status tpm_moe_launch_route_cl(const tpm_moe_dev &d, const uint16_t *x, int T, int stop, cudaStream_t s) {
-    int S, ncmax;
-    size_t smem;
-    TPM_ASSERT(cl_geometry(d, T, &S, &ncmax, &smem));
-    cudaLaunchAttribute at[1];
-    cudaLaunchConfig_t cfg = cl_config(S, smem, s, at);
-    if (T == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_cl<1>, d, x, T, ncmax, stop));
-    else if (T == 2) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_cl<2>, d, x, T, ncmax, stop));
-    else if (T <= 4) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_cl<4>, d, x, T, ncmax, stop));
-    else TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_cl<8>, d, x, T, ncmax, stop));
-    return TPM_OK;
 }
 
 /* the preloader's handle on this file's kernels (src/core/cuda_preload.cu) */
