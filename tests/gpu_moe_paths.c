@@ -252,13 +252,11 @@ static void pdl_equals_plain(void **state) {
 
 /* prefill_overlap_equals_serial's variants: the shared MLP after the routing (0), beside it
  * eager (1) and in a graph (2); the split plan from 1 token when split is set; v 3, 4: the
- * cuBLAS streams prefill (not capturable) after / beside the routing; v 5: as 0 with the
- * other combine_loads. */
+ * cuBLAS streams prefill (not capturable) after / beside the routing. */
 static void tune_overlap_variant(tpm_cuda_moe_tuning *tu, int v, int split) {
     tu->shared_overlap = v == 1 || v == 2 || v == 4;
     if (split) tu->prefill_split_min = 1;
-    if (v == 3 || v == 4) tu->prefill_gemm = TPM_MOE_GEMM_STREAMS;
-    if (v == 5) tu->combine_loads = !tu->combine_loads; /* the other combine: the same bits */
+    if (v >= 3) tu->prefill_gemm = TPM_MOE_GEMM_STREAMS;
 }
 
 /* The prefill's shared MLP (the fused split plan on the wgmma GEMM, or the unfused layer) issued
@@ -279,20 +277,18 @@ static void prefill_overlap_equals_serial(void **state) {
             for (int fused = 0; fused <= 1; fused++) {
                 /* fused: the split plan, on the wgmma GEMM only (a 9.0 device) */
                 if (fused && !sm90_device()) continue;
-                uint16_t *out[6] = {NULL};
-                int ovl[6];
-                const int nv = fused ? 3 : 5; /* then variant 5 */
-                for (int v = 0; v < 6; v++)
-                    if (v < nv || v == 5)
-                        out[v] = run_stream(&w, x, T, fused, TPM_MOE_PATH_PREFILL, tune_overlap_variant, v, fused,
-                                            v == 2, &ovl[v]);
-                for (int v = 0; v < 6; v++) {
-                    if (!out[v]) continue;
+                uint16_t *out[5];
+                int ovl[5];
+                const int nv = fused ? 3 : 5;
+                for (int v = 0; v < nv; v++)
+                    out[v] = run_stream(&w, x, T, fused, TPM_MOE_PATH_PREFILL, tune_overlap_variant, v, fused,
+                                        v == 2, &ovl[v]);
+                for (int v = 0; v < nv; v++) {
                     assert_int_equal(ovl[v], v == 1 || v == 2 || v == 4);
-                    assert_memory_equal(out[v], out[v == 3 || v == 4 ? 3 : 0], (size_t)T * H * 2);
+                    assert_memory_equal(out[v], out[v < 3 ? 0 : 3], (size_t)T * H * 2);
                 }
-                for (int v = 0; v < 6; v++) free(out[v]);
-                printf("  %-17s T=%-3d %s: the shared MLP beside the routing (eager, graph) == after it; both combines\n",
+                for (int v = 0; v < nv; v++) free(out[v]);
+                printf("  %-17s T=%-3d %s: the shared MLP beside the routing (eager, graph) == after it\n",
                        p->name, T, fused ? "fused split" : "unfused (wgmma / cuBLAS prefill)");
             }
             free(x);

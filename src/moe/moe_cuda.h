@@ -139,9 +139,6 @@ typedef struct tpm_cuda_moe_tuning {
                             * item waits for its own expert's gate_up tiles (per-expert counters,
                             * acquire / release), 0 = for the whole gate_up grid (griddepcontrol);
                             * the same bits */
-    int combine_loads;     /* the combine over bf16 rows (the prefill path), K <= 8 slots: 1 = a
-                            * thread's K row loads all issued before its first sum, 0 = one slot
-                            * at a time (each row load behind its index load); the same bits */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */

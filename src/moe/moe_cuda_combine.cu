@@ -70,11 +70,8 @@ __device__ __forceinline__ void add_bias(const tpm_moe_dev &d, int slot, int h, 
 
 /* One thread owns V consecutive h of one token (V = 8 for bf16 rows, the
  * prefill path: 16-byte loads, half the instructions of V = 4). Every value
- * is summed in the same order whatever V, so V changes no bit. SLOTS (bf16
- * rows, K <= SLOTS): the K row loads of the thread are all issued before the
- * first sum (0: one slot at a time, each row load behind its inv load; the
- * same bits). */
-template <typename RowT, int V, int SLOTS>
+ * is summed in the same order whatever V, so V changes no bit. */
+template <typename RowT, int V>
 __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t *__restrict__ y, int T) {
     TPM_TRACE_MARK(d, 3, 0, (int)blockIdx.x);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -91,37 +88,8 @@ __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t
     float acc[V];
 #pragma unroll
     for (int i = 0; i < V; i++) acc[i] = 0.0f;
-    if constexpr (V == 8 && SLOTS > 0) { /* bf16 rows (prefill, bandwidth-bound): every slot's row
-                                           * load (16 bytes) issued before the first sum, kept raw */
-        int r[SLOTS];
-        float w[SLOTS];
-        uint4 raw[SLOTS];
-#pragma unroll
-        for (int s = 0; s < SLOTS; s++) {
-            const int p = t * d.K + s;
-            r[s] = s < d.K ? d.inv[p] : 0;
-            w[s] = s < d.K ? d.wts[p] : 0.0f;
-        }
-#pragma unroll
-        for (int s = 0; s < SLOTS; s++)
-            raw[s] = s < d.K && !(d.ep > 1 && r[s] >= local)
-                         ? __ldg(reinterpret_cast<const uint4 *>(rows + (size_t)r[s] * d.H + h))
-                         : make_uint4(0u, 0u, 0u, 0u);
-#pragma unroll
-        for (int s = 0; s < SLOTS; s++) { /* slot order: the bits of the loop below */
-            if (s >= d.K || (d.ep > 1 && r[s] >= local)) continue;
-            const uint32_t u[4] = {raw[s].x, raw[s].y, raw[s].z, raw[s].w};
-            float v[V];
-#pragma unroll
-            for (int i = 0; i < V / 2; i++) {
-                v[2 * i] = __uint_as_float(u[i] << 16);
-                v[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
-            }
-            if (bias) add_bias<V>(d, d.ep > 1 ? d.perm_exp[r[s]] : d.sel[t * d.K + s], h, v);
-#pragma unroll
-            for (int i = 0; i < V; i++) acc[i] += w[s] * v[i];
-        }
-    } else if constexpr (V == 8) { /* bf16 rows, one slot at a time (combine_loads 0; K > 8) */
+    if constexpr (V == 8) { /* bf16 rows (prefill, bandwidth-bound): one slot at a time (all K row
+                             * loads first: 72 registers, 20% slower from 1024 tokens, round 19) */
         for (int s = 0; s < d.K; s++) {
             const int p = t * d.K + s;
             const float w = d.wts[p];
@@ -224,7 +192,7 @@ int grid_for(size_t n, int per_block, int sm_count) {
 
 } // namespace
 
-tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, int pdl, int loads, uint16_t *y,
+tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, int pdl, uint16_t *y,
                                   cudaStream_t s) {
     TPM_ASSERT(d.H % 8 == 0);
     const int V = rows_bf16 ? 8 : 4;
@@ -238,12 +206,10 @@ tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, in
     cfg.stream = s;
     cfg.attrs = at;
     cfg.numAttrs = pdl ? 1 : 0;
-    if (rows_bf16 && loads && d.K <= 8)
-        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<uint16_t, 8, 8>, d, (const uint16_t *)d.rows_bf, y, T));
-    else if (rows_bf16)
-        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<uint16_t, 8, 0>, d, (const uint16_t *)d.rows_bf, y, T));
+    if (rows_bf16)
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<uint16_t, 8>, d, (const uint16_t *)d.rows_bf, y, T));
     else
-        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<float, 4, 0>, d, (const float *)d.rows_f32, y, T));
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<float, 4>, d, (const float *)d.rows_f32, y, T));
     return TPM_OK;
 }
 

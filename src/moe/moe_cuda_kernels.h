@@ -183,10 +183,8 @@ tpm_status tpm_moe_launch_decode2(const tpm_moe_dev &d, const uint16_t *x, int T
  * needs H % 32 == 0 and Il % 32 == 0. */
 int tpm_moe_decode_mma_ok(const tpm_moe_dev &d);
 tpm_status tpm_moe_launch_decode_mma(const tpm_moe_dev &d, const uint16_t *x, int T, cudaStream_t s);
-/* moe_cuda_combine.cu: y[t] = sum_s wts[t][s] * (row(t,s) + b2) (+ unfused shared), bf16 out.
- * loads (bf16 rows, K <= 8): 1 = a thread's K row loads issued before its first sum, 0 = one
- * slot at a time; the same bits. */
-tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, int pdl, int loads, uint16_t *y,
+/* moe_cuda_combine.cu: y[t] = sum_s wts[t][s] * (row(t,s) + b2) (+ unfused shared), bf16 out. */
+tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, int pdl, uint16_t *y,
                                   cudaStream_t s);
 /* moe_cuda_combine.cu: elementwise helpers of the prefill path. */
 /* xp's permuted rows below nrows (and below the routing's row total) from the T tokens of x. */

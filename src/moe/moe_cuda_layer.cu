@@ -72,9 +72,6 @@
 #define TPM_MOE_ROUTE_TC_MIN 9
 #define TPM_MOE_ROUTE_TC_MAX 128
 #define TPM_MOE_ROUTE_TC_LOADS 1
-/* The prefill combine's row loads: all of a thread's K slots before its first sum (1) or one slot
- * at a time (0, until round 19); see docs/moe_cuda_rounds.md. */
-#define TPM_MOE_COMBINE_LOADS 1
 /* Shared-expert plan of a fused layer on the decode path (kernel 0): from
  * this many tokens the shared slot runs as dense cuBLAS GEMMs (split plan).
  * The GEMV's multi-token shared slot is issue-bound (per 16-byte weight load
@@ -396,7 +393,6 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_tc_max = TPM_MOE_ROUTE_TC_MAX;
     m->tune.route_tc_clusters = 0;
     m->tune.route_tc_loads = TPM_MOE_ROUTE_TC_LOADS;
-    m->tune.combine_loads = TPM_MOE_COMBINE_LOADS;
     m->tune.expert_wait = TPM_MOE_EXPERT_WAIT;
     m->tune.route_fence = TPM_MOE_ROUTE_FENCE;
     m->tune.gate_up_pipe = TPM_MOE_GATE_UP_PIPE;
@@ -566,8 +562,6 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->expert_wait == 0 || t->expert_wait == 1, "expert_wait %d is not 0 or 1", t->expert_wait);
     TPM_ARG_CHECK(t->route_fence == 0 || t->route_fence == 1, "route_fence %d is not 0 or 1", t->route_fence);
     TPM_ARG_CHECK(t->gate_up_pipe == 0 || t->gate_up_pipe == 1, "gate_up_pipe %d is not 0 or 1", t->gate_up_pipe);
-    TPM_ARG_CHECK(t->combine_loads == 0 || t->combine_loads == 1, "combine_loads %d is not 0 or 1",
-                  t->combine_loads);
     TPM_ARG_CHECK(t->route_tc_clusters >= 0 && t->route_tc_clusters <= 64, "route_tc_clusters %d outside 0..64",
                   t->route_tc_clusters);
     m->tune = *t;
@@ -857,7 +851,7 @@ tpm_status tpm_cuda_moe_combine(tpm_cuda_moe *m, int T, void *y, void *stream) {
     set_call(m, T);
     const int bf = tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_PREFILL;
     const int pdl = !bf && m->tune.decode_kernel == 2 && use_pdl(m, (cudaStream_t)stream);
-    return tpm_moe_launch_combine(m->d, T, bf, pdl, m->tune.combine_loads, (uint16_t *)y, (cudaStream_t)stream);
+    return tpm_moe_launch_combine(m->d, T, bf, pdl, (uint16_t *)y, (cudaStream_t)stream);
 }
 
 tpm_status tpm_cuda_moe_allreduce(tpm_cuda_moe *m, void *y, int T, void *stream) {
