@@ -17,7 +17,9 @@
  * k_gather: xp[r] = x[perm_tok[r]] (rows grouped by expert for the GEMMs), by
  *    token: each 16-byte piece of x is read once and written to the K rows
  *    inv[t][0..K-1] below the row bound (round 14: by row, x was read K times,
- *    ~1 GB of HBM traffic instead of ~0.6 at 8192 tokens).
+ *    ~1 GB of HBM traffic instead of ~0.6 at 8192 tokens). In the early gate_up
+ *    chain (moe_cuda_gemm_sm90a.cu) it is launched with programmatic dependent
+ *    launch: it lets its dependent launch at once and waits for the routing.
  * k_act: act[r][i] = act(h[r][i] + b13, h[r][Il+i] + b13) in fp32 -> bf16.
  * Kernels over permuted rows stop at the device-side row total offsets[E1].
  */
@@ -153,14 +155,20 @@ __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t
 }
 
 __global__ void k_gather(tpm_moe_dev d, const uint16_t *__restrict__ x, int T, int nrows) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    /* launched with programmatic dependent launch (the early gate_up chain): let the next
+     * grid launch, then wait for the routing (both no-ops in a plain launch) */
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
     const int n8 = d.H / 8, K = d.K;
-    const int total = __ldg(d.offsets + d.E1), lim = nrows < total ? nrows : total;
+    const int total = __ldcg(d.offsets + d.E1), lim = nrows < total ? nrows : total;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)T * n8;
          i += (size_t)gridDim.x * blockDim.x) {
         const int t = (int)(i / n8), c = (int)(i - (size_t)t * n8);
         const uint4 v = reinterpret_cast<const uint4 *>(x + (size_t)t * d.H)[c];
         for (int sl = 0; sl < K; sl++) {
-            const int r = d.inv[(size_t)t * K + sl];
+            const int r = __ldcg(d.inv + (size_t)t * K + sl);
             if (r < lim) reinterpret_cast<uint4 *>(d.xp)[(size_t)r * n8 + c] = v;
         }
     }
@@ -213,9 +221,17 @@ tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, in
     return TPM_OK;
 }
 
-tpm_status tpm_moe_launch_gather(const tpm_moe_dev &d, const uint16_t *x, int T, int nrows, cudaStream_t s) {
-    k_gather<<<grid_for((size_t)T * (d.H / 8), 256, d.sm_count), 256, 0, s>>>(d, x, T, nrows);
-    TPM_CUDA_LAUNCHED();
+tpm_status tpm_moe_launch_gather(const tpm_moe_dev &d, const uint16_t *x, int T, int nrows, int pdl, cudaStream_t s) {
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.gridDim = dim3((unsigned)grid_for((size_t)T * (d.H / 8), 256, d.sm_count));
+    cfg.blockDim = dim3(256);
+    cfg.stream = s;
+    cfg.attrs = at;
+    cfg.numAttrs = pdl ? 1 : 0;
+    TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_gather, d, x, T, nrows));
     return TPM_OK;
 }
 

@@ -59,6 +59,28 @@
  * made them 35% slower still (round 14). The persistent clusters (2) keep the
  * odd tiles in the same launch as pairs sharing the A tile instead.
  *
+ * Early shared items (tuning.prefill_early; persistent CTAs without clusters, the fused slot
+ * plan, no EP, round 20): the fused shared slot is the first expert of the item list and its
+ * rows, offset (T k) and tile count are known from T alone, so its gate_up items need nothing
+ * from the routing. The gather, k_wg_tiles and the gate_up launch are then chained by
+ * programmatic dependent launch: each of the first two calls griddepcontrol.launch_dependents
+ * at its start and griddepcontrol.wait before it reads a routing output, and the routing
+ * kernels trigger at their start, so the gate_up CTAs start while the routing runs. Its takers
+ * hand out items [0, early_items) (the shared slot's, A rows from a per-call map over x: the
+ * gather skips those rows) without waiting; the first thread to need anything past them (the
+ * taker before it decodes the item total, each consumer before its first routed item) runs
+ * griddepcontrol.wait, which returns once k_wg_tiles, and through the chain the gather and the
+ * routing, have completed and their writes are visible. Since k_wg_tiles may zero the other
+ * counters while this launch runs, it takes its items from a counter of its own, which its last
+ * CTA to finish taking (a second counter, after a fence) zeroes for the next launch. PDL
+ * starts a dependent only once every CTA of its primary has started, so no CTA waiting here
+ * holds an SM that a grid it waits for still needs. After the wait the grids' outputs (the
+ * offsets, the tile table; in the gather the permutation) are read with ld.global.cg, never
+ * through the non-coherent read-only path (__ldg): that path may keep lines from before the
+ * writes of grids that ran while this one was already running (r149: with __ldg, outputs of the
+ * early chain differed from the plain chain's on the mini presets). The same items and
+ * arithmetic: the same bits as the plain chain.
+ *
  * Synchronisation (one CTA = 3 warpgroups): warpgroup 0's first thread is the
  * TMA producer, warpgroups 1-2 consume. A 4-stage ring of 48 KB stages (A
  * 16 KB + B 32 KB) with two mbarriers per stage: full[s] (1 arrival with
@@ -99,7 +121,12 @@ struct wg_args {
     int wrows;              /* weight rows per expert in the B map (2 Il or H) */
     int nb_rows, bhalf;     /* rows between weight blocks; offset of the second 128-row half */
     int band;               /* row tiles per band (0: an expert's row tiles are one band) */
-    int *ctr;               /* persistent forms: this launch's item counter (zeroed by k_wg_tiles) */
+    int *ctr;               /* persistent forms: this launch's item counter (zeroed by k_wg_tiles;
+                             * early: by the launch itself, at its end) */
+    int *ctr_exit;          /* early: CTAs done taking items (the last one zeroes both) */
+    int early_items;        /* > 0 (persistent, no clusters, gate_up): items [0, early_items) are the
+                             * fused shared slot's, run before griddepcontrol.wait with A from x */
+    int early_off, early_n; /* early: the shared slot's first permuted row (T k) and rows (T) */
     uint16_t *out;
     int ldo;
     /* gate_up epilogue */
@@ -446,8 +473,8 @@ struct wg_item {
 
 template <bool CL>
 __device__ __forceinline__ long long items_before(const wg_args &a, int q) {
-    return CL ? (long long)a.nb * __ldg(a.rtp + q) + (long long)((a.nb + 1) >> 1) * __ldg(a.rtp + a.E1 + 1 + q)
-              : (long long)a.nb * __ldg(a.rtp + q);
+    return CL ? (long long)a.nb * __ldcg(a.rtp + q) + (long long)((a.nb + 1) >> 1) * __ldcg(a.rtp + a.E1 + 1 + q)
+              : (long long)a.nb * __ldcg(a.rtp + q);
 }
 
 template <bool CL>
@@ -461,7 +488,7 @@ __device__ __forceinline__ wg_item decode_item(const wg_args &a, long long it, u
     const int local = (int)(it - items_before<CL>(a, lo));
     wg_item r;
     r.e = a.E1 - 1 - lo;
-    const int off = __ldg(a.offsets + r.e), n_e = __ldg(a.offsets + r.e + 1) - off;
+    const int off = __ldcg(a.offsets + r.e), n_e = __ldcg(a.offsets + r.e + 1) - off;
     const int rtc = (n_e + BM - 1) / BM;
     r.odd = 0;
     if (!CL) {
@@ -515,17 +542,36 @@ __device__ __forceinline__ void arrive_cluster_rel(uint64_t *b, uint32_t rank) {
 }
 #endif
 
+/* Early items (a.early_items > 0): the fused shared slot's items, decoded without the routing's
+ * offsets or the tile table (its rows and offset are known from T alone). */
+__device__ __forceinline__ wg_item early_item(const wg_args &a, long long it) {
+    wg_item r;
+    r.e = a.E1 - 1;
+    r.odd = 0;
+    band_tile((int)it, (a.early_n + BM - 1) / BM, a.band, a.nb, &r.wb, &r.rt);
+    r.arow = r.rt * BM; /* a row of x (the tx map) */
+    return r;
+}
+
+#ifdef TPM_WG_DEVICE
+/* Wait for the grids this launch depends on (programmatic dependent launch; a no-op after a
+ * plain launch) and make their writes visible. */
+__device__ __forceinline__ void grid_dep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+#endif
+
 template <bool ACT, bool CL>
 __global__ void __launch_bounds__(kThreads, 1)
     k_wg_gemm_p(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap ta64,
-                const __grid_constant__ CUtensorMap tb, const wg_args a) {
+                const __grid_constant__ CUtensorMap tb, const __grid_constant__ CUtensorMap tx, const wg_args a) {
 #ifdef TPM_WG_DEVICE
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) uint64_t full[ST], empty[ST], qfull[2], qempty[2];
     __shared__ int item_q[2];
     unsigned char *smem = reinterpret_cast<unsigned char *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const uint32_t rank = CL ? cluster_rank() : 0u;
-    const long long total = items_before<CL>(a, a.E1);
+    /* early: the item total is known only after the wait (the tile table is built by then) */
+    const bool early = !CL && ACT && a.ctr_exit != nullptr;
+    long long total = early ? -1 : items_before<CL>(a, a.E1);
     if (total == 0) return; /* the same for every CTA, before any barrier */
     const int KB = a.K / BK;
     const bool taker = rank == 0;
@@ -557,17 +603,25 @@ __global__ void __launch_bounds__(kThreads, 1)
                         else mbar_wait(&qempty[slot], ((n >> 1) - 1) & 1);
                     }
                     it = atomicAdd(a.ctr, 1);
-                    const int v = it < total ? (int)it : (int)total;
-                    item_q[slot] = v;
-                    if (CL) put_cluster(&item_q[slot], v, &qfull[slot], 1u);
+                    if (!early || it >= a.early_items) {
+                        if (total < 0) { /* early: the first item past the shared slot's */
+                            grid_dep_wait();
+                            total = items_before<CL>(a, a.E1);
+                        }
+                        if (it >= total) it = -1; /* the end, for every reader */
+                    }
+                    item_q[slot] = (int)it;
+                    if (CL) put_cluster(&item_q[slot], (int)it, &qfull[slot], 1u);
                     mbar_arrive(&qfull[slot]);
                 } else { /* CL rank 1: the item rank 0 took */
                     mbar_wait_cl(&qfull[slot], (n >> 1) & 1);
                     it = item_q[slot];
                     arrive_cluster_rel(&qempty[slot], 0u);
                 }
-                if (it >= total) break;
-                const wg_item w = decode_item<CL>(a, it, rank);
+                if (it < 0) break;
+                const bool sh = early && it < a.early_items;
+                const wg_item w = sh ? early_item(a, it) : decode_item<CL>(a, it, rank);
+                const CUtensorMap *tam = sh ? &tx : &ta;
                 const int brow0 = w.wb >= 0 ? w.e * a.wrows + w.wb * a.nb_rows : 0, brow1 = brow0 + a.bhalf;
                 const uint32_t bytes = CL && w.odd && w.wb < 0 ? (uint32_t)A_BYTES : (uint32_t)STAGE_BYTES;
                 for (int kb = 0; kb < KB; kb++, g++) {
@@ -576,7 +630,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                     unsigned char *st = smem + (size_t)s * STAGE_BYTES;
                     mbar_expect_tx(&full[s], bytes);
                     if (!CL) {
-                        tma_2d(st, &ta, kb * BK, w.arow, &full[s]);
+                        tma_2d(st, tam, kb * BK, w.arow, &full[s]);
                         tma_2d(st + A_BYTES, &tb, kb * BK, brow0, &full[s]);
                         tma_2d(st + A_BYTES + BH_BYTES, &tb, kb * BK, brow1, &full[s]);
                     } else if (!w.odd) { /* own A tile; this CTA's half of B into both */
@@ -591,11 +645,19 @@ __global__ void __launch_bounds__(kThreads, 1)
                     }
                 }
             }
+            if (early) { /* the last CTA done taking items zeroes the counters for the next launch */
+                __threadfence();
+                if (atomicAdd(a.ctr_exit, 1) == (int)gridDim.x - 1) {
+                    *a.ctr = 0;
+                    *a.ctr_exit = 0;
+                }
+            }
         }
         __syncwarp();
     } else { /* consumers */
         const int c = wg - 1, lane = threadIdx.x & 31;
         int g = 0;
+        bool waited = !early;
         for (int n = 0;; n++, g += KB) {
             const int slot = n & 1;
             if (CL) mbar_wait_cl(&qfull[slot], (n >> 1) & 1);
@@ -606,9 +668,15 @@ __global__ void __launch_bounds__(kThreads, 1)
                 if (!CL) mbar_arrive(&qempty[slot]);
                 else arrive_cluster_rel(&qempty[slot], 0u);
             }
-            if (it >= total) break;
-            const wg_item w = decode_item<CL>(a, it, rank);
-            const int off = __ldg(a.offsets + w.e), n_e = __ldg(a.offsets + w.e + 1) - off;
+            if (it < 0) break;
+            const bool sh = early && it < a.early_items;
+            if (!sh && !waited) { /* the routing's offsets and the tile table are read from here on */
+                grid_dep_wait();
+                waited = true;
+            }
+            const wg_item w = sh ? early_item(a, it) : decode_item<CL>(a, it, rank);
+            const int off = sh ? a.early_off : __ldcg(a.offsets + w.e);
+            const int n_e = sh ? a.early_n : __ldcg(a.offsets + w.e + 1) - off;
             const int row0 = off + w.rt * BM, nvalid = min(BM, n_e - w.rt * BM);
             if (w.wb >= 0 && nvalid > 64 * c) {
                 consume<ACT, CL>(a, smem, full, empty, rank, c, row0, nvalid, w.e, w.wb, g, true);
@@ -625,6 +693,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     (void)ta;
     (void)ta64;
     (void)tb;
+    (void)tx;
     (void)a;
     __trap();
 #endif
@@ -635,11 +704,17 @@ __global__ void __launch_bounds__(kThreads, 1)
  * the same way. One block. */
 __global__ void k_wg_tiles(const int32_t *__restrict__ offsets, int32_t *__restrict__ rtp, int E1, int pair,
                            int skip_e) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    /* an early gate_up launch (programmatic dependent launch) may start now; the offsets are
+     * read after this grid's own wait (a no-op after a plain launch) */
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
     if (threadIdx.x < 2) rtp[2 * (E1 + 1) + threadIdx.x] = 0; /* the persistent launches' item counters */
     __shared__ int32_t cnt[1024]; /* pair: [0, 512) pairs, [512, 1024) odd tails */
     for (int q = threadIdx.x; q < E1; q += blockDim.x) {
         const int e = E1 - 1 - q;
-        const int rt = e == skip_e ? 0 : (offsets[e + 1] - offsets[e] + BM - 1) / BM;
+        const int rt = e == skip_e ? 0 : (__ldcg(offsets + e + 1) - __ldcg(offsets + e) + BM - 1) / BM;
         cnt[q] = pair ? rt / 2 : rt;
         if (pair) cnt[512 + q] = rt & 1;
     }
@@ -745,15 +820,28 @@ tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ct
 }
 
 tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, const uint16_t *x, int T,
-                                 int cluster, int band, int skip_shared, cudaStream_t s) {
+                                 int cluster, int band, int skip_shared, int early, cudaStream_t s) {
     TPM_ASSERT(c.ready && c.rtp);
     const long long rows = (long long)T * d.K;
     const int cl = cluster == 1 || cluster == 2, persist = cluster >= 2;
     const int skip = skip_shared && d.fused;
-    /* skip: the shared slot's rows (the last T) are neither gathered nor computed here */
-    TPM_TRY(tpm_moe_launch_gather(d, x, T, (int)(skip ? (long long)T * d.k : rows), s));
-    k_wg_tiles<<<1, 256, 0, s>>>(d.offsets, c.rtp, d.E1, cl, skip ? d.Es : -1);
-    TPM_CUDA_LAUNCHED();
+    /* early: the shared slot's gate_up items start before the routing's outputs exist (see the
+     * top of the file); its A rows come from x itself through a per-call map */
+    CUtensorMap mx;
+    early = early && cluster == 3 && d.fused && d.ep == 1 && !skip && ((uintptr_t)x & 15) == 0 &&
+            make_map(&mx, x, (uint64_t)T, (uint64_t)d.H) == TPM_OK;
+    /* skip / early: the shared slot's rows (the last T) are not gathered (nor computed, skip) */
+    TPM_TRY(tpm_moe_launch_gather(d, x, T, (int)(skip || early ? (long long)T * d.k : rows), early, s));
+    cudaLaunchConfig_t tcfg = {};
+    cudaLaunchAttribute pdl[1];
+    pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    pdl[0].val.programmaticStreamSerializationAllowed = 1;
+    tcfg.gridDim = dim3(1);
+    tcfg.blockDim = dim3(256);
+    tcfg.stream = s;
+    tcfg.attrs = pdl;
+    tcfg.numAttrs = early ? 1 : 0;
+    TPM_CUDA_TRY(cudaLaunchKernelEx(&tcfg, k_wg_tiles, d.offsets, c.rtp, d.E1, cl, skip ? d.Es : -1));
     /* upper bounds: row tiles, each touched expert adding at most one partial one; with
      * clusters the full pairs (rows / 2 BM + E1) and the odd tails (one per expert) */
     const long long ne = rows < d.E1 ? rows : d.E1;
@@ -801,16 +889,30 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
         g.rtp = c.rtp;
         g.tail = 0;
         g.ctr = c.rtp + 2 * (d.E1 + 1) + mat;
+        g.early_items = 0;
         if (persist) { /* one launch of resident CTAs taking items from the list */
             cfg.numAttrs = cl ? 1 : 0;
             cfg.gridDim = dim3((unsigned)(cl ? c.grid_pc : c.grid_p));
             const CUtensorMap &m64 = m[4 + mat];
-            if (cl)
+            if (cl) {
                 TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, mat ? k_wg_gemm_p<false, true> : k_wg_gemm_p<true, true>, ma, m64,
-                                                mb, g));
-            else
-                TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, mat ? k_wg_gemm_p<false, false> : k_wg_gemm_p<true, false>, ma,
-                                                m64, mb, g));
+                                                mb, ma, g));
+                continue;
+            }
+            if (early && mat == 0) { /* the shared slot's items first, launched early */
+                g.ctr = c.rtp + 2 * (d.E1 + 1) + 2;
+                g.ctr_exit = g.ctr + 1;
+                g.early_items = g.nb * ((T + BM - 1) / BM);
+                g.early_off = T * d.k;
+                g.early_n = T;
+                cfg.attrs = pdl;
+                cfg.numAttrs = 1;
+            }
+            TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, mat ? k_wg_gemm_p<false, false> : k_wg_gemm_p<true, false>, ma, m64,
+                                            mb, early && mat == 0 ? mx : ma, g));
+            cfg.attrs = at;
+            cfg.numAttrs = 0;
+            g.ctr_exit = nullptr;
             continue;
         }
         if (cl) {

@@ -99,7 +99,8 @@ struct tpm_moe_prefill_ctx {
 /* The own Hopper grouped GEMM of the prefill path (moe_cuda_gemm_sm90a.cu). */
 struct tpm_moe_wg_ctx {
     alignas(64) unsigned char maps[6][128]; /* CUtensorMap: xp, w13, act_bf, w2; xp, act_bf in 64-row boxes */
-    int32_t *rtp;                           /* [2 (E1 + 1) + 2] device tile prefixes, then two item counters */
+    int32_t *rtp;                           /* [2 (E1 + 1) + 4] device tile prefixes, two item counters,
+                                             * the early gate_up launch's item and exit counters */
     int grid_p, grid_pc;                    /* persistent grids: resident CTAs, CTAs of resident 2-clusters */
     int ready;
 };
@@ -188,7 +189,7 @@ tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, in
                                   cudaStream_t s);
 /* moe_cuda_combine.cu: elementwise helpers of the prefill path. */
 /* xp's permuted rows below nrows (and below the routing's row total) from the T tokens of x. */
-tpm_status tpm_moe_launch_gather(const tpm_moe_dev &d, const uint16_t *x, int T, int nrows, cudaStream_t s);
+tpm_status tpm_moe_launch_gather(const tpm_moe_dev &d, const uint16_t *x, int T, int nrows, int pdl, cudaStream_t s);
 /* act[r][i] = swiglu(h[r][i] + b, h[r][Il+i] + b) for rows r < nrows_max with expert
  * perm_exp[r] (or fixed_expert >= 0); rows past the device total are skipped
  * when use_total. */
@@ -210,9 +211,12 @@ tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ct
  * 2 = persistent 2-CTA clusters (pairs sharing B, odd tiles sharing A), 3 = persistent, no clusters.
  * band: row tiles per band of a large expert's tile order (0: none; clusters 1: ignored).
  * skip_shared: the fused shared slot (expert E, the last T rows) is left out
- * (prefill split plan: tpm_moe_shared_split_prefill wrote its rows). */
+ * (prefill split plan: tpm_moe_shared_split_prefill wrote its rows).
+ * early (cluster 3, fused slot plan, no EP, x 16-byte aligned; else ignored): the gather, the
+ * tile table and the gate_up launch are chained by programmatic dependent launch, and the
+ * gate_up launch runs the shared slot's items (A from x) before it waits for the routing. */
 tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, const uint16_t *x, int T,
-                                 int cluster, int band, int skip_shared, cudaStream_t s);
+                                 int cluster, int band, int skip_shared, int early, cudaStream_t s);
 /* The shared expert as a dense MLP over all T tokens -> sh_out (bf16): the unfused layer, and
  * the decode-path split plan of a fused layer (d.shared_dense). */
 tpm_status tpm_moe_shared_dense(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T,

@@ -72,6 +72,11 @@
 #define TPM_MOE_ROUTE_TC_MIN 9
 #define TPM_MOE_ROUTE_TC_MAX 128
 #define TPM_MOE_ROUTE_TC_LOADS 1
+/* The prefill's early shared gate_up items (moe_cuda_gemm_sm90a.cu) up to this many tokens:
+ * every size of the persistent form without clusters (below 4096). Round 20 (bench/results/r150,
+ * fused layer, three passes, us): 5-20 faster at 24-2048 tokens (32 tokens 1972-1974 against
+ * 1986-1988; the unfused layer 1977-1983), a tie at 128. */
+#define TPM_MOE_PREFILL_EARLY 4095
 /* Shared-expert plan of a fused layer on the decode path (kernel 0): from
  * this many tokens the shared slot runs as dense cuBLAS GEMMs (split plan).
  * The GEMV's multi-token shared slot is issue-bound (per 16-byte weight load
@@ -329,8 +334,10 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
             }
         }
         DALLOC(m->pf.d_ptrs, sizeof(void *) * 6 * E1);
-        DALLOC(m->wg.rtp, (2 * (E1 + 1) + 2) * 4); /* tiles, or pairs and odd tails; two item counters */
-        if (cudaMemset(d.ctr, 0, 64) != cudaSuccess || cudaMemset(d.done, 0, E1 * 4) != cudaSuccess ||
+        /* tiles, or pairs and odd tails; two item counters; the early gate_up launch's item and
+         * exit counters (zero between launches: that launch resets them) */
+        DALLOC(m->wg.rtp, (2 * (E1 + 1) + 4) * 4);
+        if (cudaMemset(m->wg.rtp, 0, (2 * (E1 + 1) + 4) * 4) != cudaSuccess || cudaMemset(d.ctr, 0, 64) != cudaSuccess || cudaMemset(d.done, 0, E1 * 4) != cudaSuccess ||
             cudaMemset(d.tile_ctr, 0, (size_t)d.tile_cap * 4) != cudaSuccess || cudaMemset(d.w13, 0, E1 * 2 * Il * H * 2) != cudaSuccess ||
             cudaMemset(d.w2, 0, E1 * H * Il * 2) != cudaSuccess) {
             st = tpm_err(TPM_ERR_CUDA, "cudaMemset failed");
@@ -393,6 +400,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_tc_max = TPM_MOE_ROUTE_TC_MAX;
     m->tune.route_tc_clusters = 0;
     m->tune.route_tc_loads = TPM_MOE_ROUTE_TC_LOADS;
+    m->tune.prefill_early = TPM_MOE_PREFILL_EARLY;
     m->tune.expert_wait = TPM_MOE_EXPERT_WAIT;
     m->tune.route_fence = TPM_MOE_ROUTE_FENCE;
     m->tune.gate_up_pipe = TPM_MOE_GATE_UP_PIPE;
@@ -562,6 +570,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->expert_wait == 0 || t->expert_wait == 1, "expert_wait %d is not 0 or 1", t->expert_wait);
     TPM_ARG_CHECK(t->route_fence == 0 || t->route_fence == 1, "route_fence %d is not 0 or 1", t->route_fence);
     TPM_ARG_CHECK(t->gate_up_pipe == 0 || t->gate_up_pipe == 1, "gate_up_pipe %d is not 0 or 1", t->gate_up_pipe);
+    TPM_ARG_CHECK(t->prefill_early >= 0, "prefill_early %d < 0", t->prefill_early);
     TPM_ARG_CHECK(t->route_tc_clusters >= 0 && t->route_tc_clusters <= 64, "route_tc_clusters %d outside 0..64",
                   t->route_tc_clusters);
     m->tune = *t;
@@ -836,7 +845,7 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
             TPM_TRY(shared_mlp_for(m, m->blas, x, T, s));
         }
         return tpm_moe_prefill_wgmma(d, m->wg, (const uint16_t *)x, T, tpm_cuda_moe_prefill_form(m, T),
-                                     m->tune.prefill_band, split, s);
+                                     m->tune.prefill_band, split, T <= m->tune.prefill_early && use_pdl(m, s), s);
     }
     TPM_CUDA_TRY(cudaMemcpyAsync(m->h_offsets, d.offsets, (size_t)(d.E1 + 1) * 4, cudaMemcpyDeviceToHost, s));
     TPM_CUDA_TRY(cudaStreamSynchronize(s));

@@ -92,7 +92,7 @@ tpm_status tpm_moe_prefill_experts(const tpm_moe_dev &d, void *blas, const tpm_m
                                    const uint16_t *x, int T, const int32_t *h_offsets, cudaStream_t s) {
     cublasHandle_t h = static_cast<cublasHandle_t>(blas);
     const size_t w13_stride = (size_t)2 * d.Il * d.H, w2_stride = (size_t)d.H * d.Il;
-    TPM_TRY(tpm_moe_launch_gather(d, x, T, T * d.K, s));
+    TPM_TRY(tpm_moe_launch_gather(d, x, T, T * d.K, 0, s));
     if (c.mode == TPM_MOE_GEMM_GROUPED) {
         /* touched experts, largest first (the shared slot): pointer arrays [6][E1] */
         int ng = 0, rows[TPM_MOE_MAX_SLOTS];

@@ -308,6 +308,12 @@ __global__ void __launch_bounds__(kSelThreads) k_select(tpm_moe_dev d, int T, in
     __shared__ int s_seg[kSelThreads];
     __shared__ int s_cnt[kMaxE1 + 1];
     __shared__ int s_last;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    /* a kernel launched after it with programmatic dependent launch (the decode kernels, the
+     * early prefill chain's gather) may start now: each waits for this grid before it reads
+     * any routing output */
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
     const int warp = threadIdx.x >> 5, K = d.K, NB = n_buckets(d), Wt = (T + 31) / 32;
     const int t = blockIdx.x * (kSelThreads / 32) + warp;
     if ((int)threadIdx.x < NB) s_word[threadIdx.x] = 0u;
