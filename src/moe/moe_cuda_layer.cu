@@ -100,7 +100,7 @@
  * 8192 tokens; the loop over 4 streams is the fastest at every size. */
 #define TPM_MOE_PREFILL_GEMM TPM_MOE_GEMM_STREAMS
 /* Where the own wgmma/TMA grouped GEMM can run (a 9.0 device, fitting shapes)
- * it is the default prefill path instead: see docs/moe_cuda_rounds.md, round 6. */
+ * it is the default prefill path instead: see docs/moe_cuda_rounds_2-9.md, round 6. */
 #define TPM_MOE_PREFILL_WGMMA 1
 /* Prefill split plan (fused layer, own wgmma GEMM: the shared slot's T rows as dense cuBLAS
  * GEMMs) from this many tokens. Round 18 (r18) found no gain beyond noise; on round 12's
@@ -135,7 +135,7 @@
 /* Decode kernel set 2 with programmatic dependent launch (round 4, above). */
 #define TPM_MOE_PDL 1
 /* Down kernel of set 2 up to 8 tokens: 0 = k_down2 with 2 rows x 4 chunks per
- * warp (round 4), 1 = k_down4 (bulk-copy ring, round 5; docs/moe_cuda_rounds.md), 2 /
+ * warp (round 4), 1 = k_down4 (bulk-copy ring, round 5; docs/moe_cuda_rounds_2-9.md), 2 /
  * 3 / 4 = k_down2 with 4 x 2, 1 x 8, 8 x 1; gate/up row pairs per warp of
  * k_gate_up2 (1 x 4 chunks or 2 x 2). All the same bits. Rounds 24-25 (one
  * H200, bench/results/r24, r25, two passes each, fused layer, us):
