@@ -123,7 +123,8 @@ struct wg_args {
     int band;               /* row tiles per band (0: an expert's row tiles are one band) */
     int *ctr;               /* persistent forms: this launch's item counter (zeroed by k_wg_tiles;
                              * early: by the launch itself, at its end) */
-    int *ctr_exit;          /* early: CTAs done taking items (the last one zeroes both) */
+    int *ctr_exit;          /* non-null: the early launch (early_items > 0); its CTAs done taking
+                             * items (the last one zeroes both counters) */
     int early_items;        /* > 0 (persistent, no clusters, gate_up): items [0, early_items) are the
                              * fused shared slot's, run before griddepcontrol.wait with A from x */
     int early_off, early_n; /* early: the shared slot's first permuted row (T k) and rows (T) */

@@ -337,7 +337,8 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         /* tiles, or pairs and odd tails; two item counters; the early gate_up launch's item and
          * exit counters (zero between launches: that launch resets them) */
         DALLOC(m->wg.rtp, (2 * (E1 + 1) + 4) * 4);
-        if (cudaMemset(m->wg.rtp, 0, (2 * (E1 + 1) + 4) * 4) != cudaSuccess || cudaMemset(d.ctr, 0, 64) != cudaSuccess || cudaMemset(d.done, 0, E1 * 4) != cudaSuccess ||
+        if (cudaMemset(m->wg.rtp, 0, (2 * (E1 + 1) + 4) * 4) != cudaSuccess ||
+            cudaMemset(d.ctr, 0, 64) != cudaSuccess || cudaMemset(d.done, 0, E1 * 4) != cudaSuccess ||
             cudaMemset(d.tile_ctr, 0, (size_t)d.tile_cap * 4) != cudaSuccess || cudaMemset(d.w13, 0, E1 * 2 * Il * H * 2) != cudaSuccess ||
             cudaMemset(d.w2, 0, E1 * H * Il * 2) != cudaSuccess) {
             st = tpm_err(TPM_ERR_CUDA, "cudaMemset failed");
