@@ -113,12 +113,10 @@ static void prefill_gemm_modes(void **state) {
             /* 0-2: cuBLAS; 3: wgmma (the default); 4-7: wgmma with prefill_cluster 0-3 (one CTA
              * per tile, clusters, persistent clusters, persistent CTAs) and no bands; 8-10:
              * prefill_cluster 0, 2, 3 in bands of 2 / 2 / 3 row tiles (T = 5000: the shared slot's
-             * 40 row tiles and the routed experts' ~5 in several bands, the last one partial);
-             * 11-12: the swapped form (4) without bands and in bands of 8 row tiles (3 passes of
-             * 320 rows: the shared slot's 16 passes at T = 5000 in 6 bands) */
-            gpu_run r[13];
-            const int ng = sm90_device() ? 13 : 3;
-            static const int bcl[5] = {0, 2, 3, 4, 4}, bband[5] = {2, 2, 3, 0, 8};
+             * 40 row tiles and the routed experts' ~5 in several bands, the last one partial) */
+            gpu_run r[11];
+            const int ng = sm90_device() ? 11 : 3;
+            static const int bcl[3] = {0, 2, 3}, bband[3] = {2, 2, 3};
             for (int g = 0; g < ng; g++) {
                 tune_prefill_gemm = g < 3 ? g : 3;
                 tune_prefill_cluster = g < 4 ? -1 : g < 8 ? g - 4 : bcl[g - 8];

@@ -52,7 +52,6 @@ const void *tpm_cuda_anchor_moe_combine(void);
 const void *tpm_cuda_anchor_moe_decode(void);
 const void *tpm_cuda_anchor_moe_decode_mma(void);
 const void *tpm_cuda_anchor_moe_gemm_sm90a(void) __attribute__((weak));
-const void *tpm_cuda_anchor_moe_gemm_swap_sm90a(void) __attribute__((weak));
 const void *tpm_cuda_anchor_moe_route(void);
 const void *tpm_cuda_anchor_moe_route_tc(void);
 const void *tpm_cuda_anchor_moe_weights(void);
@@ -139,7 +138,7 @@ extern "C" tpm_status tpm_cuda_preload_kernels(int dev, int *n_loaded) {
         tpm_cuda_anchor_twoshot,       tpm_cuda_anchor_twoshot_ll,     tpm_cuda_anchor_twoshot_ws,
         tpm_cuda_anchor_moe_bench,     tpm_cuda_anchor_moe_combine,    tpm_cuda_anchor_moe_decode,
         tpm_cuda_anchor_moe_decode_mma, tpm_cuda_anchor_moe_gemm_sm90a, tpm_cuda_anchor_moe_route,
-        tpm_cuda_anchor_moe_route_tc,  tpm_cuda_anchor_moe_weights,    tpm_cuda_anchor_moe_gemm_swap_sm90a,
+        tpm_cuda_anchor_moe_route_tc,  tpm_cuda_anchor_moe_weights,
     };
     int prev = -1;
     (void)cudaGetDevice(&prev);

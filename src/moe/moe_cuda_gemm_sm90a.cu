@@ -41,7 +41,7 @@
  * GHz) and its consumer warps wait for their stages ~20% of the time (r81,
  * r83); prefetching the weights into L2 ahead of the loads made it slower
  * (r84), as did running an expert's partial last chunk with the wgmma sides
- * swapped (r82).
+ * swapped (r82) and the whole kernel with them swapped (round 21, r152: bit-equal, 3-16% slower).
  *
  * Clusters (CL, optional): without them the kernel is L2-bound (round
  * 12: lts throughput 91% of peak at 8192 tokens, SM clock 1.46 GHz), since
@@ -560,11 +560,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-/* rtp[q] = row tiles (of `unit` rows: BM, or the swapped form's passes) of experts E1-1 ..
- * E1-q (highest first), rtp[E1] = total. pair: rtp counts the full row-tile pairs (rt / 2) and
- * rtp[E1 + 1 ..] the odd last tiles (rt & 1) the same way. One block. */
+/* rtp[q] = row tiles of experts E1-1 .. E1-q (highest first), rtp[E1] = total. pair: rtp
+ * counts the full row-tile pairs (rt / 2) and rtp[E1 + 1 ..] the odd last tiles (rt & 1)
+ * the same way. One block. */
 __global__ void k_wg_tiles(const int32_t *__restrict__ offsets, int32_t *__restrict__ rtp, int E1, int pair,
-                           int skip_e, int unit) {
+                           int skip_e) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* an early gate_up launch (programmatic dependent launch) may start now; the offsets are
      * read after this grid's own wait (a no-op after a plain launch) */
@@ -575,7 +575,7 @@ __global__ void k_wg_tiles(const int32_t *__restrict__ offsets, int32_t *__restr
     __shared__ int32_t cnt[1024]; /* pair: [0, 512) pairs, [512, 1024) odd tails */
     for (int q = threadIdx.x; q < E1; q += blockDim.x) {
         const int e = E1 - 1 - q;
-        const int rt = e == skip_e ? 0 : (__ldcg(offsets + e + 1) - __ldcg(offsets + e) + unit - 1) / unit;
+        const int rt = e == skip_e ? 0 : (__ldcg(offsets + e + 1) - __ldcg(offsets + e) + BM - 1) / BM;
         cnt[q] = pair ? rt / 2 : rt;
         if (pair) cnt[512 + q] = rt & 1;
     }
@@ -647,7 +647,6 @@ tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ct
     int ncl = 0;
     TPM_CUDA_TRY(cudaOccupancyMaxActiveClusters(&ncl, (const void *)k_wg_gemm_p<true, true>, &cfg));
     c->grid_pc = 2 * (ncl > 0 ? ncl : 1);
-    TPM_TRY(tpm_moe_swap_setup(d, max_rows, c));
     c->ready = 1;
     return TPM_OK;
 }
@@ -656,7 +655,7 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
                                  int cluster, int band, int skip_shared, int early, cudaStream_t s) {
     TPM_ASSERT(c.ready && c.rtp);
     const long long rows = (long long)T * d.K;
-    const int cl = cluster == 1 || cluster == 2, persist = cluster >= 2, swap = cluster == 4;
+    const int cl = cluster == 1 || cluster == 2, persist = cluster >= 2;
     const int skip = skip_shared && d.fused;
     /* early: the shared slot's gate_up items start before the routing's outputs exist (see the
      * top of the file); its A rows come from x itself through a per-call map */
@@ -674,13 +673,7 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
     tcfg.stream = s;
     tcfg.attrs = pdl;
     tcfg.numAttrs = early ? 1 : 0;
-    TPM_CUDA_TRY(cudaLaunchKernelEx(&tcfg, k_wg_tiles, d.offsets, c.rtp, d.E1, cl, skip ? d.Es : -1,
-                                    swap ? TPM_MOE_SW_PASS : BM));
-    if (swap) { /* band: row tiles of BM rows -> passes */
-        const int sb = band > 0 ? (band * BM + TPM_MOE_SW_PASS / 2) / TPM_MOE_SW_PASS : 0;
-        TPM_TRY(tpm_moe_swap_launch(d, c, 0, sb > 0 ? sb : band > 0, s));
-        return tpm_moe_swap_launch(d, c, 1, sb > 0 ? sb : band > 0, s);
-    }
+    TPM_CUDA_TRY(cudaLaunchKernelEx(&tcfg, k_wg_tiles, d.offsets, c.rtp, d.E1, cl, skip ? d.Es : -1));
     /* upper bounds: row tiles, each touched expert adding at most one partial one; with
      * clusters the full pairs (rows / 2 BM + E1) and the odd tails (one per expert) */
     const long long ne = rows < d.E1 ? rows : d.E1;

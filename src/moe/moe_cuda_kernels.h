@@ -99,16 +99,11 @@ struct tpm_moe_prefill_ctx {
 /* The own Hopper grouped GEMM of the prefill path (moe_cuda_gemm_sm90a.cu). */
 struct tpm_moe_wg_ctx {
     alignas(64) unsigned char maps[6][128]; /* CUtensorMap: xp, w13, act_bf, w2; xp, act_bf in 64-row boxes */
-    alignas(64) unsigned char sw_maps[4][128]; /* the swapped form's token maps: xp in 32- and 8-row
-                                                * boxes, act_bf the same */
     int32_t *rtp;                           /* [2 (E1 + 1) + 4] device tile prefixes, two item counters,
                                              * the early gate_up launch's item and exit counters */
     int grid_p, grid_pc;                    /* persistent grids: resident CTAs, CTAs of resident 2-clusters */
-    int grid_sc;                            /* the swapped form's: CTAs of resident 2-clusters */
     int ready;
 };
-/* Rows of one expert per item of the swapped form (prefill_cluster 4): a 2-CTA cluster's pass. */
-#define TPM_MOE_SW_PASS 320
 
 /* Diagnostic timeline of the decode path (compiled in with -DTPM_MOE_TRACE only; a no-op
  * otherwise): thread 0 of block b of kernel k writes %globaltimer (ns) to
@@ -213,8 +208,7 @@ tpm_status tpm_moe_prefill_experts(const tpm_moe_dev &d, void *blas, const tpm_m
 int tpm_moe_wgmma_ok(const tpm_moe_dev &d, int device);
 tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ctx *c);
 /* cluster: 0 = one CTA per tile, 1 = 2-CTA clusters sharing the weight tile (multicast),
- * 2 = persistent 2-CTA clusters (pairs sharing B, odd tiles sharing A), 3 = persistent, no clusters,
- * 4 = persistent 2-CTA clusters with the wgmma sides swapped (moe_cuda_gemm_swap_sm90a.cu).
+ * 2 = persistent 2-CTA clusters (pairs sharing B, odd tiles sharing A), 3 = persistent, no clusters.
  * band: row tiles per band of a large expert's tile order (0: none; clusters 1: ignored).
  * skip_shared: the fused shared slot (expert E, the last T rows) is left out
  * (prefill split plan: tpm_moe_shared_split_prefill wrote its rows).
@@ -223,12 +217,6 @@ tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ct
  * gate_up launch runs the shared slot's items (A from x) before it waits for the routing. */
 tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, const uint16_t *x, int T,
                                  int cluster, int band, int skip_shared, int early, cudaStream_t s);
-/* moe_cuda_gemm_swap_sm90a.cu, the form with the wgmma sides swapped (cluster 4 above):
- * setup (called by tpm_moe_wgmma_setup): its token maps and grid; launch: gate_up (mat 0) or
- * down (1) over the tile table rtp of passes (TPM_MOE_SW_PASS rows) that tpm_moe_prefill_wgmma
- * built; band: passes per band. */
-tpm_status tpm_moe_swap_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ctx *c);
-tpm_status tpm_moe_swap_launch(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, int mat, int band, cudaStream_t s);
 /* The shared expert as a dense MLP over all T tokens -> sh_out (bf16): the unfused layer, and
  * the decode-path split plan of a fused layer (d.shared_dense). */
 tpm_status tpm_moe_shared_dense(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T,

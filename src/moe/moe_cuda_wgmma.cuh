@@ -1,10 +1,10 @@
 /*
- * moe_cuda_wgmma.cuh - the pieces both of tpmoe's own Hopper grouped GEMMs use
- * (moe_cuda_gemm_sm90a.cu: tokens as the wgmma M side; moe_cuda_gemm_swap_sm90a.cu:
- * weights as M): mbarrier, TMA and cluster primitives, the shared-memory operand
- * descriptor, the band order of a large expert's items, and the host's tensor-map
- * encoder. Included by *_sm90a.cu files only (CUDA C++, not installed); everything is in an
- * anonymous namespace, one copy per file.
+ * moe_cuda_wgmma.cuh - the Hopper pieces of tpmoe's own grouped GEMM (moe_cuda_gemm_sm90a.cu)
+ * that are not the GEMM itself: mbarrier, TMA and cluster primitives, the shared-memory operand
+ * descriptor, the band order of a large expert's items, and the host's tensor-map encoder. For
+ * *_sm90a.cu files only (CUDA C++, not installed); everything is in an anonymous namespace, one
+ * copy per including file. (Round 21's kernel with the wgmma sides swapped, commit 957fa1f,
+ * included it too.)
  *
  * Operands in shared memory are bf16, K-major, in 64-column (128-byte) rows with the
  * 128-byte swizzle: 8-row atoms of 1024 bytes, so every operand tile starts 1024-aligned.
