@@ -310,7 +310,9 @@ static void tune_early_variant(tpm_cuda_moe_tuning *tu, int v, int split) {
  * routing ends (the gather, the tile table and gate_up chained by programmatic dependent
  * launch, tuning.prefill_early) gives the bits of the plain chain, eager and in a CUDA graph
  * replayed twice (the launch resets its own item counters between replays). Routing mode 3
- * (9, 100 tokens) and mode 2 with the separate row scatter (1500). */
+ * (9, 100 tokens) and mode 2 with the separate row scatter (1500, 4100, 4500); the persistent
+ * CTAs up to 1500 tokens, the persistent 2-CTA clusters from 4096 (the shared slot's 33 row
+ * tiles at 4100: 16 pairs and an odd item, 36 at 4500: pairs only; bands of 8 pairs). */
 static void prefill_early_equals_plain(void **state) {
     (void)state;
     if (!sm90_device()) {
@@ -323,7 +325,7 @@ static void prefill_early_equals_plain(void **state) {
         const int H = p->hidden;
         tpm_moe_weights w;
         make_weights(p, 1500 + pi, &w);
-        const int Ts[] = {9, 100, 1500};
+        const int Ts[] = {9, 100, 1500, 4100, 4500};
         for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
             const int T = Ts[ti];
             uint16_t *x = make_x(T, H, 1600 + T);

@@ -366,18 +366,11 @@ __device__ __forceinline__ long long items_before(const wg_args &a, int q) {
               : (long long)a.nb * __ldcg(a.rtp + q);
 }
 
+/* Item `local` of expert e (n_e rows from A row off) for CTA `rank`. */
 template <bool CL>
-__device__ __forceinline__ wg_item decode_item(const wg_args &a, long long it, uint32_t rank) {
-    int lo = 0, hi = a.E1;
-    while (hi - lo > 1) {
-        const int mid = (lo + hi) >> 1;
-        if (items_before<CL>(a, mid) <= it) lo = mid;
-        else hi = mid;
-    }
-    const int local = (int)(it - items_before<CL>(a, lo));
+__device__ __forceinline__ wg_item item_of(const wg_args &a, int e, int local, int off, int n_e, uint32_t rank) {
     wg_item r;
-    r.e = a.E1 - 1 - lo;
-    const int off = __ldcg(a.offsets + r.e), n_e = __ldcg(a.offsets + r.e + 1) - off;
+    r.e = e;
     const int rtc = (n_e + BM - 1) / BM;
     r.odd = 0;
     if (!CL) {
@@ -409,21 +402,31 @@ __device__ __forceinline__ wg_item decode_item(const wg_args &a, long long it, u
     return r;
 }
 
+template <bool CL>
+__device__ __forceinline__ wg_item decode_item(const wg_args &a, long long it, uint32_t rank) {
+    int lo = 0, hi = a.E1;
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) >> 1;
+        if (items_before<CL>(a, mid) <= it) lo = mid;
+        else hi = mid;
+    }
+    const int e = a.E1 - 1 - lo, off = __ldcg(a.offsets + e);
+    return item_of<CL>(a, e, (int)(it - items_before<CL>(a, lo)), off, __ldcg(a.offsets + e + 1) - off, rank);
+}
+
 /* Early items (a.early_items > 0): the fused shared slot's items, decoded without the routing's
- * offsets or the tile table (its rows and offset are known from T alone). */
-__device__ __forceinline__ wg_item early_item(const wg_args &a, long long it) {
-    wg_item r;
-    r.e = a.E1 - 1;
-    r.odd = 0;
-    band_tile((int)it, (a.early_n + BM - 1) / BM, a.band, a.nb, &r.wb, &r.rt);
-    r.arow = r.rt * BM; /* a row of x (the tx map) */
-    return r;
+ * offsets or the tile table (its rows are known from T alone); arow is a row of x (the tx and
+ * tx64 maps). */
+template <bool CL>
+__device__ __forceinline__ wg_item early_item(const wg_args &a, long long it, uint32_t rank) {
+    return item_of<CL>(a, a.E1 - 1, (int)it, 0, a.early_n, rank);
 }
 
 template <bool ACT, bool CL>
 __global__ void __launch_bounds__(kThreads, 1)
     k_wg_gemm_p(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap ta64,
-                const __grid_constant__ CUtensorMap tb, const __grid_constant__ CUtensorMap tx, const wg_args a) {
+                const __grid_constant__ CUtensorMap tb, const __grid_constant__ CUtensorMap tx,
+                const __grid_constant__ CUtensorMap tx64, const wg_args a) {
 #ifdef TPM_WG_DEVICE
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) uint64_t full[ST], empty[ST], qfull[2], qempty[2];
@@ -431,7 +434,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     unsigned char *smem = reinterpret_cast<unsigned char *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const uint32_t rank = CL ? cluster_rank() : 0u;
     /* early: the item total is known only after the wait (the tile table is built by then) */
-    const bool early = !CL && ACT && a.ctr_exit != nullptr;
+    const bool early = ACT && a.ctr_exit != nullptr;
     long long total = early ? -1 : items_before<CL>(a, a.E1);
     if (total == 0) return; /* the same for every CTA, before any barrier */
     const int KB = a.K / BK;
@@ -455,6 +458,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (wg == 0) { /* producer */
         if (threadIdx.x == 0) {
             int g = 0;
+            bool pwaited = !early; /* CL rank 1: the routing's outputs are visible (it decodes too) */
             for (int n = 0;; n++) {
                 const int slot = n & 1;
                 long long it;
@@ -478,11 +482,15 @@ __global__ void __launch_bounds__(kThreads, 1)
                     mbar_wait_cl(&qfull[slot], (n >> 1) & 1);
                     it = item_q[slot];
                     arrive_cluster_rel(&qempty[slot], 0u);
+                    if (!pwaited && it >= a.early_items) { /* early: its first item past the slot's */
+                        grid_dep_wait();
+                        pwaited = true;
+                    }
                 }
                 if (it < 0) break;
                 const bool sh = early && it < a.early_items;
-                const wg_item w = sh ? early_item(a, it) : decode_item<CL>(a, it, rank);
-                const CUtensorMap *tam = sh ? &tx : &ta;
+                const wg_item w = sh ? early_item<CL>(a, it, rank) : decode_item<CL>(a, it, rank);
+                const CUtensorMap *tam = sh ? &tx : &ta, *tam64 = sh ? &tx64 : &ta64;
                 const int brow0 = w.wb >= 0 ? w.e * a.wrows + w.wb * a.nb_rows : 0, brow1 = brow0 + a.bhalf;
                 const uint32_t bytes = CL && w.odd && w.wb < 0 ? (uint32_t)A_BYTES : (uint32_t)STAGE_BYTES;
                 for (int kb = 0; kb < KB; kb++, g++) {
@@ -495,10 +503,10 @@ __global__ void __launch_bounds__(kThreads, 1)
                         tma_2d(st + A_BYTES, &tb, kb * BK, brow0, &full[s]);
                         tma_2d(st + A_BYTES + BH_BYTES, &tb, kb * BK, brow1, &full[s]);
                     } else if (!w.odd) { /* own A tile; this CTA's half of B into both */
-                        tma_2d(st, &ta, kb * BK, w.arow, &full[s]);
+                        tma_2d(st, tam, kb * BK, w.arow, &full[s]);
                         tma_2d_mc(st + A_BYTES + rank * BH_BYTES, &tb, kb * BK, rank ? brow1 : brow0, &full[s]);
                     } else { /* this CTA's half of A into both; own weight block */
-                        tma_2d_mc(st + rank * (A_BYTES / 2), &ta64, kb * BK, w.arow, &full[s]);
+                        tma_2d_mc(st + rank * (A_BYTES / 2), tam64, kb * BK, w.arow, &full[s]);
                         if (w.wb >= 0) {
                             tma_2d(st + A_BYTES, &tb, kb * BK, brow0, &full[s]);
                             tma_2d(st + A_BYTES + BH_BYTES, &tb, kb * BK, brow1, &full[s]);
@@ -535,7 +543,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 grid_dep_wait();
                 waited = true;
             }
-            const wg_item w = sh ? early_item(a, it) : decode_item<CL>(a, it, rank);
+            const wg_item w = sh ? early_item<CL>(a, it, rank) : decode_item<CL>(a, it, rank);
             const int off = sh ? a.early_off : __ldcg(a.offsets + w.e);
             const int n_e = sh ? a.early_n : __ldcg(a.offsets + w.e + 1) - off;
             const int row0 = off + w.rt * BM, nvalid = min(BM, n_e - w.rt * BM);
@@ -555,6 +563,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     (void)ta64;
     (void)tb;
     (void)tx;
+    (void)tx64;
     (void)a;
     __trap();
 #endif
@@ -659,9 +668,10 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
     const int skip = skip_shared && d.fused;
     /* early: the shared slot's gate_up items start before the routing's outputs exist (see the
      * top of the file); its A rows come from x itself through a per-call map */
-    CUtensorMap mx;
-    early = early && cluster == 3 && d.fused && d.ep == 1 && !skip && ((uintptr_t)x & 15) == 0 &&
-            make_map(&mx, x, (uint64_t)T, (uint64_t)d.H) == TPM_OK;
+    CUtensorMap mx, mx64;
+    early = early && persist && d.fused && d.ep == 1 && !skip && ((uintptr_t)x & 15) == 0 &&
+            make_map(&mx, x, (uint64_t)T, (uint64_t)d.H) == TPM_OK &&
+            make_map(&mx64, x, (uint64_t)T, (uint64_t)d.H, 64) == TPM_OK;
     /* skip / early: the shared slot's rows (the last T) are not gathered (nor computed, skip) */
     TPM_TRY(tpm_moe_launch_gather(d, x, T, (int)(skip || early ? (long long)T * d.k : rows), early, s));
     cudaLaunchConfig_t tcfg = {};
@@ -690,11 +700,12 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
     g.limit = d.limit;
     g.beta = d.beta;
     cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute at[1];
+    cudaLaunchAttribute at[2]; /* the 2-CTA cluster; programmatic dependent launch (early) */
     at[0].id = cudaLaunchAttributeClusterDimension;
     at[0].val.clusterDim.x = 2;
     at[0].val.clusterDim.y = 1;
     at[0].val.clusterDim.z = 1;
+    at[1] = pdl[0];
     cfg.blockDim = dim3(kThreads);
     cfg.dynamicSmemBytes = SMEM_BYTES;
     cfg.stream = s;
@@ -723,28 +734,26 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
         g.ctr = c.rtp + 2 * (d.E1 + 1) + mat;
         g.early_items = 0;
         if (persist) { /* one launch of resident CTAs taking items from the list */
-            cfg.numAttrs = cl ? 1 : 0;
+            const bool ea = early && mat == 0;
             cfg.gridDim = dim3((unsigned)(cl ? c.grid_pc : c.grid_p));
+            /* attributes: [cluster] [pdl]: cl and ea pick a window of at[] */
+            cfg.attrs = cl ? at : at + 1;
+            cfg.numAttrs = (cl ? 1 : 0) + (ea ? 1 : 0);
             const CUtensorMap &m64 = m[4 + mat];
-            if (cl) {
-                TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, mat ? k_wg_gemm_p<false, true> : k_wg_gemm_p<true, true>, ma, m64,
-                                                mb, ma, g));
-                continue;
-            }
-            if (early && mat == 0) { /* the shared slot's items first, launched early */
+            if (ea) { /* the shared slot's items first, launched early */
+                const int rtc = (T + BM - 1) / BM;
                 g.ctr = c.rtp + 2 * (d.E1 + 1) + 2;
                 g.ctr_exit = g.ctr + 1;
-                g.early_items = g.nb * ((T + BM - 1) / BM);
+                g.early_items = cl ? g.nb * (rtc / 2) + ((g.nb + 1) / 2) * (rtc & 1) : g.nb * rtc;
                 g.early_off = T * d.k;
                 g.early_n = T;
-                cfg.attrs = pdl;
-                cfg.numAttrs = 1;
             }
-            TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, mat ? k_wg_gemm_p<false, false> : k_wg_gemm_p<true, false>, ma, m64,
-                                            mb, early && mat == 0 ? mx : ma, g));
-            cfg.attrs = at;
-            cfg.numAttrs = 0;
+            void (*fn)(CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, wg_args) =
+                cl ? (mat ? k_wg_gemm_p<false, true> : k_wg_gemm_p<true, true>)
+                   : (mat ? k_wg_gemm_p<false, false> : k_wg_gemm_p<true, false>);
+            TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, fn, ma, m64, mb, ea ? mx : ma, ea ? mx64 : m64, g));
             g.ctr_exit = nullptr;
+            g.early_items = 0;
             continue;
         }
         if (cl) {
