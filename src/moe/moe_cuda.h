@@ -139,11 +139,12 @@ typedef struct tpm_cuda_moe_tuning {
                             * item waits for its own expert's gate_up tiles (per-expert counters,
                             * acquire / release), 0 = for the whole gate_up grid (griddepcontrol);
                             * the same bits */
-    int prefill_early;     /* fused layer, slot plan, prefill_gemm 3 with persistent CTAs (below
-                            * 4096 tokens), no EP, pdl: up to this many tokens the gather, the tile
-                            * table and the gate_up launch are chained by programmatic dependent
-                            * launch and the shared slot's gate_up items (A from x) run before the
-                            * launch waits for the routing (0 = never); the same bits */
+    int prefill_early;     /* fused layer, slot plan, prefill_gemm 3 in a persistent form (CTAs or
+                            * 2-CTA clusters), no EP, pdl: up to this many tokens the gather, the
+                            * tile table and the gate_up launch are chained by programmatic
+                            * dependent launch and the shared slot's gate_up items (A from x) run
+                            * before the launch waits for the routing (0 = never; default 4095:
+                            * the persistent CTAs, measured); the same bits */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */

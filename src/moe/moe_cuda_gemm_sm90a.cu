@@ -59,16 +59,19 @@
  * made them 35% slower still (round 14). The persistent clusters (2) keep the
  * odd tiles in the same launch as pairs sharing the A tile instead.
  *
- * Early shared items (tuning.prefill_early; persistent CTAs without clusters, the fused slot
- * plan, no EP, round 20): the fused shared slot is the first expert of the item list and its
+ * Early shared items (tuning.prefill_early; the persistent forms, the fused slot plan, no EP,
+ * round 20; the clusters since round 22, not by default): the fused shared slot is the first
+ * expert of the item list and its
  * rows, offset (T k) and tile count are known from T alone, so its gate_up items need nothing
  * from the routing. The gather, k_wg_tiles and the gate_up launch are then chained by
  * programmatic dependent launch: each of the first two calls griddepcontrol.launch_dependents
  * at its start and griddepcontrol.wait before it reads a routing output, and the routing
  * kernels trigger at their start, so the gate_up CTAs start while the routing runs. Its takers
  * hand out items [0, early_items) (the shared slot's, A rows from a per-call map over x: the
- * gather skips those rows) without waiting; the first thread to need anything past them (the
- * taker before it decodes the item total, each consumer before its first routed item) runs
+ * gather skips those rows; CL: its pairs and odd item in the clustered order, the odd item's A
+ * halves from a 64-row map over x) without waiting; the first thread to need anything past them (the
+ * taker before it decodes the item total, CL: rank 1's producer before it decodes its first
+ * routed item, each consumer before its first routed item) runs
  * griddepcontrol.wait, which returns once k_wg_tiles, and through the chain the gather and the
  * routing, have completed and their writes are visible. Since k_wg_tiles may zero the other
  * counters while this launch runs, it takes its items from a counter of its own, which its last

@@ -75,7 +75,10 @@
 /* The prefill's early shared gate_up items (moe_cuda_gemm_sm90a.cu) up to this many tokens:
  * every size of the persistent form without clusters (below 4096). Round 20 (bench/results/r150,
  * fused layer, three passes, us): 5-20 faster at 24-2048 tokens (32 tokens 1972-1974 against
- * 1986-1988; the unfused layer 1977-1983), a tie at 128. */
+ * 1986-1988; the unfused layer 1977-1983), a tie at 128. In the persistent clusters (from 4096,
+ * round 22, bench/results/r153, early / plain): 4096 tokens 5598-5636 / 5598-5635, 5120
+ * 6442-6586 / 6466-6527, 6144 7631-7633 / 7575-7606, 8191 9362-9514 / 9391-9505: no gain, so
+ * not there. */
 #define TPM_MOE_PREFILL_EARLY 4095
 /* Shared-expert plan of a fused layer on the decode path (kernel 0): from
  * this many tokens the shared slot runs as dense cuBLAS GEMMs (split plan).
