@@ -24,6 +24,7 @@ static void usage(FILE *f) {
             "                       [--route-tc-loads ring|direct] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
             "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--gate-up-pipe 0|1] [--shared-overlap 0|1] [--prefill-cluster -1..3] [--prefill-band N] [--prefill-early N]\n"
+            "                       [--prefill-down-early 0|1]\n"
             "                       [--reps N] [--check N] [--gemm-hold S]\n"
             "                       [--seed S] [--json FILE]\n"
             "  --preset P        model preset (default m3)\n"
@@ -60,6 +61,8 @@ static void usage(FILE *f) {
             "                    cp.async ring in shared memory (ring) (default: the layer's)\n"
             "  --prefill-early N fused slot plan, prefill: up to N tokens the shared slot's gate_up items\n"
             "                    start before the routing ends (0 = never; default: the layer's)\n"
+            "  --prefill-down-early B  wgmma prefill, persistent forms: the down launch chained to\n"
+            "                    gate_up, waiting per expert (1) or after it (0) (default: the layer's)\n"
             "  --route-fence B   routing tickets: every thread fences (1) or one acq_rel atomic (0)\n"
             "  --gate-up-pipe B  decode kernel 2, <= 2 tokens: gate_up weight loads in two register\n"
             "                    stages (1) or one (0) (default: the layer's)\n"
@@ -125,6 +128,7 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
     o->route_experts = -1;
     o->route_tc_min = o->route_tc_max = o->route_tc_clusters = o->route_tc_loads = o->expert_wait = o->route_fence = -1;
     o->prefill_early = -1;
+    o->prefill_down_early = -1;
     o->gate_up_pipe = -1;
     o->gate_up_pairs = -1;
     o->ar_tpmoe = 1;
@@ -207,6 +211,8 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
             }
         } else if (!strcmp(a, "--prefill-early")) {
             if (int_opt(a, v, 0, 1 << 20, &o->prefill_early)) return 2;
+        } else if (!strcmp(a, "--prefill-down-early")) {
+            if (int_opt(a, v, 0, 1, &o->prefill_down_early)) return 2;
         } else if (!strcmp(a, "--route-fence")) {
             if (int_opt(a, v, 0, 1, &o->route_fence)) return 2;
         } else if (!strcmp(a, "--expert-wait")) {
@@ -270,6 +276,7 @@ tpm_status bench_moe_apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->route_tc_clusters >= 0) t.route_tc_clusters = o->route_tc_clusters;
     if (o->route_tc_loads >= 0) t.route_tc_loads = o->route_tc_loads;
     if (o->prefill_early >= 0) t.prefill_early = o->prefill_early;
+    if (o->prefill_down_early >= 0) t.prefill_down_early = o->prefill_down_early;
     if (o->expert_wait >= 0) t.expert_wait = o->expert_wait;
     if (o->route_fence >= 0) t.route_fence = o->route_fence;
     if (o->gate_up_pipe >= 0) t.gate_up_pipe = o->gate_up_pipe;

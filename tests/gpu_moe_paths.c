@@ -298,18 +298,21 @@ static void prefill_overlap_equals_serial(void **state) {
     }
 }
 
-/* prefill_early_equals_plain's variants: the early shared gate_up items off (0), on eager (1),
- * on in a graph (2); the slot plan at every size below prefill_split_min. */
+/* prefill_early_equals_plain's variants: the early shared gate_up items and the chained down
+ * launch off (0); early items on, eager (1) and in a graph (2); both on, eager (3) and in a graph
+ * (4); the chained down alone, eager (5); the slot plan at every size below prefill_split_min. */
 static void tune_early_variant(tpm_cuda_moe_tuning *tu, int v, int split) {
     (void)split;
-    tu->prefill_early = v > 0 ? 1 << 20 : 0;
+    tu->prefill_early = v > 0 && v < 5 ? 1 << 20 : 0;
+    tu->prefill_down_early = v >= 3;
     tu->prefill_split_max = 0;
 }
 
 /* The fused slot plan's prefill with the shared slot's gate_up items started before the
  * routing ends (the gather, the tile table and gate_up chained by programmatic dependent
- * launch, tuning.prefill_early) gives the bits of the plain chain, eager and in a CUDA graph
- * replayed twice (the launch resets its own item counters between replays). Routing mode 3
+ * launch, tuning.prefill_early), and with the down launch chained to gate_up (waiting per
+ * expert, tuning.prefill_down_early), gives the bits of the plain chain, eager and in a CUDA
+ * graph replayed twice (the launches reset their own counters between replays). Routing mode 3
  * (9, 100 tokens) and mode 2 with the separate row scatter (1500, 4100, 4500); the persistent
  * CTAs up to 1500 tokens, the persistent 2-CTA clusters from 4096 (the shared slot's 33 row
  * tiles at 4100: 16 pairs and an odd item, 36 at 4500: pairs only; bands of 8 pairs). */
@@ -329,12 +332,15 @@ static void prefill_early_equals_plain(void **state) {
         for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
             const int T = Ts[ti];
             uint16_t *x = make_x(T, H, 1600 + T);
-            uint16_t *out[3];
-            for (int v = 0; v < 3; v++)
-                out[v] = run_stream(&w, x, T, 1, TPM_MOE_PATH_PREFILL, tune_early_variant, v, 0, v == 2, NULL);
-            for (int v = 1; v < 3; v++) assert_memory_equal(out[v], out[0], (size_t)T * H * 2);
-            for (int v = 0; v < 3; v++) free(out[v]);
-            printf("  %-17s T=%-4d the early shared gate_up items (eager, graph) == the plain chain\n", p->name, T);
+            uint16_t *out[6];
+            for (int v = 0; v < 6; v++)
+                out[v] = run_stream(&w, x, T, 1, TPM_MOE_PATH_PREFILL, tune_early_variant, v, 0, v == 2 || v == 4,
+                                    NULL);
+            for (int v = 1; v < 6; v++) assert_memory_equal(out[v], out[0], (size_t)T * H * 2);
+            for (int v = 0; v < 6; v++) free(out[v]);
+            printf("  %-17s T=%-4d the early shared gate_up items, the chained down (eager, graph) == the "
+                   "plain chain\n",
+                   p->name, T);
             free(x);
         }
         free_weights(&w);

@@ -128,6 +128,12 @@ struct wg_args {
     int early_items;        /* > 0 (persistent, no clusters, gate_up): items [0, early_items) are the
                              * fused shared slot's, run before griddepcontrol.wait with A from x */
     int early_off, early_n; /* early: the shared slot's first permuted row (T k) and rows (T) */
+    int *gdone;             /* non-null (persistent forms, tuning.prefill_down_early): [E1] gate_up
+                             * tiles stored per expert, 2 per tile (one per consumer warpgroup),
+                             * and [E1] the down CTAs done taking items: gate_up adds, down waits;
+                             * down's last CTA zeroes all E1 + 1 for the next call (the early
+                             * gate_up launch may run before anything else of the call could) */
+    int gu_nb;              /* down with gdone: gate_up's weight blocks per expert */
     uint16_t *out;
     int ldo;
     /* gate_up epilogue */
@@ -425,6 +431,24 @@ __device__ __forceinline__ wg_item early_item(const wg_args &a, long long it, ui
     return item_of<CL>(a, a.E1 - 1, (int)it, 0, a.early_n, rank);
 }
 
+#ifdef TPM_WG_DEVICE
+/* down with prefill_down_early: wait until gate_up has stored every tile of expert e (2 per tile,
+ * acquire at GPU scope), then order this thread's later TMA reads (the async proxy) after it.
+ * Bounded: past 2^26 polls it traps. */
+__device__ __forceinline__ void wait_gate_up(const wg_args &a, int e) {
+    const int off = __ldcg(a.offsets + e), n_e = __ldcg(a.offsets + e + 1) - off;
+    const int need = 2 * a.gu_nb * ((n_e + BM - 1) / BM);
+    for (uint32_t n = 0;; n++) {
+        int v;
+        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(a.gdone + e) : "memory");
+        if (v >= need) break;
+        if (n >= (1u << 26)) __trap();
+        __nanosleep(128);
+    }
+    asm volatile("fence.proxy.async.global;" ::: "memory");
+}
+#endif
+
 template <bool ACT, bool CL>
 __global__ void __launch_bounds__(kThreads, 1)
     k_wg_gemm_p(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap ta64,
@@ -494,6 +518,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 const bool sh = early && it < a.early_items;
                 const wg_item w = sh ? early_item<CL>(a, it, rank) : decode_item<CL>(a, it, rank);
                 const CUtensorMap *tam = sh ? &tx : &ta, *tam64 = sh ? &tx64 : &ta64;
+                if (!ACT && a.gdone) wait_gate_up(a, w.e);
                 const int brow0 = w.wb >= 0 ? w.e * a.wrows + w.wb * a.nb_rows : 0, brow1 = brow0 + a.bhalf;
                 const uint32_t bytes = CL && w.odd && w.wb < 0 ? (uint32_t)A_BYTES : (uint32_t)STAGE_BYTES;
                 for (int kb = 0; kb < KB; kb++, g++) {
@@ -515,6 +540,16 @@ __global__ void __launch_bounds__(kThreads, 1)
                             tma_2d(st + A_BYTES + BH_BYTES, &tb, kb * BK, brow1, &full[s]);
                         }
                     }
+                }
+            }
+            /* every item is taken (and the routing's outputs were waited for): a down launch
+             * chained to this one (prefill_down_early) may take the SMs this grid frees */
+            asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+            if (!ACT && a.gdone) { /* down: the last CTA done waiting zeroes the counts */
+                __threadfence();
+                if (atomicAdd(a.gdone + a.E1, 1) == (int)gridDim.x - 1) {
+                    for (int q = 0; q <= a.E1; q++) a.gdone[q] = 0;
+                    __threadfence();
                 }
             }
             if (early) { /* the last CTA done taking items zeroes the counters for the next launch */
@@ -557,6 +592,11 @@ __global__ void __launch_bounds__(kThreads, 1)
                     mbar_wait(&full[(g + kb) % ST], ((g + kb) / ST) & 1);
                     release<CL>(empty, (g + kb) % ST, rank, lane);
                 }
+            }
+            if (ACT && a.gdone && w.wb >= 0) { /* this warpgroup's part of the tile is stored */
+                __threadfence();
+                asm volatile("bar.sync %0, 128;" ::"r"(1 + c) : "memory");
+                if ((threadIdx.x & 127) == 0) atomicAdd(a.gdone + w.e, 1);
             }
         }
     }
@@ -664,7 +704,8 @@ tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ct
 }
 
 tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, const uint16_t *x, int T,
-                                 int cluster, int band, int skip_shared, int early, cudaStream_t s) {
+                                 int cluster, int band, int skip_shared, int early, int down_early,
+                                 cudaStream_t s) {
     TPM_ASSERT(c.ready && c.rtp);
     const long long rows = (long long)T * d.K;
     const int cl = cluster == 1 || cluster == 2, persist = cluster >= 2;
@@ -737,11 +778,15 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
         g.ctr = c.rtp + 2 * (d.E1 + 1) + mat;
         g.early_items = 0;
         if (persist) { /* one launch of resident CTAs taking items from the list */
-            const bool ea = early && mat == 0;
+            const bool ea = early && mat == 0, dn = down_early && mat == 1;
             cfg.gridDim = dim3((unsigned)(cl ? c.grid_pc : c.grid_p));
-            /* attributes: [cluster] [pdl]: cl and ea pick a window of at[] */
+            /* attributes: [cluster] [pdl]: cl and ea / dn pick a window of at[] */
             cfg.attrs = cl ? at : at + 1;
-            cfg.numAttrs = (cl ? 1 : 0) + (ea ? 1 : 0);
+            cfg.numAttrs = (cl ? 1 : 0) + (ea || dn ? 1 : 0);
+            /* down_early: gate_up counts its stored tiles per expert, down waits for an expert's
+             * before it loads its rows, chained by programmatic dependent launch */
+            g.gdone = down_early ? c.rtp + 2 * (d.E1 + 1) + 4 : nullptr;
+            g.gu_nb = d.Il / 128;
             const CUtensorMap &m64 = m[4 + mat];
             if (ea) { /* the shared slot's items first, launched early */
                 const int rtc = (T + BM - 1) / BM;

@@ -99,8 +99,10 @@ struct tpm_moe_prefill_ctx {
 /* The own Hopper grouped GEMM of the prefill path (moe_cuda_gemm_sm90a.cu). */
 struct tpm_moe_wg_ctx {
     alignas(64) unsigned char maps[6][128]; /* CUtensorMap: xp, w13, act_bf, w2; xp, act_bf in 64-row boxes */
-    int32_t *rtp;                           /* [2 (E1 + 1) + 4] device tile prefixes, two item counters,
-                                             * the early gate_up launch's item and exit counters */
+    int32_t *rtp;                           /* [2 (E1 + 1) + 4 + E1 + 1] device tile prefixes, two
+                                             * item counters, the early gate_up launch's item and exit
+                                             * counters, gate_up's stored tiles per expert and the
+                                             * down CTAs done (prefill_down_early) */
     int grid_p, grid_pc;                    /* persistent grids: resident CTAs, CTAs of resident 2-clusters */
     int ready;
 };
@@ -207,7 +209,11 @@ tpm_status tpm_moe_prefill_experts(const tpm_moe_dev &d, void *blas, const tpm_m
  * (max_rows = the rows capacity of xp / act_bf). */
 int tpm_moe_wgmma_ok(const tpm_moe_dev &d, int device);
 tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ctx *c);
-/* cluster: 0 = one CTA per tile, 1 = 2-CTA clusters sharing the weight tile (multicast),
+/* down_early (persistent forms 2 and 3): the down launch is chained to gate_up by programmatic
+ * dependent launch and each of its producers waits for gate_up's stored tiles of an expert (a
+ * counter per expert) before it loads that expert's rows, so down starts on the SMs gate_up's
+ * last tiles leave idle.
+ * cluster: 0 = one CTA per tile, 1 = 2-CTA clusters sharing the weight tile (multicast),
  * 2 = persistent 2-CTA clusters (pairs sharing B, odd tiles sharing A), 3 = persistent, no clusters.
  * band: row tiles per band of a large expert's tile order (0: none; clusters 1: ignored).
  * skip_shared: the fused shared slot (expert E, the last T rows) is left out
@@ -216,7 +222,8 @@ tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ct
  * tile table and the gate_up launch are chained by programmatic dependent launch, and the
  * gate_up launch runs the shared slot's items (A from x) before it waits for the routing. */
 tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, const uint16_t *x, int T,
-                                 int cluster, int band, int skip_shared, int early, cudaStream_t s);
+                                 int cluster, int band, int skip_shared, int early, int down_early,
+                                 cudaStream_t s);
 /* The shared expert as a dense MLP over all T tokens -> sh_out (bf16): the unfused layer, and
  * the decode-path split plan of a fused layer (d.shared_dense). */
 tpm_status tpm_moe_shared_dense(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T,

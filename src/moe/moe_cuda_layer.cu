@@ -80,6 +80,10 @@
  * 6442-6586 / 6466-6527, 6144 7631-7633 / 7575-7606, 8191 9362-9514 / 9391-9505: no gain, so
  * not there. */
 #define TPM_MOE_PREFILL_EARLY 4095
+/* The prefill's down launch chained to gate_up (moe_cuda_gemm_sm90a.cu, persistent forms): it
+ * starts on the SMs that gate_up's last tiles leave idle, waiting per expert for its rows.
+ * Round 23 (bench/results/r154). */
+#define TPM_MOE_PREFILL_DOWN_EARLY 1
 /* Shared-expert plan of a fused layer on the decode path (kernel 0): from
  * this many tokens the shared slot runs as dense cuBLAS GEMMs (split plan).
  * The GEMV's multi-token shared slot is issue-bound (per 16-byte weight load
@@ -338,9 +342,10 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         }
         DALLOC(m->pf.d_ptrs, sizeof(void *) * 6 * E1);
         /* tiles, or pairs and odd tails; two item counters; the early gate_up launch's item and
-         * exit counters (zero between launches: that launch resets them) */
-        DALLOC(m->wg.rtp, (2 * (E1 + 1) + 4) * 4);
-        if (cudaMemset(m->wg.rtp, 0, (2 * (E1 + 1) + 4) * 4) != cudaSuccess ||
+         * exit counters (zero between launches: that launch resets them); gate_up's stored tiles
+         * per expert and the down CTAs done (zero between calls: down resets them) */
+        DALLOC(m->wg.rtp, (2 * (E1 + 1) + 4 + E1 + 1) * 4);
+        if (cudaMemset(m->wg.rtp, 0, (2 * (E1 + 1) + 4 + E1 + 1) * 4) != cudaSuccess ||
             cudaMemset(d.ctr, 0, 64) != cudaSuccess || cudaMemset(d.done, 0, E1 * 4) != cudaSuccess ||
             cudaMemset(d.tile_ctr, 0, (size_t)d.tile_cap * 4) != cudaSuccess || cudaMemset(d.w13, 0, E1 * 2 * Il * H * 2) != cudaSuccess ||
             cudaMemset(d.w2, 0, E1 * H * Il * 2) != cudaSuccess) {
@@ -405,6 +410,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_tc_clusters = 0;
     m->tune.route_tc_loads = TPM_MOE_ROUTE_TC_LOADS;
     m->tune.prefill_early = TPM_MOE_PREFILL_EARLY;
+    m->tune.prefill_down_early = TPM_MOE_PREFILL_DOWN_EARLY;
     m->tune.expert_wait = TPM_MOE_EXPERT_WAIT;
     m->tune.route_fence = TPM_MOE_ROUTE_FENCE;
     m->tune.gate_up_pipe = TPM_MOE_GATE_UP_PIPE;
@@ -575,6 +581,8 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->route_fence == 0 || t->route_fence == 1, "route_fence %d is not 0 or 1", t->route_fence);
     TPM_ARG_CHECK(t->gate_up_pipe == 0 || t->gate_up_pipe == 1, "gate_up_pipe %d is not 0 or 1", t->gate_up_pipe);
     TPM_ARG_CHECK(t->prefill_early >= 0, "prefill_early %d < 0", t->prefill_early);
+    TPM_ARG_CHECK(t->prefill_down_early == 0 || t->prefill_down_early == 1, "prefill_down_early %d is not 0 or 1",
+                  t->prefill_down_early);
     TPM_ARG_CHECK(t->route_tc_clusters >= 0 && t->route_tc_clusters <= 64, "route_tc_clusters %d outside 0..64",
                   t->route_tc_clusters);
     m->tune = *t;
@@ -849,7 +857,8 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
             TPM_TRY(shared_mlp_for(m, m->blas, x, T, s));
         }
         return tpm_moe_prefill_wgmma(d, m->wg, (const uint16_t *)x, T, tpm_cuda_moe_prefill_form(m, T),
-                                     m->tune.prefill_band, split, T <= m->tune.prefill_early && use_pdl(m, s), s);
+                                     m->tune.prefill_band, split, T <= m->tune.prefill_early && use_pdl(m, s),
+                                     m->tune.prefill_down_early && use_pdl(m, s), s);
     }
     TPM_CUDA_TRY(cudaMemcpyAsync(m->h_offsets, d.offsets, (size_t)(d.E1 + 1) * 4, cudaMemcpyDeviceToHost, s));
     TPM_CUDA_TRY(cudaStreamSynchronize(s));
