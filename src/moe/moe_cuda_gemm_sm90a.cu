@@ -464,6 +464,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     const bool early = ACT && a.ctr_exit != nullptr;
     long long total = early ? -1 : items_before<CL>(a, a.E1);
     if (total == 0) return; /* the same for every CTA, before any barrier */
+    /* a down launch chained to this one (prefill_down_early) may launch once every CTA here has
+     * started: its CTAs (one per SM, as ours) then take the SMs our CTAs leave as they run out
+     * of items, by which time the tile table and the routing's outputs are complete (an exiting
+     * CTA has waited for them) */
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     const int KB = a.K / BK;
     const bool taker = rank == 0;
 
@@ -542,9 +547,6 @@ __global__ void __launch_bounds__(kThreads, 1)
                     }
                 }
             }
-            /* every item is taken (and the routing's outputs were waited for): a down launch
-             * chained to this one (prefill_down_early) may take the SMs this grid frees */
-            asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
             if (!ACT && a.gdone) { /* down: the last CTA done waiting zeroes the counts */
                 __threadfence();
                 if (atomicAdd(a.gdone + a.E1, 1) == (int)gridDim.x - 1) {
