@@ -24,7 +24,7 @@ static void usage(FILE *f) {
             "                       [--route-tc-loads ring|direct] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
             "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--gate-up-pipe 0|1] [--shared-overlap 0|1] [--prefill-cluster -1..3] [--prefill-band N] [--prefill-early N]\n"
-            "                       [--prefill-down-early 0|1]\n"
+            "                       [--prefill-down-early N]\n"
             "                       [--reps N] [--check N] [--gemm-hold S]\n"
             "                       [--seed S] [--json FILE]\n"
             "  --preset P        model preset (default m3)\n"
@@ -61,8 +61,8 @@ static void usage(FILE *f) {
             "                    cp.async ring in shared memory (ring) (default: the layer's)\n"
             "  --prefill-early N fused slot plan, prefill: up to N tokens the shared slot's gate_up items\n"
             "                    start before the routing ends (0 = never; default: the layer's)\n"
-            "  --prefill-down-early B  wgmma prefill, persistent forms: the down launch chained to\n"
-            "                    gate_up, waiting per expert (1) or after it (0) (default: the layer's)\n"
+            "  --prefill-down-early N  wgmma prefill, persistent forms: up to N tokens the down launch\n"
+            "                    is chained to gate_up, waiting per expert (0 = never; default: the layer's)\n"
             "  --route-fence B   routing tickets: every thread fences (1) or one acq_rel atomic (0)\n"
             "  --gate-up-pipe B  decode kernel 2, <= 2 tokens: gate_up weight loads in two register\n"
             "                    stages (1) or one (0) (default: the layer's)\n"
@@ -212,7 +212,7 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--prefill-early")) {
             if (int_opt(a, v, 0, 1 << 20, &o->prefill_early)) return 2;
         } else if (!strcmp(a, "--prefill-down-early")) {
-            if (int_opt(a, v, 0, 1, &o->prefill_down_early)) return 2;
+            if (int_opt(a, v, 0, 1 << 20, &o->prefill_down_early)) return 2;
         } else if (!strcmp(a, "--route-fence")) {
             if (int_opt(a, v, 0, 1, &o->route_fence)) return 2;
         } else if (!strcmp(a, "--expert-wait")) {

@@ -304,7 +304,7 @@ static void prefill_overlap_equals_serial(void **state) {
 static void tune_early_variant(tpm_cuda_moe_tuning *tu, int v, int split) {
     (void)split;
     tu->prefill_early = v > 0 && v < 5 ? 1 << 20 : 0;
-    tu->prefill_down_early = v >= 3;
+    tu->prefill_down_early = v >= 3 ? 1 << 20 : 0;
     tu->prefill_split_max = 0;
 }
 

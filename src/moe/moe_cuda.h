@@ -145,11 +145,12 @@ typedef struct tpm_cuda_moe_tuning {
                             * dependent launch and the shared slot's gate_up items (A from x) run
                             * before the launch waits for the routing (0 = never; default 4095:
                             * the persistent CTAs, measured); the same bits */
-    int prefill_down_early; /* prefill_gemm 3 in a persistent form, pdl: 1 = the down launch is
-                            * chained to gate_up by programmatic dependent launch and waits per
-                            * expert for gate_up's stored tiles (a device counter), so it starts
-                            * on the SMs gate_up's last tiles leave idle; 0 = after gate_up; the
-                            * same bits */
+    int prefill_down_early; /* prefill_gemm 3 in a persistent form, pdl: up to this many tokens
+                            * the down launch is chained to gate_up by programmatic dependent
+                            * launch and waits per expert for gate_up's stored tiles (a device
+                            * counter), so it starts on the SMs gate_up's last tiles leave idle
+                            * (0 = never; default 4095: the persistent CTAs, measured); the same
+                            * bits */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */

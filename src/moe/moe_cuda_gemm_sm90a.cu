@@ -84,6 +84,20 @@
  * early chain differed from the plain chain's on the mini presets). The same items and
  * arithmetic: the same bits as the plain chain.
  *
+ * The chained down launch (tuning.prefill_down_early; the persistent forms, by default the
+ * persistent CTAs, round 23): without it the down launch starts once every gate_up CTA has
+ * exited, so the SMs whose CTAs ran out of items idle through gate_up's last tiles. With it the
+ * down launch is a programmatic dependent of gate_up, which triggers at its start; its CTAs (one
+ * per SM, as gate_up's) take the SMs gate_up's CTAs leave. After each tile, each gate_up consumer
+ * warpgroup fences its stores (every thread), meets its warpgroup at a named barrier, and one
+ * thread adds 1 to the expert's counter (gdone: 2 per tile). Before it loads any rows of expert
+ * e, a down producer waits (ld.acquire.gpu, bounded) until the counter reaches 2 x gate_up's
+ * weight blocks x e's row tiles, then fence.proxy.async orders its TMA reads after that
+ * acquire. The down CTAs run only once a gate_up CTA has exited, and an exiting CTA has waited
+ * for the tile table and the routing (early chain included), so down reads them complete. The
+ * last down CTA done taking items (a counter after the E1 per-expert ones) zeroes all of them
+ * for the next call. Same items and arithmetic: the same bits.
+ *
  * Synchronisation (one CTA = 3 warpgroups): warpgroup 0's first thread is the
  * TMA producer, warpgroups 1-2 consume. A 4-stage ring of 48 KB stages (A
  * 16 KB + B 32 KB) with two mbarriers per stage: full[s] (1 arrival with

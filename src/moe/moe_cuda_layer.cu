@@ -80,10 +80,14 @@
  * 6442-6586 / 6466-6527, 6144 7631-7633 / 7575-7606, 8191 9362-9514 / 9391-9505: no gain, so
  * not there. */
 #define TPM_MOE_PREFILL_EARLY 4095
-/* The prefill's down launch chained to gate_up (moe_cuda_gemm_sm90a.cu, persistent forms): it
- * starts on the SMs that gate_up's last tiles leave idle, waiting per expert for its rows.
- * Round 23 (bench/results/r154). */
-#define TPM_MOE_PREFILL_DOWN_EARLY 1
+/* The prefill's down launch chained to gate_up (moe_cuda_gemm_sm90a.cu, persistent forms) up to
+ * this many tokens: it starts on the SMs that gate_up's last tiles leave idle, waiting per expert
+ * for its rows. Round 23 (bench/results/r154b, three passes, chained / after gate_up, us): fused
+ * 64 tokens 2763-2765 / 2794-2796, 128 3302-3305 / 3327-3334, 512 3480-3492 / 3504-3506, 1024
+ * 3630-3632 / 3647-3651, 2048 3961-3992 / 3982-3995, 4096 5588-5591 / 5550-5559 (the persistent
+ * clusters: behind in 3 of 3), 8192 9206-9478 / 9197-9251; the unfused layer 15-50 faster at
+ * 64-2048. So the persistent CTAs only (below 4096). */
+#define TPM_MOE_PREFILL_DOWN_EARLY 4095
 /* Shared-expert plan of a fused layer on the decode path (kernel 0): from
  * this many tokens the shared slot runs as dense cuBLAS GEMMs (split plan).
  * The GEMV's multi-token shared slot is issue-bound (per 16-byte weight load
@@ -581,8 +585,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->route_fence == 0 || t->route_fence == 1, "route_fence %d is not 0 or 1", t->route_fence);
     TPM_ARG_CHECK(t->gate_up_pipe == 0 || t->gate_up_pipe == 1, "gate_up_pipe %d is not 0 or 1", t->gate_up_pipe);
     TPM_ARG_CHECK(t->prefill_early >= 0, "prefill_early %d < 0", t->prefill_early);
-    TPM_ARG_CHECK(t->prefill_down_early == 0 || t->prefill_down_early == 1, "prefill_down_early %d is not 0 or 1",
-                  t->prefill_down_early);
+    TPM_ARG_CHECK(t->prefill_down_early >= 0, "prefill_down_early %d < 0", t->prefill_down_early);
     TPM_ARG_CHECK(t->route_tc_clusters >= 0 && t->route_tc_clusters <= 64, "route_tc_clusters %d outside 0..64",
                   t->route_tc_clusters);
     m->tune = *t;
@@ -858,7 +861,7 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
         }
         return tpm_moe_prefill_wgmma(d, m->wg, (const uint16_t *)x, T, tpm_cuda_moe_prefill_form(m, T),
                                      m->tune.prefill_band, split, T <= m->tune.prefill_early && use_pdl(m, s),
-                                     m->tune.prefill_down_early && use_pdl(m, s), s);
+                                     T <= m->tune.prefill_down_early && use_pdl(m, s), s);
     }
     TPM_CUDA_TRY(cudaMemcpyAsync(m->h_offsets, d.offsets, (size_t)(d.E1 + 1) * 4, cudaMemcpyDeviceToHost, s));
     TPM_CUDA_TRY(cudaStreamSynchronize(s));
