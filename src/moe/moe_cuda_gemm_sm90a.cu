@@ -760,7 +760,7 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
     g.limit = d.limit;
     g.beta = d.beta;
     cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute at[2]; /* the 2-CTA cluster; programmatic dependent launch (early) */
+    cudaLaunchAttribute at[2]; /* the 2-CTA cluster; programmatic dependent launch (early, down_early) */
     at[0].id = cudaLaunchAttributeClusterDimension;
     at[0].val.clusterDim.x = 2;
     at[0].val.clusterDim.y = 1;
