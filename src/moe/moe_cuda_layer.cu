@@ -72,21 +72,11 @@
 #define TPM_MOE_ROUTE_TC_MIN 9
 #define TPM_MOE_ROUTE_TC_MAX 128
 #define TPM_MOE_ROUTE_TC_LOADS 1
-/* The prefill's early shared gate_up items (moe_cuda_gemm_sm90a.cu) up to this many tokens:
- * every size of the persistent form without clusters (below 4096). Round 20 (bench/results/r150,
- * fused layer, three passes, us): 5-20 faster at 24-2048 tokens (32 tokens 1972-1974 against
- * 1986-1988; the unfused layer 1977-1983), a tie at 128. In the persistent clusters (from 4096,
- * round 22, bench/results/r153, early / plain): 4096 tokens 5598-5636 / 5598-5635, 5120
- * 6442-6586 / 6466-6527, 6144 7631-7633 / 7575-7606, 8191 9362-9514 / 9391-9505: no gain, so
- * not there. */
+/* Up to this many tokens (the persistent CTAs) the prefill chains by programmatic dependent launch
+ * (moe_cuda_gemm_sm90a.cu) the shared slot's gate_up items beside the routing (EARLY; round 20:
+ * 5-20 us faster at 24-2048 tokens) and down to gate_up (DOWN_EARLY; round 23: 13-33 us at 64-1024).
+ * Neither was faster in the persistent clusters (rounds 22, 23; docs/moe_cuda_rounds.md). */
 #define TPM_MOE_PREFILL_EARLY 4095
-/* The prefill's down launch chained to gate_up (moe_cuda_gemm_sm90a.cu, persistent forms) up to
- * this many tokens: it starts on the SMs that gate_up's last tiles leave idle, waiting per expert
- * for its rows. Round 23 (bench/results/r154b, three passes, chained / after gate_up, us): fused
- * 64 tokens 2763-2765 / 2794-2796, 128 3302-3305 / 3327-3334, 512 3480-3492 / 3504-3506, 1024
- * 3630-3632 / 3647-3651, 2048 3961-3992 / 3982-3995, 4096 5588-5591 / 5550-5559 (the persistent
- * clusters: behind in 3 of 3), 8192 9206-9478 / 9197-9251; the unfused layer 15-50 faster at
- * 64-2048. So the persistent CTAs only (below 4096). */
 #define TPM_MOE_PREFILL_DOWN_EARLY 4095
 /* Shared-expert plan of a fused layer on the decode path (kernel 0): from
  * this many tokens the shared slot runs as dense cuBLAS GEMMs (split plan).
@@ -345,9 +335,8 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
             }
         }
         DALLOC(m->pf.d_ptrs, sizeof(void *) * 6 * E1);
-        /* tiles, or pairs and odd tails; two item counters; the early gate_up launch's item and
-         * exit counters (zero between launches: that launch resets them); gate_up's stored tiles
-         * per expert and the down CTAs done (zero between calls: down resets them) */
+        /* tiles, or pairs and odd tails; two item counters; the early gate_up launch's item and exit
+         * counters (it resets them); gate_up's tiles per expert and down's CTAs (down resets them) */
         DALLOC(m->wg.rtp, (2 * (E1 + 1) + 4 + E1 + 1) * 4);
         if (cudaMemset(m->wg.rtp, 0, (2 * (E1 + 1) + 4 + E1 + 1) * 4) != cudaSuccess ||
             cudaMemset(d.ctr, 0, 64) != cudaSuccess || cudaMemset(d.done, 0, E1 * 4) != cudaSuccess ||
