@@ -41,7 +41,7 @@
  * GHz) and its consumer warps wait for their stages ~20% of the time (r81,
  * r83); prefetching the weights into L2 ahead of the loads made it slower
  * (r84), as did running an expert's partial last chunk with the wgmma sides
- * swapped (r82) and the whole kernel with them swapped (round 21, r152: bit-equal, 3-16% slower).
+ * swapped (r82) and the whole kernel with them swapped (round 21, r152: bit-equal, 3-17% slower).
  *
  * Clusters (CL, optional): without them the kernel is L2-bound (round
  * 12: lts throughput 91% of peak at 8192 tokens, SM clock 1.46 GHz), since
