@@ -26,32 +26,28 @@
 #include "core/cuda_preload.h"
 #include "moe_cuda_kernels.h"
 
-#include <stdlib.h>
-
 namespace {
 
 __device__ __forceinline__ float bf(uint16_t v) { return __uint_as_float((uint32_t)v << 16); }
 
 /* V consecutive values of a row: fp32 4 (one 16-byte load), bf16 4 or 8 (one
- * 8- or 16-byte load). Through L2 only (ld.global.cg): the rows may be the
- * output of the grid this one was launched early behind (programmatic
- * dependent launch), and each is read once. */
+ * 8- or 16-byte load). */
 template <typename RowT, int V>
 __device__ __forceinline__ void load_v(const RowT *p, float (&v)[V]);
 template <>
 __device__ __forceinline__ void load_v<float, 4>(const float *p, float (&v)[4]) {
-    const float4 a = __ldcg(reinterpret_cast<const float4 *>(p));
+    const float4 a = *reinterpret_cast<const float4 *>(p);
     v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
 }
 template <>
 __device__ __forceinline__ void load_v<uint16_t, 4>(const uint16_t *p, float (&v)[4]) {
-    const uint2 a = __ldcg(reinterpret_cast<const uint2 *>(p));
+    const uint2 a = *reinterpret_cast<const uint2 *>(p);
     v[0] = __uint_as_float(a.x << 16), v[1] = __uint_as_float(a.x & 0xffff0000u);
     v[2] = __uint_as_float(a.y << 16), v[3] = __uint_as_float(a.y & 0xffff0000u);
 }
 template <>
 __device__ __forceinline__ void load_v<uint16_t, 8>(const uint16_t *p, float (&v)[8]) {
-    const uint4 a = __ldcg(reinterpret_cast<const uint4 *>(p));
+    const uint4 a = *reinterpret_cast<const uint4 *>(p);
     const uint32_t u[4] = {a.x, a.y, a.z, a.w};
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -77,7 +73,7 @@ __device__ __forceinline__ void add_bias(const tpm_moe_dev &d, int slot, int h, 
 /* One thread owns V consecutive h of one token (V = 8 for bf16 rows, the
  * prefill path: 16-byte loads, half the instructions of V = 4). Every value
  * is summed in the same order whatever V, so V changes no bit. */
-template <typename RowT, int V, int RIF>
+template <typename RowT, int V>
 __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t *__restrict__ y, int T) {
     TPM_TRACE_MARK(d, 3, 0, (int)blockIdx.x);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -94,38 +90,18 @@ __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t
     float acc[V];
 #pragma unroll
     for (int i = 0; i < V; i++) acc[i] = 0.0f;
-    if constexpr (V == 8) { /* bf16 rows (prefill, bandwidth-bound): the indices of up to 8 slots
-                             * first (one round trip), then the rows RIF at a time (all K row loads
-                             * first: 72 registers, 20% slower from 1024 tokens, round 19) */
-        constexpr int C = 8;
-        for (int s0 = 0; s0 < d.K; s0 += C) {
-            int r[C];
-            float w[C];
+    if constexpr (V == 8) { /* bf16 rows (prefill, bandwidth-bound): one slot at a time (all K row
+                             * loads first: 72 registers, 20% slower from 1024 tokens, round 19) */
+        for (int s = 0; s < d.K; s++) {
+            const int p = t * d.K + s;
+            const float w = d.wts[p];
+            const int r = d.inv[p];
+            if (d.ep > 1 && r >= local) continue;
+            float v[V];
+            load_v<RowT, V>(rows + (size_t)r * d.H + h, v);
+            if (bias) add_bias<V>(d, d.ep > 1 ? d.perm_exp[r] : d.sel[p], h, v);
 #pragma unroll
-            for (int j = 0; j < C; j++) {
-                const int p = t * d.K + s0 + j;
-                r[j] = s0 + j < d.K ? d.inv[p] : 0;
-                w[j] = s0 + j < d.K ? d.wts[p] : 0.0f;
-            }
-#pragma unroll
-            for (int j0 = 0; j0 < C; j0 += RIF) {
-                if (s0 + j0 >= d.K) break;
-                float v[RIF][V];
-#pragma unroll
-                for (int u = 0; u < RIF; u++) {
-                    const int j = j0 + u;
-                    if (s0 + j >= d.K || (d.ep > 1 && r[j] >= local)) continue;
-                    load_v<RowT, V>(rows + (size_t)r[j] * d.H + h, v[u]);
-                    if (bias) add_bias<V>(d, d.ep > 1 ? d.perm_exp[r[j]] : d.sel[t * d.K + s0 + j], h, v[u]);
-                }
-#pragma unroll
-                for (int u = 0; u < RIF; u++) {
-                    const int j = j0 + u;
-                    if (s0 + j >= d.K || (d.ep > 1 && r[j] >= local)) continue;
-#pragma unroll
-                    for (int i = 0; i < V; i++) acc[i] += w[j] * v[u][i];
-                }
-            }
+            for (int i = 0; i < V; i++) acc[i] += w * v[i];
         }
     } else {
         /* fp32 rows (the decode path: a few thousand threads, latency-bound): every load of a
@@ -191,16 +167,9 @@ __global__ void k_gather(tpm_moe_dev d, const uint16_t *__restrict__ x, int T, i
          i += (size_t)gridDim.x * blockDim.x) {
         const int t = (int)(i / n8), c = (int)(i - (size_t)t * n8);
         const uint4 v = reinterpret_cast<const uint4 *>(x + (size_t)t * d.H)[c];
-        /* the rows of up to 8 slots read before the first store (the stores may alias them as
-         * far as the compiler knows: read one by one, the K reads were K round trips in a row) */
-        constexpr int C = 8;
-        for (int s0 = 0; s0 < K; s0 += C) {
-            int r[C];
-#pragma unroll
-            for (int j = 0; j < C; j++) r[j] = s0 + j < K ? __ldcg(d.inv + (size_t)t * K + s0 + j) : lim;
-#pragma unroll
-            for (int j = 0; j < C; j++)
-                if (r[j] < lim) reinterpret_cast<uint4 *>(d.xp)[(size_t)r[j] * n8 + c] = v;
+        for (int sl = 0; sl < K; sl++) {
+            const int r = __ldcg(d.inv + (size_t)t * K + sl);
+            if (r < lim) reinterpret_cast<uint4 *>(d.xp)[(size_t)r * n8 + c] = v;
         }
     }
 }
@@ -245,14 +214,10 @@ tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, in
     cfg.stream = s;
     cfg.attrs = at;
     cfg.numAttrs = pdl ? 1 : 0;
-    static int exp_rif = -1; /* EXPERIMENT (r156): rows in flight of the bf16 combine */
-    if (exp_rif < 0) exp_rif = getenv("TPM_EXP_RIF") ? atoi(getenv("TPM_EXP_RIF")) : 1;
-    if (rows_bf16 && exp_rif == 2)
-        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<uint16_t, 8, 2>, d, (const uint16_t *)d.rows_bf, y, T));
-    else if (rows_bf16)
-        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<uint16_t, 8, 1>, d, (const uint16_t *)d.rows_bf, y, T));
+    if (rows_bf16)
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<uint16_t, 8>, d, (const uint16_t *)d.rows_bf, y, T));
     else
-        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<float, 4, 1>, d, (const float *)d.rows_f32, y, T));
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<float, 4>, d, (const float *)d.rows_f32, y, T));
     return TPM_OK;
 }
 

@@ -864,10 +864,7 @@ tpm_status tpm_cuda_moe_combine(tpm_cuda_moe *m, int T, void *y, void *stream) {
     TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
     set_call(m, T);
     const int bf = tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_PREFILL;
-    static int exp_cpdl = -1; /* EXPERIMENT (r156): the prefill combine under PDL */
-    if (exp_cpdl < 0) exp_cpdl = getenv("TPM_EXP_CPDL") ? atoi(getenv("TPM_EXP_CPDL")) : 0;
-    const int pdl = (bf ? exp_cpdl && m->tune.prefill_gemm == TPM_MOE_GEMM_WGMMA : m->tune.decode_kernel == 2) &&
-                    use_pdl(m, (cudaStream_t)stream);
+    const int pdl = !bf && m->tune.decode_kernel == 2 && use_pdl(m, (cudaStream_t)stream);
     return tpm_moe_launch_combine(m->d, T, bf, pdl, (uint16_t *)y, (cudaStream_t)stream);
 }
 
