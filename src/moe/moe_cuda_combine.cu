@@ -26,8 +26,6 @@
 #include "core/cuda_preload.h"
 #include "moe_cuda_kernels.h"
 
-#include <stdlib.h>
-
 namespace {
 
 __device__ __forceinline__ float bf(uint16_t v) { return __uint_as_float((uint32_t)v << 16); }
@@ -58,17 +56,6 @@ __device__ __forceinline__ void load_v<uint16_t, 8>(const uint16_t *p, float (&v
     }
 }
 
-/* EXPERIMENT (r157): the same load through L2 only (ld.global.cg) */
-__device__ __forceinline__ void load_v8_cg(const uint16_t *p, float (&v)[8]) {
-    const uint4 a = __ldcg(reinterpret_cast<const uint4 *>(p));
-    const uint32_t u[4] = {a.x, a.y, a.z, a.w};
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        v[2 * i] = __uint_as_float(u[i] << 16);
-        v[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
-    }
-}
-
 /* v += the down bias of expert `slot` at h .. h + V - 1. */
 template <int V>
 __device__ __forceinline__ void add_bias(const tpm_moe_dev &d, int slot, int h, float (&v)[V]) {
@@ -86,7 +73,7 @@ __device__ __forceinline__ void add_bias(const tpm_moe_dev &d, int slot, int h, 
 /* One thread owns V consecutive h of one token (V = 8 for bf16 rows, the
  * prefill path: 16-byte loads, half the instructions of V = 4). Every value
  * is summed in the same order whatever V, so V changes no bit. */
-template <typename RowT, int V, int VAR = 0>
+template <typename RowT, int V>
 __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t *__restrict__ y, int T) {
     TPM_TRACE_MARK(d, 3, 0, (int)blockIdx.x);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -103,29 +90,7 @@ __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t
     float acc[V];
 #pragma unroll
     for (int i = 0; i < V; i++) acc[i] = 0.0f;
-    if constexpr (V == 8 && (VAR == 1 || VAR == 2)) { /* EXPERIMENT (r157): the indices of C slots first */
-        constexpr int C = VAR == 1 ? 8 : 4;
-        for (int s0 = 0; s0 < d.K; s0 += C) {
-            int r[C];
-            float w[C];
-#pragma unroll
-            for (int j = 0; j < C; j++) {
-                const int p = t * d.K + s0 + j;
-                r[j] = s0 + j < d.K ? d.inv[p] : 0;
-                w[j] = s0 + j < d.K ? d.wts[p] : 0.0f;
-            }
-#pragma unroll
-            for (int j = 0; j < C; j++) {
-                if (s0 + j >= d.K) break;
-                if (d.ep > 1 && r[j] >= local) continue;
-                float v[V];
-                load_v<RowT, V>(rows + (size_t)r[j] * d.H + h, v);
-                if (bias) add_bias<V>(d, d.ep > 1 ? d.perm_exp[r[j]] : d.sel[t * d.K + s0 + j], h, v);
-#pragma unroll
-                for (int i = 0; i < V; i++) acc[i] += w[j] * v[i];
-            }
-        }
-    } else if constexpr (V == 8) { /* bf16 rows (prefill, bandwidth-bound): one slot at a time (all K row
+    if constexpr (V == 8) { /* bf16 rows (prefill, bandwidth-bound): one slot at a time (all K row
                              * loads first: 72 registers, 20% slower from 1024 tokens, round 19) */
         for (int s = 0; s < d.K; s++) {
             const int p = t * d.K + s;
@@ -133,8 +98,7 @@ __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t
             const int r = d.inv[p];
             if (d.ep > 1 && r >= local) continue;
             float v[V];
-            if constexpr (VAR == 3) load_v8_cg(rows + (size_t)r * d.H + h, v);
-            else load_v<RowT, V>(rows + (size_t)r * d.H + h, v);
+            load_v<RowT, V>(rows + (size_t)r * d.H + h, v);
             if (bias) add_bias<V>(d, d.ep > 1 ? d.perm_exp[r] : d.sel[p], h, v);
 #pragma unroll
             for (int i = 0; i < V; i++) acc[i] += w * v[i];
@@ -250,15 +214,7 @@ tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, in
     cfg.stream = s;
     cfg.attrs = at;
     cfg.numAttrs = pdl ? 1 : 0;
-    static int var = -1; /* EXPERIMENT (r157): the bf16 combine's variant */
-    if (var < 0) var = getenv("TPM_EXP_COMB") ? atoi(getenv("TPM_EXP_COMB")) : 0;
-    if (rows_bf16 && var == 1)
-        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<uint16_t, 8, 1>, d, (const uint16_t *)d.rows_bf, y, T));
-    else if (rows_bf16 && var == 2)
-        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<uint16_t, 8, 2>, d, (const uint16_t *)d.rows_bf, y, T));
-    else if (rows_bf16 && var == 3)
-        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<uint16_t, 8, 3>, d, (const uint16_t *)d.rows_bf, y, T));
-    else if (rows_bf16)
+    if (rows_bf16)
         TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<uint16_t, 8>, d, (const uint16_t *)d.rows_bf, y, T));
     else
         TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<float, 4>, d, (const float *)d.rows_f32, y, T));
