@@ -26,6 +26,8 @@
 #include "core/cuda_preload.h"
 #include "moe_cuda_kernels.h"
 
+#include <stdlib.h>
+
 namespace {
 
 __device__ __forceinline__ float bf(uint16_t v) { return __uint_as_float((uint32_t)v << 16); }
@@ -74,7 +76,7 @@ __device__ __forceinline__ void add_bias(const tpm_moe_dev &d, int slot, int h, 
  * prefill path: 16-byte loads, half the instructions of V = 4). Every value
  * is summed in the same order whatever V, so V changes no bit. */
 template <typename RowT, int V>
-__global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t *__restrict__ y, int T) {
+__device__ __forceinline__ void combine_body(const tpm_moe_dev &d, const RowT *__restrict__ rows, uint16_t *__restrict__ y, int T) {
     TPM_TRACE_MARK(d, 3, 0, (int)blockIdx.x);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* launched early (programmatic dependent launch after k_down2): wait for it; a no-op otherwise */
@@ -154,6 +156,17 @@ __global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t
     TPM_TRACE_MARK(d, 3, 2, (int)blockIdx.x);
 }
 
+template <typename RowT, int V>
+__global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t *__restrict__ y, int T) {
+    combine_body<RowT, V>(d, rows, y, T);
+}
+/* EXPERIMENT (r158): the same with MINB blocks of 256 per SM (a register cap) */
+template <int MINB>
+__global__ void __launch_bounds__(256, MINB) k_combine_lb(tpm_moe_dev d, const uint16_t *__restrict__ rows,
+                                                          uint16_t *__restrict__ y, int T) {
+    combine_body<uint16_t, 8>(d, rows, y, T);
+}
+
 __global__ void k_gather(tpm_moe_dev d, const uint16_t *__restrict__ x, int T, int nrows) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* launched with programmatic dependent launch (the early gate_up chain): let the next
@@ -214,7 +227,13 @@ tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, in
     cfg.stream = s;
     cfg.attrs = at;
     cfg.numAttrs = pdl ? 1 : 0;
-    if (rows_bf16)
+    static int minb = -1; /* EXPERIMENT (r158): the bf16 combine's blocks per SM (registers) */
+    if (minb < 0) minb = getenv("TPM_EXP_MINB") ? atoi(getenv("TPM_EXP_MINB")) : 1;
+    if (rows_bf16 && minb == 6)
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine_lb<6>, d, (const uint16_t *)d.rows_bf, y, T));
+    else if (rows_bf16 && minb == 8)
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine_lb<8>, d, (const uint16_t *)d.rows_bf, y, T));
+    else if (rows_bf16)
         TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<uint16_t, 8>, d, (const uint16_t *)d.rows_bf, y, T));
     else
         TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<float, 4>, d, (const float *)d.rows_f32, y, T));
