@@ -3,9 +3,11 @@
  *
  * k_combine: y[t][h] = sum over slots s in slot order of
  *   wts[t][s] * (row[inv[t][s]][h] + b2[sel[t][s]][h])   (+ unfused shared[t][h])
- * rounded once to bf16. One thread owns 4 (fp32 rows) or 8 (bf16 rows)
- * consecutive h of one token; the order of the sum is fixed, so results are
- * bit-reproducible (no atomics).
+ * rounded once to bf16. One thread owns 4 (fp32 rows, k_combine_f32) or 8
+ * (bf16 rows, k_combine_bf16) consecutive h of one token; the order of the
+ * sum is fixed, so results are bit-reproducible (no atomics). The bf16 form
+ * (the prefill) is bound by its row loads in flight, so it is capped at 32
+ * registers for 64 warps per SM (round 24).
  * After decode kernel set 2 it is launched with programmatic dependent
  * launch and starts with griddepcontrol.wait (a no-op in a plain launch).
  * The down bias is added by TP rank 0 only (the all-reduce sums the ranks).
@@ -25,8 +27,6 @@
  */
 #include "core/cuda_preload.h"
 #include "moe_cuda_kernels.h"
-
-#include <stdlib.h>
 
 namespace {
 
@@ -76,7 +76,8 @@ __device__ __forceinline__ void add_bias(const tpm_moe_dev &d, int slot, int h, 
  * prefill path: 16-byte loads, half the instructions of V = 4). Every value
  * is summed in the same order whatever V, so V changes no bit. */
 template <typename RowT, int V>
-__device__ __forceinline__ void combine_body(const tpm_moe_dev &d, const RowT *__restrict__ rows, uint16_t *__restrict__ y, int T) {
+__device__ __forceinline__ void combine_body(const tpm_moe_dev d, const RowT *__restrict__ rows,
+                                             uint16_t *__restrict__ y, int T) {
     TPM_TRACE_MARK(d, 3, 0, (int)blockIdx.x);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* launched early (programmatic dependent launch after k_down2): wait for it; a no-op otherwise */
@@ -156,14 +157,15 @@ __device__ __forceinline__ void combine_body(const tpm_moe_dev &d, const RowT *_
     TPM_TRACE_MARK(d, 3, 2, (int)blockIdx.x);
 }
 
-template <typename RowT, int V>
-__global__ void k_combine(tpm_moe_dev d, const RowT *__restrict__ rows, uint16_t *__restrict__ y, int T) {
-    combine_body<RowT, V>(d, rows, y, T);
+/* The decode path's fp32 rows: a few thousand threads, latency-bound. */
+__global__ void k_combine_f32(tpm_moe_dev d, const float *__restrict__ rows, uint16_t *__restrict__ y, int T) {
+    combine_body<float, 4>(d, rows, y, T);
 }
-/* EXPERIMENT (r158): the same with MINB blocks of 256 per SM (a register cap) */
-template <int MINB>
-__global__ void __launch_bounds__(256, MINB) k_combine_lb(tpm_moe_dev d, const uint16_t *__restrict__ rows,
-                                                          uint16_t *__restrict__ y, int T) {
+/* The prefill's bf16 rows, bound by the row loads in flight: capped at 32 registers, so 8 blocks
+ * of 256 fit an SM (64 warps; uncapped, 44 registers left 40). Round 24 (r158): 8192 tokens 199
+ * -> 173 us, 4096 103 -> 91, 1024 27-28 -> 26-27 (a cap of 39 registers: 181, 93, 25-26). */
+__global__ void __launch_bounds__(256, 8)
+    k_combine_bf16(tpm_moe_dev d, const uint16_t *__restrict__ rows, uint16_t *__restrict__ y, int T) {
     combine_body<uint16_t, 8>(d, rows, y, T);
 }
 
@@ -227,16 +229,8 @@ tpm_status tpm_moe_launch_combine(const tpm_moe_dev &d, int T, int rows_bf16, in
     cfg.stream = s;
     cfg.attrs = at;
     cfg.numAttrs = pdl ? 1 : 0;
-    static int minb = -1; /* EXPERIMENT (r158): the bf16 combine's blocks per SM (registers) */
-    if (minb < 0) minb = getenv("TPM_EXP_MINB") ? atoi(getenv("TPM_EXP_MINB")) : 1;
-    if (rows_bf16 && minb == 6)
-        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine_lb<6>, d, (const uint16_t *)d.rows_bf, y, T));
-    else if (rows_bf16 && minb == 8)
-        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine_lb<8>, d, (const uint16_t *)d.rows_bf, y, T));
-    else if (rows_bf16)
-        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<uint16_t, 8>, d, (const uint16_t *)d.rows_bf, y, T));
-    else
-        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine<float, 4>, d, (const float *)d.rows_f32, y, T));
+    if (rows_bf16) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine_bf16, d, (const uint16_t *)d.rows_bf, y, T));
+    else TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_combine_f32, d, (const float *)d.rows_f32, y, T));
     return TPM_OK;
 }
 
