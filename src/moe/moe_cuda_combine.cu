@@ -28,8 +28,6 @@
 #include "core/cuda_preload.h"
 #include "moe_cuda_kernels.h"
 
-#include <stdlib.h>
-
 namespace {
 
 __device__ __forceinline__ float bf(uint16_t v) { return __uint_as_float((uint32_t)v << 16); }
@@ -191,40 +189,6 @@ __global__ void k_gather(tpm_moe_dev d, const uint16_t *__restrict__ x, int T, i
     }
 }
 
-/* EXPERIMENT (r160): the gather with its K row indices read before the stores (restrict
- * pointers: the compiler may not otherwise hoist them above the stores), without (0) and with
- * (8) a 32-register cap. */
-__device__ __forceinline__ void gather_h_body(const tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
-                                              int nrows) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-    const int n8 = d.H / 8, K = d.K;
-    const int total = __ldcg(d.offsets + d.E1), lim = nrows < total ? nrows : total;
-    const int32_t *__restrict__ inv = d.inv;
-    uint4 *__restrict__ xp = reinterpret_cast<uint4 *>(d.xp);
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)T * n8;
-         i += (size_t)gridDim.x * blockDim.x) {
-        const int t = (int)(i / n8), c = (int)(i - (size_t)t * n8);
-        const uint4 v = reinterpret_cast<const uint4 *>(x + (size_t)t * d.H)[c];
-        for (int s0 = 0; s0 < K; s0 += 8) {
-            int r[8];
-#pragma unroll
-            for (int j = 0; j < 8; j++) r[j] = s0 + j < K ? __ldcg(inv + (size_t)t * K + s0 + j) : lim;
-#pragma unroll
-            for (int j = 0; j < 8; j++)
-                if (r[j] < lim) xp[(size_t)r[j] * n8 + c] = v;
-        }
-    }
-}
-__global__ void k_gather_h(tpm_moe_dev d, const uint16_t *__restrict__ x, int T, int nrows) {
-    gather_h_body(d, x, T, nrows);
-}
-__global__ void __launch_bounds__(256, 8) k_gather_hb(tpm_moe_dev d, const uint16_t *__restrict__ x, int T, int nrows) {
-    gather_h_body(d, x, T, nrows);
-}
-
 __global__ void k_act(tpm_moe_dev d, const uint16_t *__restrict__ h, uint16_t *__restrict__ act, int nrows,
                       int fixed_expert) {
     const int Il = d.Il;
@@ -280,11 +244,7 @@ tpm_status tpm_moe_launch_gather(const tpm_moe_dev &d, const uint16_t *x, int T,
     cfg.stream = s;
     cfg.attrs = at;
     cfg.numAttrs = pdl ? 1 : 0;
-    static int gv = -1; /* EXPERIMENT (r160) */
-    if (gv < 0) gv = getenv("TPM_EXP_GATHER") ? atoi(getenv("TPM_EXP_GATHER")) : 0;
-    if (gv == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_gather_h, d, x, T, nrows));
-    else if (gv == 2) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_gather_hb, d, x, T, nrows));
-    else TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_gather, d, x, T, nrows));
+    TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_gather, d, x, T, nrows));
     return TPM_OK;
 }
 
