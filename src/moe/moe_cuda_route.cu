@@ -482,6 +482,22 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     if (stop == 3) return;
     if (gridDim.y == 1) { /* one tile (T <= 8): this block is the last; its selections are in s_sel */
         __syncthreads();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        /* EXPERIMENT r161: the head of every gate/up row of each selected routed expert into L2,
+         * so the decode gate_up's first loads find them there */
+        if (d.pf_row > 0 && d.ep == 1) {
+            const int rows = 2 * d.Il, nsel = T * d.k;
+            const uint32_t pf = (uint32_t)min(d.pf_row, 2 * d.H) & ~15u;
+            for (int q = threadIdx.x; q < nsel * rows; q += blockDim.x) {
+                const int p = q / rows, r = q - p * rows;
+                const int e = s_sel[(p / d.k) * d.K + p % d.k];
+                if (e >= 0 && e < d.E) {
+                    const uint16_t *a = d.w13 + ((size_t)e * rows + r) * d.H;
+                    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(a), "r"(pf) : "memory");
+                }
+            }
+        }
+#endif
         build_permutation_direct(d, T, s_sel, bits);
         if (threadIdx.x == 0) d.ctr[2] = 0;
         TPM_TRACE_MARK(d, 0, 2, 0);
