@@ -45,8 +45,6 @@ struct tpm_moe_dev {
                               * [slot][block] %globaltimer marks of the decode path's launches */
     int gate_up_pipe;        /* this call, decode kernel 2 up to 2 tokens: k_gate_up2's weight loads
                               * in two register stages (tuning.gate_up_pipe) */
-    int pf_row;              /* EXPERIMENT r161: bytes of every gate/up row of each selected routed
-                              * expert that the routing's last block prefetches into L2 (0 = off) */
     int shared_dense;        /* this call, fused layer's split plan (decode path, or EP): the shared
                               * expert runs as a dense MLP into sh_out (with EP on EP rank 0), added
                               * by the combine after the routed slots; with EP the routing sends

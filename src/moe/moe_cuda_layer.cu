@@ -674,9 +674,6 @@ static void set_call(tpm_cuda_moe *m, int T) {
                         (m->d.ep > 1 || tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE);
     m->d.route_fence = m->tune.route_fence;
     m->d.gate_up_pipe = m->tune.gate_up_pipe;
-    static int pf = -1; /* EXPERIMENT r161 */
-    if (pf < 0) pf = getenv("TPM_EXP_PF") ? atoi(getenv("TPM_EXP_PF")) : 0;
-    m->d.pf_row = pf;
 }
 
 /* The routing mode of a call (tpm_cuda_moe_route_mode). */

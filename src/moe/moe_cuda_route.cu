@@ -416,44 +416,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     TPM_TRACE_MARK(d, 0, 1, lin);
     if (stop == 1) return; /* diagnostic stops (tuning.route_stop): results invalid */
     const int tile = blockIdx.y, per_tile = (int)(gridDim.x * gridDim.z);
-    /* EXPERIMENT r161b: the blocks that are not last wait for the last one's selections, then
-     * prefetch into L2 the heads of the selected routed experts' gate/up rows (d.pf_row bytes in
-     * all), each block a share; the decode gate_up's first loads then find them there */
-    const bool pfon = d.pf_row > 0 && stop == 0 && d.ep == 1 && gridDim.y == 1;
-    int ep0 = 0;
-    if (pfon && threadIdx.x == 0) ep0 = *(volatile int *)(d.ctr + 6);
-    if (!block_ticket(d.tile_ctr + tile, per_tile, d.route_fence, &s_last)) {
-        if (!pfon) return;
-        __shared__ int s_pf;
-        if (threadIdx.x == 0) {
-            int v;
-            for (int spins = 0;; spins++) {
-                asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(d.ctr + 6) : "memory");
-                if (v != ep0 || spins >= (1 << 20)) break;
-                __nanosleep(32);
-            }
-            s_pf = v != ep0;
-        }
-        __syncthreads();
-        if (!s_pf) return;
-        const int rows = 2 * d.Il, nsel = T * d.k;
-        const long long per_row = min((long long)2 * d.H, (long long)d.pf_row / ((long long)nsel * rows)) & ~127ll;
-        if (per_row < 128) return;
-        const int lpr = (int)(per_row / 128);
-        const long long nl = (long long)nsel * rows * lpr;
-        for (long long i = lin * (long long)blockDim.x + threadIdx.x; i < nl;
-             i += (long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x) {
-            const int c = (int)(i % lpr);
-            const long long rest = i / lpr;
-            const int r = (int)(rest % rows), p = (int)(rest / rows);
-            const int e = __ldcg(d.sel + (size_t)(p / d.k) * d.K + p % d.k);
-            if (e >= 0 && e < d.E) {
-                const uint16_t *a = d.w13 + ((size_t)e * rows + r) * d.H + (size_t)c * 64;
-                asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
-            }
-        }
-        return;
-    }
+    if (!block_ticket(d.tile_ctr + tile, per_tile, d.route_fence, &s_last)) return;
     if ((int)threadIdx.x < d.E) s_br[threadIdx.x] = my_br; /* read after the barrier below */
     if (threadIdx.x < 16) bits[threadIdx.x] = 0u; /* build_permutation_direct's touched bitmap */
     /* sum the tile's slices: every (token, expert) of the tile by one thread,
@@ -519,9 +482,6 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     if (stop == 3) return;
     if (gridDim.y == 1) { /* one tile (T <= 8): this block is the last; its selections are in s_sel */
         __syncthreads();
-        /* EXPERIMENT r161b: the selections are in d.sel: release them to the waiting blocks */
-        if (d.pf_row > 0 && stop == 0 && d.ep == 1 && threadIdx.x == 0)
-            asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(d.ctr + 6) : "memory");
         build_permutation_direct(d, T, s_sel, bits);
         if (threadIdx.x == 0) d.ctr[2] = 0;
         TPM_TRACE_MARK(d, 0, 2, 0);
