@@ -557,6 +557,12 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
         if (T == 1 && epw == 4) k_route_fused<4, 1><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
         else if (T == 2 && epw == 4) k_route_fused<4, 2><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
         else if (T <= 4 && epw == 4) k_route_fused<4, 4><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (T == 1 && epw == 2) k_route_fused<2, 1><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (T == 2 && epw == 2) k_route_fused<2, 2><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (T <= 4 && epw == 2) k_route_fused<2, 4><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (T == 1 && epw == 1) k_route_fused<1, 1><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (T == 2 && epw == 1) k_route_fused<1, 2><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (T <= 4 && epw == 1) k_route_fused<1, 4><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
         else if (epw == 1) k_route_fused<1, kLogitTokens><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
         else if (epw == 2) k_route_fused<2, kLogitTokens><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
         else k_route_fused<4, kLogitTokens><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
