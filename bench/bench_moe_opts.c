@@ -19,7 +19,7 @@ static void usage(FILE *f) {
             "usage: tpmoe bench moe [--preset P] [--tokens LIST] [--tp N] [--ep M] [--allreduce tpmoe|nccl]\n"
             "                       [--shard N] [--fuse-shared 0|1|both]\n"
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
-            "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 8|16|32]\n"
+            "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 0|8|16|32]\n"
             "                       [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
             "                       [--route-tc-loads ring|direct] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
@@ -52,7 +52,7 @@ static void usage(FILE *f) {
             "  --decode-max N    path auto: decode up to N tokens (default: the layer's)\n"
             "  --route-gemm-min N  router as a tensor-core GEMM from N tokens, one fused launch below\n"
             "  --route-legacy B  1: the older two-launch routing (for comparison)\n"
-            "  --route-experts N router experts per logits block, 8, 16 or 32 (default: the layer's)\n"
+            "  --route-experts N router experts per logits block, 8, 16 or 32; 0 = by size (default: the layer's)\n"
             "  --route-tc MIN:MAX  one-launch tensor-core routing (mode 3) from MIN to MAX tokens\n"
             "                    (0:0 = off; default: the layer's)\n"
             "  --route-tc-clusters N  mode 3: spread over N clusters of 8 CTAs (default 0: as many\n"
@@ -194,7 +194,7 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--decode-max")) {
             if (int_opt(a, v, 0, TPM_MOE_DECODE_MAX_NT, &o->decode_max)) return 2;
         } else if (!strcmp(a, "--route-experts")) {
-            if (int_opt(a, v, 8, 32, &o->route_experts)) return 2;
+            if (int_opt(a, v, 0, 32, &o->route_experts)) return 2;
         } else if (!strcmp(a, "--route-tc")) {
             if (sscanf(v, "%d:%d", &o->route_tc_min, &o->route_tc_max) != 2 || o->route_tc_min < 0 ||
                 o->route_tc_max < 0) {

@@ -121,7 +121,8 @@ typedef struct tpm_cuda_moe_tuning {
                             * size (tpm_cuda_moe_gate_up_pairs_for); the same bits */
     int route_experts;     /* routing modes 0 and 1: router experts per logits block (8, 16 or
                             * 32; with up to 16 slices of H the grid has E/route_experts x
-                            * ceil(T/8) x slices blocks) */
+                            * ceil(T/8) x slices blocks); 0 (default) = by size
+                            * (tpm_cuda_moe_route_experts_for) */
     int route_tc_min, route_tc_max; /* routing mode 3 (one launch, router on tensor cores, clusters;
                             * a 9.0 device, E <= 256, hidden % 32 == 0, T <= 256) for
                             * route_tc_min <= T <= route_tc_max; 0 = never; else modes 1 / 2 */
@@ -215,6 +216,9 @@ int tpm_cuda_moe_overlaps_shared(const tpm_cuda_moe *m, int T);
  * size (0): 1 where this rank's experts have at most TPM_MOE_GUP1_MAX_ROWS (384) gate rows and
  * T is 2..4, else 2 (bench/results/r127, r128). */
 int tpm_cuda_moe_gate_up_pairs_for(const tpm_cuda_moe *m, int T);
+/* Router experts per logits block of routing modes 0 / 1 for T tokens: the tuning's, or by size
+ * when it is 0 (32 up to 2 tokens, 8 at 3-4, 16 above). */
+int tpm_cuda_moe_route_experts_for(const tpm_cuda_moe *m, int T);
 /* The form of the own prefill GEMM a call with T tokens runs (prefill_cluster 0..3, the
  * by-size default resolved); -1 when the call does not run it (decode path, cuBLAS prefill). */
 int tpm_cuda_moe_prefill_form(const tpm_cuda_moe *m, int T);
