@@ -52,24 +52,9 @@
 #define TPM_MOE_DECODE_KERNEL 2
 #define TPM_MOE_DECODE_MAX_TOKENS 8
 #define TPM_MOE_ROUTE_GEMM_MIN 64
-/* Router experts per logits block (modes 0 and 1). Round 22 (one H200,
- * bench/results/r22/route_re*.json, m3, fused layer), routing phase net of
- * the harness / whole layer, us, for 32 / 16 / 8 experts per block:
- *   1 token   9.4 / 8.9 / 9.2      layer 142.3 / 146.4 / 144.7
- *   16 tokens 14.6 / 14.4 / 21.0   32 tokens 19.4 / 22.1 / 27.8
- * More blocks shave ~0.5 us off the routing alone but take SM slots from the
- * shared slot's gate_up items that overlap it: 32.
- * Round 26 (r163, one H200, m3 TP 1 fused, three passes; the 8- and 16-expert forms now with
- * their own 1 / 2 / 4-token instantiations, as the 32-expert one had): routing net / layer, us,
- * for 32 / 16 / 8 experts per block:
- *   1 token   6.9-7.2 / 6.6-6.8 / 6.8-6.9      layer 138.3-138.7 / 138.6-139.1 / 139.3-139.7
- *   2 tokens  7.6-7.7 / 7.0-7.3 / 7.1-7.3      layer 217.6-219.0 / 218.9-219.4 / 218.5-219.1
- *   3 tokens  8.2-8.5 / 7.6-8.0 / 7.7          layer 321.7-323.6 / 325.0-325.6 / 319.6-320.2
- *   4 tokens  8.2-8.5 / 7.6-7.8 / 7.6          layer 416.5-416.9 / 418.4-418.5 / 415.0-415.3
- *   5 tokens  9.6-10.0 / 8.9-9.1 / 9.0-9.1     layer 553.5-555.2 / 551.6-552.9 / 552.9-554.7
- *   8 tokens  10.7-10.9 / 9.5-9.6 / 9.6-9.7    layer 809.7-810.3 / 808.2-808.7 / 809.6-810.0
- * (6-7 tokens: 16 ahead or tied). 0 = by size (tpm_cuda_moe_route_experts_for): 32 up to 2
- * tokens, 8 at 3-4, 16 from 5; the same bits where the slices of H are the same (m3: 16 each). */
+/* Router experts per logits block (modes 0, 1); more blocks route faster but take SM slots from
+ * the shared slot's gate_up items. Round 26 (r163, r164): 0 = by size, 32 up to 2 tokens, 8 at 3-4
+ * (routing 8.3-8.5 -> 7.5-7.6 us), 16 from 5; the same bits where the H slices match (m3: 16). */
 #define TPM_MOE_ROUTE_EXPERTS 0
 /* Routing mode 3 (moe_cuda_route_tc.cu: one launch, the router on tensor cores, clusters
  * of 8) from / up to this many tokens, fragments loaded straight into registers. Round 33
@@ -575,8 +560,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->gate_up_pairs >= 0 && t->gate_up_pairs <= 2, "gate_up_pairs %d is not 0 (by size), 1 or 2",
                   t->gate_up_pairs);
     TPM_ARG_CHECK(t->route_stop >= 0 && t->route_stop <= 3, "route_stop %d is not 0..3", t->route_stop);
-    TPM_ARG_CHECK(t->route_experts == 0 || t->route_experts == 8 || t->route_experts == 16 ||
-                      t->route_experts == 32,
+    TPM_ARG_CHECK(t->route_experts == 0 || t->route_experts == 8 || t->route_experts == 16 || t->route_experts == 32,
                   "route_experts %d is not 0 (by size), 8, 16 or 32", t->route_experts);
     TPM_ARG_CHECK(t->route_tc_min >= 1 && t->route_tc_max >= 0, "route_tc_min %d < 1 or route_tc_max %d < 0",
                   t->route_tc_min, t->route_tc_max);
@@ -624,9 +608,8 @@ int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T) {
 }
 
 int tpm_cuda_moe_route_experts_for(const tpm_cuda_moe *m, int T) {
-    if (!m) return 32;
-    if (m->tune.route_experts) return m->tune.route_experts;
-    return T <= 2 ? 32 : T <= 4 ? 8 : T <= 8 ? 16 : 32; /* r163: see TPM_MOE_ROUTE_EXPERTS */
+    if (m && m->tune.route_experts) return m->tune.route_experts;
+    return !m || T <= 2 ? 32 : T <= 4 ? 8 : T <= 8 ? 16 : 32; /* r163: see TPM_MOE_ROUTE_EXPERTS */
 }
 
 int tpm_cuda_moe_gate_up_pairs_for(const tpm_cuda_moe *m, int T) {
