@@ -58,6 +58,7 @@ int cmd_bench_moe(int argc, char **argv) {
 #include "internal.h"
 #include "model/presets.h"
 #include "moe/moe_cuda.h"
+#include "moe/moe_cuda_gen.h"
 #include "moe/moe_math.h"
 #include "numeric.h"
 
@@ -108,10 +109,15 @@ typedef struct shared_state {
 /* MARK: host reference (fp64) */
 
 
-/* y += w * E(x) for the assembled expert in g13/g2 (full, unsharded). */
-static void ref_expert(const tpm_preset *p, const uint16_t *g13, const uint16_t *g2, const uint16_t *x, double w,
-                       double *y) {
+/* y += w * E(x) for the assembled expert in g13/g2 (full, unsharded) of logical
+ * (generator) slot gslot. Presets with expert biases (gpt-oss): the gate / up
+ * biases are added before the activation and the down bias to the expert's
+ * output, before the routing weight (src/moe/experts.c); they are recomputed
+ * from the generator (moe_cuda_gen.h), not read back from the GPU. */
+static void ref_expert(const tpm_preset *p, uint64_t seed, uint32_t gslot, const uint16_t *g13, const uint16_t *g2,
+                       const uint16_t *x, double w, double *y) {
     const int H = p->hidden, I = p->inter;
+    const double bs = TPM_GEN_EXPERT_BIAS_SCALE;
     double *a = (double *)malloc(sizeof(double) * I);
     for (int i = 0; i < I; i++) {
         double g = 0, u = 0;
@@ -121,12 +127,17 @@ static void ref_expert(const tpm_preset *p, const uint16_t *g13, const uint16_t 
             g += tpm_bf16_to_f32(gr[h]) * xv;
             u += tpm_bf16_to_f32(ur[h]) * xv;
         }
+        if (p->expert_bias) {
+            g += (double)tpm_gen_uniform(seed, gslot, TPM_GEN_GATE_BIAS, (uint64_t)i) * bs;
+            u += (double)tpm_gen_uniform(seed, gslot, TPM_GEN_UP_BIAS, (uint64_t)i) * bs;
+        }
         a[i] = tpm_act_f64_preset(p, g, u);
     }
     for (int h = 0; h < H; h++) {
         double v = 0;
         const uint16_t *dr = g2 + (size_t)h * I;
         for (int i = 0; i < I; i++) v += tpm_bf16_to_f32(dr[i]) * a[i];
+        if (p->expert_bias) v += (double)tpm_gen_uniform(seed, gslot, TPM_GEN_DOWN_BIAS, (uint64_t)h) * bs;
         y[h] += w * v;
     }
     free(a);
@@ -424,7 +435,8 @@ static void *rank_main(void *argp) {
                     double w = 1.0;
                     if (s < p->top_k)
                         w = sel_ref[c][s] == slot ? w_ref[c][s] : (double)wts[(size_t)chk[c] * K + s];
-                    ref_expert(p, S->g13, S->g2, S->hx + (size_t)chk[c] * H, w, yref + (size_t)c * H);
+                    ref_expert(p, o->seed, (uint32_t)slot, S->g13, S->g2, S->hx + (size_t)chk[c] * H, w,
+                               yref + (size_t)c * H);
                 }
             }
         }
