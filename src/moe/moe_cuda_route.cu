@@ -116,40 +116,54 @@ __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, cons
     for (int i = 0; i < kLogitEpw; i++)
 #pragma unroll
         for (int j = 0; j < TOK; j++) acc[i][j] = 0.0f;
+    /* Row pointers once, clamped into the tensors: token rows past T repeat row T-1 and expert
+     * rows past E repeat row E-1 (their sums are computed and never stored). So a load's only
+     * predicate is its chunk's (one per u), and no load needs a 64-bit row product of its own:
+     * with a predicate per (u, token) and per (u, expert), the 8-token form spent ~300
+     * instructions per warp on addresses and saved predicates before its first x load
+     * (bench/results/r166, r167). */
+    const uint2 *xr[TOK];
+    const float4 *wrow[kLogitEpw];
+#pragma unroll
+    for (int j = 0; j < TOK; j++) xr[j] = reinterpret_cast<const uint2 *>(x + (size_t)min(t0 + j, T - 1) * H);
+#pragma unroll
+    for (int i = 0; i < kLogitEpw; i++) wrow[i] = reinterpret_cast<const float4 *>(wr + (size_t)min(e0 + i, E - 1) * H);
     /* groups of kLogitChunks chunks per lane: every weight and x load of a
      * group is issued before its first FMA (x rows are read once per block,
      * so an x load after an FMA would be one more dependent trip to L2/HBM per
      * token); each accumulator still takes its chunks in increasing c */
-    for (int c0 = cb + lane; c0 < ce; c0 += 32 * kLogitChunks) {
+    for (int c00 = cb; c00 < ce; c00 += 32 * kLogitChunks) { /* uniform in the warp */
+        const int c0 = c00 + lane;
         float4 w[kLogitChunks][kLogitEpw];
         uint2 xv[kLogitChunks][TOK];
 #pragma unroll
         for (int u = 0; u < kLogitChunks; u++) {
             const int c = c0 + 32 * u;
 #pragma unroll
-            for (int i = 0; i < kLogitEpw; i++)
-                w[u][i] = c < ce && e0 + i < E ? __ldg(reinterpret_cast<const float4 *>(wr + (size_t)(e0 + i) * H) + c)
-                                                : make_float4(0.f, 0.f, 0.f, 0.f);
+            for (int i = 0; i < kLogitEpw; i++) w[u][i] = c < ce ? __ldg(wrow[i] + c) : make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-            for (int j = 0; j < TOK; j++)
-                xv[u][j] = c < ce && j < nt ? __ldg(reinterpret_cast<const uint2 *>(x + (size_t)(t0 + j) * H) + c)
-                                            : make_uint2(0u, 0u);
+            for (int j = 0; j < TOK; j++) xv[u][j] = c < ce ? __ldg(xr[j] + c) : make_uint2(0u, 0u);
         }
+        /* A chunk past the slice adds zeros (its loads give 0) instead of a branch per chunk:
+         * with a break before chunk u's FMAs, the compiler put chunk u's loads after chunk
+         * u-1's FMAs, one more dependent trip to memory per chunk. fmaf(0, 0, acc) = acc (an
+         * accumulator starts at +0 and is -0 only after a negative sum underflowed; 0 * 0 is no
+         * NaN where x or w is inf). The branch below is never taken (nt >= 1): it ends the basic
+         * block, so that the scheduler, which trades latency for registers inside a block, cannot
+         * move FMAs in between the group's loads (with 8 tokens it did, making 3 trips of 1). */
+        if (nt <= 0) continue;
 #pragma unroll
         for (int u = 0; u < kLogitChunks; u++) {
-            if (c0 + 32 * u >= ce) break;
 #pragma unroll
             for (int j = 0; j < TOK; j++) {
-                if (j < nt) {
-                    const float x0 = __uint_as_float(xv[u][j].x << 16), x1 = __uint_as_float(xv[u][j].x & 0xffff0000u);
-                    const float x2 = __uint_as_float(xv[u][j].y << 16), x3 = __uint_as_float(xv[u][j].y & 0xffff0000u);
+                const float x0 = __uint_as_float(xv[u][j].x << 16), x1 = __uint_as_float(xv[u][j].x & 0xffff0000u);
+                const float x2 = __uint_as_float(xv[u][j].y << 16), x3 = __uint_as_float(xv[u][j].y & 0xffff0000u);
 #pragma unroll
-                    for (int i = 0; i < kLogitEpw; i++) {
-                        acc[i][j] = fmaf(w[u][i].x, x0, acc[i][j]);
-                        acc[i][j] = fmaf(w[u][i].y, x1, acc[i][j]);
-                        acc[i][j] = fmaf(w[u][i].z, x2, acc[i][j]);
-                        acc[i][j] = fmaf(w[u][i].w, x3, acc[i][j]);
-                    }
+                for (int i = 0; i < kLogitEpw; i++) {
+                    acc[i][j] = fmaf(w[u][i].x, x0, acc[i][j]);
+                    acc[i][j] = fmaf(w[u][i].y, x1, acc[i][j]);
+                    acc[i][j] = fmaf(w[u][i].z, x2, acc[i][j]);
+                    acc[i][j] = fmaf(w[u][i].w, x3, acc[i][j]);
                 }
             }
         }
