@@ -65,6 +65,7 @@
 #include <cublas_v2.h>
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 
 namespace {
 
@@ -97,16 +98,19 @@ __device__ __forceinline__ void xor_tree_sum(float (&vals)[V], int lane) {
     }
 }
 
-/* Partial logits of a (32 experts x 8 tokens x H-slice) tile: each lane keeps
- * 4 x 8 accumulators over float4 chunks c = lane, lane + 32, ... of its
- * slice, the warp reduces with a fixed xor tree, k_select sums the slices
- * in slice order. */
-template <int kLogitEpw, int TOK = kLogitTokens>
+/* Partial logits of a (8 EPW / TW experts x 8 tokens x H-slice) tile: warp w
+ * owns EPW experts (group w / TW) x TOK tokens (part w % TW of the tile: TW =
+ * 1, TOK <= 8; TW = 2, TOK = 4); each lane keeps EPW x TOK accumulators over
+ * float4 chunks c = lane, lane + 32, ... of its slice, the warp reduces with a
+ * fixed xor tree, the selection sums the slices in slice order. A logit's
+ * arithmetic does not depend on EPW, TOK or TW: the same bits in every form. */
+template <int kLogitEpw, int TOK = kLogitTokens, int TW = 1>
 __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, const float *__restrict__ wr,
                                             float *__restrict__ part, int T, int H, int E) {
+    static_assert(TW == 1 || (TW == 2 && TOK == 4), "logits_tile: TW 2 takes 4 tokens per warp");
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int e0 = blockIdx.x * (kLogitWarps * kLogitEpw) + warp * kLogitEpw;
-    const int t0 = blockIdx.y * kLogitTokens;
+    const int e0 = blockIdx.x * (kLogitWarps / TW * kLogitEpw) + (warp / TW) * kLogitEpw;
+    const int t0 = blockIdx.y * kLogitTokens + (warp % TW) * TOK;
     const int split = blockIdx.z, nsplit = gridDim.z;
     const int n4 = H / 4;
     const int cb = (int)((int64_t)n4 * split / nsplit), ce = (int)((int64_t)n4 * (split + 1) / nsplit);
@@ -398,8 +402,8 @@ __device__ void build_permutation_direct(const tpm_moe_dev &d, int T, int *sel_s
 }
 
 /* Mode 1: the whole routing in one launch (see the top of the file);
- * kLogitEpw experts per warp (8 warps). */
-template <int kLogitEpw, int TOK>
+ * kLogitEpw experts x TOK tokens per warp, TW token parts per block (8 warps). */
+template <int kLogitEpw, int TOK, int TW = 1>
 __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d, const uint16_t *__restrict__ x,
                                                                   int T, int stop) {
     __shared__ float sc[kLogitWarps][256];
@@ -426,7 +430,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
         asm volatile("prefetch.global.L2 [%0];" ::"l"(d.tile_ctr + blockIdx.y));
         asm volatile("prefetch.global.L2 [%0];" ::"l"(d.ctr + 2));
     }
-    logits_tile<kLogitEpw, TOK>(x, d.wr, d.logits, T, d.H, d.E);
+    logits_tile<kLogitEpw, TOK, TW>(x, d.wr, d.logits, T, d.H, d.E);
     TPM_TRACE_MARK(d, 0, 1, lin);
     if (stop == 1) return; /* diagnostic stops (tuning.route_stop): results invalid */
     const int tile = blockIdx.y, per_tile = (int)(gridDim.x * gridDim.z);
@@ -566,6 +570,7 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
     const int scatter = (size_t)T * d.K <= (size_t)kScatterInBlock;
     if (mode == 1 && tpm_moe_route_fused_ok(d, T)) {
         const dim3 g = logit_grid(d, T, epw);
+        static const int tw2 = getenv("TPM_EXP_ROUTE_TW") ? atoi(getenv("TPM_EXP_ROUTE_TW")) : 1; /* EXPERIMENT */
         /* up to 1 / 2 / 4 tokens: the logits blocks keep that many tokens' accumulators and x
          * loads instead of 8 (fewer registers; the same bits) */
         if (T == 1 && epw == 4) k_route_fused<4, 1><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
@@ -577,6 +582,8 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
         else if (T == 1 && epw == 1) k_route_fused<1, 1><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
         else if (T == 2 && epw == 1) k_route_fused<1, 2><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
         else if (T <= 4 && epw == 1) k_route_fused<1, 4><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (epw == 1 && tw2) k_route_fused<2, 4, 2><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (epw == 2 && tw2) k_route_fused<4, 4, 2><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
         else if (epw == 1) k_route_fused<1, kLogitTokens><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
         else if (epw == 2) k_route_fused<2, kLogitTokens><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
         else k_route_fused<4, kLogitTokens><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
