@@ -53,8 +53,8 @@
 #define TPM_MOE_DECODE_MAX_TOKENS 8
 #define TPM_MOE_ROUTE_GEMM_MIN 64
 /* Router experts per logits block (modes 0, 1); more blocks route faster but take SM slots from
- * the shared slot's gate_up items. Round 26 (r163, r164): 0 = by size, 32 up to 2 tokens, 8 at 3-4
- * (routing 8.3-8.5 -> 7.5-7.6 us), 16 from 5; the same bits where the H slices match (m3: 16). */
+ * the shared slot's gate_up items. 0 = by size: 32 up to 2 tokens, 8 at 3-8 (rounds 26, 27: r163,
+ * r164, r167, r168), 32 above; the same bits where the H slices match (m3: 16). */
 #define TPM_MOE_ROUTE_EXPERTS 0
 /* Routing mode 3 (moe_cuda_route_tc.cu: one launch, the router on tensor cores, clusters
  * of 8) from / up to this many tokens, fragments loaded straight into registers. Round 33
@@ -609,7 +609,7 @@ int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T) {
 
 int tpm_cuda_moe_route_experts_for(const tpm_cuda_moe *m, int T) {
     if (m && m->tune.route_experts) return m->tune.route_experts;
-    return !m || T <= 2 ? 32 : T <= 4 ? 8 : T <= 8 ? 16 : 32; /* r163: see TPM_MOE_ROUTE_EXPERTS */
+    return !m || T <= 2 ? 32 : T <= 8 ? 8 : 32; /* see TPM_MOE_ROUTE_EXPERTS */
 }
 
 int tpm_cuda_moe_gate_up_pairs_for(const tpm_cuda_moe *m, int T) {

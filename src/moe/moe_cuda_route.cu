@@ -4,11 +4,12 @@
  * (tensor cores, clusters) in moe_cuda_route_tc.cu; select_token and
  * build_permutation_small, used by both files, in moe_cuda_route_sel.cuh.
  *
- * mode 1, small T (one launch), k_route_fused<EPW, TOK>: grid (E/(8 EPW),
- *    ceil(T/8), S), 8 warps of EPW experts (tuning.route_experts = 8 EPW);
- *    TOK = 8 tokens of registers per block, 1 / 2 / 4 when T <= 1 / 2 / 4 (the
- *    same bits).
- *    Every block computes partial logits of 8 EPW experts x 8 tokens x one
+ * mode 1, small T (one launch), k_route_fused<EPW, TOK, TW>: grid (E/B,
+ *    ceil(T/8), S), B = tuning.route_experts experts per block, 8 warps of
+ *    EPW experts x TOK tokens: TOK = 1 / 2 / 4 when T <= 1 / 2 / 4 (EPW =
+ *    B/8); above 4 tokens with B = 8 or 16 two 4-token parts of the tile (TW =
+ *    2, EPW = B/4: round 27); with B = 32, TOK = 8. The same bits in every form.
+ *    Every block computes partial logits of B experts x 8 tokens x one
  *    of S slices of H (logits_tile below). Block-done tickets then chain the
  *    rest inside the same launch: the last block of an 8-token tile (atomic
  *    ticket on tile_ctr[tile], block_ticket) sums the S slices of the
@@ -64,8 +65,8 @@
 
 #include <cublas_v2.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
-#include <stdlib.h>
 
 namespace {
 
@@ -355,10 +356,17 @@ __global__ void __launch_bounds__(kSelThreads) k_select(tpm_moe_dev d, int T, in
  * #{q : sel[q] < sel[p]} + #{q < p : sel[q] == sel[p]} (within a token the
  * experts are distinct, so q < p on the same expert is an earlier token: the
  * bitmap version's stable order); offsets[e] = #{q : sel[q] < e}; the touched
- * list from a bitmap of E1 bits. Two barriers. touched[] is zero on entry. */
+ * list from a bitmap of E1 bits. Two barriers. touched[] is zero on entry;
+ * sel_s is 16-byte aligned and padded with INT_MAX up to a multiple of 4
+ * entries (no pair's expert, nor below one), so the counts read 4 entries per
+ * load, all in flight. The rows (threads 0, 1, ..) and the offsets (threads
+ * nth-1, nth-2, ..) run on different warps while TK + E1 + 1 <= nth: at 8
+ * tokens the count loops, each a chain of dependent shared loads as one loop
+ * per thread, were ~0.6 us of the routing (bench/results/r166, r169). */
 __device__ void build_permutation_direct(const tpm_moe_dev &d, int T, int *sel_s, uint32_t *touched) {
-    const int K = d.K, E1 = d.E1, TK = T * K;
+    const int K = d.K, E1 = d.E1, TK = T * K, nq = (TK + 3) / 4;
     const int tid = threadIdx.x, nth = blockDim.x;
+    const int4 *s4 = reinterpret_cast<const int4 *>(sel_s);
     if (d.ep > 1) { /* selections -> slots (the drop bucket E1 sorts last) */
         for (int p = tid; p < TK; p += nth) sel_s[p] = slot_of(d, sel_s[p], p / K);
         __syncthreads();
@@ -366,21 +374,27 @@ __device__ void build_permutation_direct(const tpm_moe_dev &d, int T, int *sel_s
     for (int p = tid; p < TK; p += nth) {
         const int e = sel_s[p];
         int pos = 0;
-        for (int q = 0; q < TK; q++) {
-            const int sq = sel_s[q];
-            pos += (sq < e) | ((sq == e) & (q < p));
+#pragma unroll 4
+        for (int q4 = 0; q4 < nq; q4++) {
+            const int4 v = s4[q4];
+            const int q = 4 * q4;
+            pos += (v.x < e) | ((v.x == e) & (q < p));
+            pos += (v.y < e) | ((v.y == e) & (q + 1 < p));
+            pos += (v.z < e) | ((v.z == e) & (q + 2 < p));
+            pos += (v.w < e) | ((v.w == e) & (q + 3 < p));
         }
         d.perm_tok[pos] = p / K;
         d.perm_exp[pos] = e;
         d.inv[p] = pos;
         if (e < E1) atomicOr(touched + (e >> 5), 1u << (e & 31));
     }
-    for (int e = tid; e <= E1; e += nth) { /* offsets[E1]: the local row total */
+    for (int e = nth - 1 - tid; e <= E1; e += nth) { /* offsets[E1]: the local row total */
         int cnt = 0, less = 0;
-        for (int q = 0; q < TK; q++) {
-            const int sq = sel_s[q];
-            cnt += sq == e;
-            less += sq < e;
+#pragma unroll 4
+        for (int q4 = 0; q4 < nq; q4++) {
+            const int4 v = s4[q4];
+            cnt += (v.x == e) + (v.y == e) + (v.z == e) + (v.w == e);
+            less += (v.x < e) + (v.y < e) + (v.z < e) + (v.w < e);
         }
         if (e < E1) d.counts[e] = cnt;
         d.offsets[e] = less;
@@ -412,7 +426,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     __shared__ int s_off[kMaxE1 + 1];
     __shared__ float s_lg[kLogitTokens][32 * kMaxPerLane];
     __shared__ float s_br[32 * kMaxPerLane];
-    __shared__ int s_sel[kLogitTokens * 17]; /* the tile's selections (K <= 17) */
+    __shared__ __align__(16) int s_sel[kLogitTokens * 17 + 4]; /* the tile's selections (K <= 17), padded */
     __shared__ int s_last;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* a decode kernel launched with programmatic dependent launch may start now
@@ -499,6 +513,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     if (threadIdx.x == 0) d.tile_ctr[tile] = 0; /* for the next replay */
     if (stop == 3) return;
     if (gridDim.y == 1) { /* one tile (T <= 8): this block is the last; its selections are in s_sel */
+        if (threadIdx.x < 4) s_sel[T * d.K + threadIdx.x] = INT_MAX; /* build_permutation_direct's padding */
         __syncthreads();
         build_permutation_direct(d, T, s_sel, bits);
         if (threadIdx.x == 0) d.ctr[2] = 0;
@@ -570,7 +585,9 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
     const int scatter = (size_t)T * d.K <= (size_t)kScatterInBlock;
     if (mode == 1 && tpm_moe_route_fused_ok(d, T)) {
         const dim3 g = logit_grid(d, T, epw);
-        static const int tw2 = getenv("TPM_EXP_ROUTE_TW") ? atoi(getenv("TPM_EXP_ROUTE_TW")) : 1; /* EXPERIMENT */
+        /* 5-8 tokens with 8 or 16 experts per block: two 4-token parts per block (logits_tile's TW),
+         * ~30% fewer instructions per warp than one 8-token part (r168: -0.3 us) */
+        const bool tw2 = T > 4;
         /* up to 1 / 2 / 4 tokens: the logits blocks keep that many tokens' accumulators and x
          * loads instead of 8 (fewer registers; the same bits) */
         if (T == 1 && epw == 4) k_route_fused<4, 1><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
