@@ -426,7 +426,7 @@ static void bad_arguments(void **state) {
         tu.gate_up_pairs = 0;
         assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     }
-    /* router experts per logits block by size (the default): 32 up to 2 tokens, 8 at 3-8, 32 above */
+    /* router experts per logits block by size (the default): 32 up to 2 tokens, 8 at 3-8, 16 at 9-24 */
     assert_int_equal(tu.route_experts, 0);
     assert_int_equal(tpm_cuda_moe_route_experts_for(m, 1), 32);
     assert_int_equal(tpm_cuda_moe_route_experts_for(m, 2), 32);
@@ -434,7 +434,10 @@ static void bad_arguments(void **state) {
     assert_int_equal(tpm_cuda_moe_route_experts_for(m, 4), 8);
     assert_int_equal(tpm_cuda_moe_route_experts_for(m, 5), 8);
     assert_int_equal(tpm_cuda_moe_route_experts_for(m, 8), 8);
-    assert_int_equal(tpm_cuda_moe_route_experts_for(m, 9), 32);
+    assert_int_equal(tpm_cuda_moe_route_experts_for(m, 9), 16);
+    assert_int_equal(tpm_cuda_moe_route_experts_for(m, 24), 16);
+    assert_int_equal(tpm_cuda_moe_route_experts_for(m, 25), 32);
+    assert_int_equal(tu.route_tc_min, 25); /* mode 1 up to 24 tokens (round 27) */
     tu.route_experts = 32; /* forced */
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     assert_int_equal(tpm_cuda_moe_route_experts_for(m, 3), 32);

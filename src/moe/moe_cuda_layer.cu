@@ -53,19 +53,18 @@
 #define TPM_MOE_DECODE_MAX_TOKENS 8
 #define TPM_MOE_ROUTE_GEMM_MIN 64
 /* Router experts per logits block (modes 0, 1); more blocks route faster but take SM slots from
- * the shared slot's gate_up items. 0 = by size: 32 up to 2 tokens, 8 at 3-8 (rounds 26, 27: r163,
- * r164, r167, r168), 32 above; the same bits where the H slices match (m3: 16). */
+ * the shared slot's gate_up items. 0 = by size: 32 up to 2 tokens, 8 at 3-8, 16 at 9-24 (rounds 26,
+ * 27: r163, r164, r167, r168, r170), 32 above; the same bits where the H slices match (m3: 16). */
 #define TPM_MOE_ROUTE_EXPERTS 0
 /* Routing mode 3 (moe_cuda_route_tc.cu: one launch, the router on tensor cores, clusters
  * of 8) from / up to this many tokens, fragments loaded straight into registers. Round 33
  * (one H200, bench/results/r33, m3, routing net of the harness, us; mode 3 direct / mode 3
  * ring / the best of modes 1 and 2):
- *   tokens  1: 13.5 / 16.2 / 8.7     8: 40.2 / 43.1 / 35.9 (the shared MLP beside it)
  *   tokens 16: 14.7 / 17.3 / 14.9   24: 15.2 / 17.6 / 19.5   32: 15.7 / 17.6 / 19.7
- *   tokens 48: 16.9 / 18.8 / 23.8   64: 18.0 / 19.6 / 22.4   96: 21.2 / 24.7 / 22.7
- *   tokens 128: 22.6 / 25.4 / 23.5  192: 25.9 / 29.3 / 24.6  256: 31.9 / 37.3 / 25.6
- * Mode 3 from the second 8-token tile of mode 1 up to 128 tokens; direct loads. */
-#define TPM_MOE_ROUTE_TC_MIN 9
+ *   tokens 64: 18.0 / 19.6 / 22.4   128: 22.6 / 25.4 / 23.5  256: 31.9 / 37.3 / 25.6
+ * Mode 3 up to 128 tokens; direct loads. From 25 since round 27 (r170: mode 1 10.4 / 12.0 us at
+ * 9-16 / 24 tokens, mode 3 13.3-13.6 / 14.0; the layer 3-10 us faster; a tie at 32). */
+#define TPM_MOE_ROUTE_TC_MIN 25
 #define TPM_MOE_ROUTE_TC_MAX 128
 #define TPM_MOE_ROUTE_TC_LOADS 1
 /* Up to this many tokens (the persistent CTAs) the prefill chains by programmatic dependent launch
@@ -609,7 +608,7 @@ int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T) {
 
 int tpm_cuda_moe_route_experts_for(const tpm_cuda_moe *m, int T) {
     if (m && m->tune.route_experts) return m->tune.route_experts;
-    return !m || T <= 2 ? 32 : T <= 8 ? 8 : 32; /* see TPM_MOE_ROUTE_EXPERTS */
+    return !m || T <= 2 ? 32 : T <= 8 ? 8 : T <= 24 ? 16 : 32; /* see TPM_MOE_ROUTE_EXPERTS */
 }
 
 int tpm_cuda_moe_gate_up_pairs_for(const tpm_cuda_moe *m, int T) {
