@@ -152,7 +152,8 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
             if (!o->p) return cli_usage_error("bench moe", "--preset: unknown preset '%s'", v);
         } else if (!strcmp(a, "--tokens")) {
             o->nt = cli_parse_size_list(v, o->tokens, MAX_T);
-            if (o->nt <= 0) return cli_usage_error("bench moe", "--tokens: bad list '%s'", v);
+            if (o->nt <= 0)
+                return cli_usage_error("bench moe", "--tokens: bad list '%s' (1 to %d sizes, each >= 1)", v, MAX_T);
             for (int t = 0; t < o->nt; t++)
                 if (o->tokens[t] < 1 || o->tokens[t] > 65536)
                     return cli_usage_error("bench moe", "--tokens: %lld outside 1..65536", (long long)o->tokens[t]);
