@@ -153,9 +153,10 @@ __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, cons
          * with a break before chunk u's FMAs, the compiler put chunk u's loads after chunk
          * u-1's FMAs, one more dependent trip to memory per chunk. fmaf(0, 0, acc) = acc (an
          * accumulator starts at +0 and is -0 only after a negative sum underflowed; 0 * 0 is no
-         * NaN where x or w is inf). The branch below is never taken (nt >= 1): it ends the basic
-         * block, so that the scheduler, which trades latency for registers inside a block, cannot
-         * move FMAs in between the group's loads (with 8 tokens it did, making 3 trips of 1). */
+         * NaN where x or w is inf). The branch below is taken only by a warp whose 4-token part
+         * lies past T (TW = 2, the last tile), which stores nothing; it ends the basic block, so
+         * that the scheduler, which trades latency for registers inside a block, cannot move FMAs
+         * in between the group's loads (with 8 tokens it did, making 3 trips of 1). */
         if (nt <= 0) continue;
 #pragma unroll
         for (int u = 0; u < kLogitChunks; u++) {
