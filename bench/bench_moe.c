@@ -267,7 +267,7 @@ static tpm_status time_phase(timer *tm, tpm_cuda_moe *m, int ph, const void *x, 
 /* The decode path's timeline (a TPM_MOE_TRACE build): the whole layer captured with the marks
  * on, replayed n times after the same flush as the timing; per event the median over the
  * replays, us from the routing's first block start (tpm_cuda_moe_trace_events). */
-static tpm_status trace_layer(tpm_cuda_moe *m, timer *tm, const void *x, void *y, int T, int n,
+static tpm_status trace_layer(tpm_cuda_moe *m, timer *tm, int ph, const void *x, void *y, int T, int n,
                               double med[TPM_MOE_TRACE_EVENTS]) {
     TPM_TRY(tpm_cuda_moe_set_trace(m, 1));
     cudaGraph_t g = NULL;
@@ -277,7 +277,7 @@ static tpm_status trace_layer(tpm_cuda_moe *m, timer *tm, const void *x, void *y
     if (st == TPM_OK && cudaStreamBeginCapture(tm->s, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
         st = tpm_err(TPM_ERR_CUDA, "begin capture");
     if (st == TPM_OK) {
-        st = run_phase(m, tm, PH_ALL, x, y, T, tm->s);
+        st = run_phase(m, tm, ph, x, y, T, tm->s);
         const cudaError_t ce = cudaStreamEndCapture(tm->s, &g);
         if (st == TPM_OK && (ce != cudaSuccess || cudaGraphInstantiate(&ge, g, 0) != cudaSuccess))
             st = tpm_err(TPM_ERR_CUDA, "trace capture failed: %s", cudaGetErrorString(ce));
@@ -520,14 +520,38 @@ static void *rank_main(void *argp) {
         }
         if (o->trace > 0 && world == 1 && S->r.path == TPM_MOE_PATH_DECODE) {
             double ev[TPM_MOE_TRACE_EVENTS];
-            if ((st = trace_layer(m, &tm, dx, dy, T, o->trace, ev)) != TPM_OK) goto done;
+            if ((st = trace_layer(m, &tm, PH_ALL, dx, dy, T, o->trace, ev)) != TPM_OK) goto done;
+            const double *r = ev, *g = ev + 7, *dn = ev + 14, *c = ev + 21;
             printf("# T=%d fused=%d timeline (us from the routing's first block, medians of %d replays):\n"
                    "#   routing     start %6.1f  logits done %6.1f  end %6.1f\n"
                    "#   k_gate_up2  start %6.1f  first past wait %6.1f  end %6.1f\n"
                    "#   k_down2     start %6.1f  first past wait %6.1f  end %6.1f\n"
                    "#   combine     start %6.1f  first past wait %6.1f  end %6.1f\n",
-                   T, S->r.fused, o->trace, ev[0], ev[1], ev[2], ev[3], ev[4], ev[5], ev[6], ev[7], ev[8], ev[9],
-                   ev[10], ev[11]);
+                   T, S->r.fused, o->trace, r[0], r[1], r[2], g[0], g[1], g[2], dn[0], dn[1], dn[2], c[0], c[1],
+                   c[2]);
+        }
+        if (o->trace_route > 0 && world == 1) {
+            /* the routing phase alone (no shared MLP beside it), its tail step by step */
+            double ev[TPM_MOE_TRACE_EVENTS];
+            tpm_cuda_moe_tuning tr, tr0;
+            if ((st = tpm_cuda_moe_get_tuning(m, &tr0)) != TPM_OK) goto done;
+            tr = tr0;
+            tr.shared_overlap = 0;
+            if (o->route_stop > 0) tr.route_stop = o->route_stop;
+            if ((st = tpm_cuda_moe_set_tuning(m, &tr)) != TPM_OK) goto done;
+            st = trace_layer(m, &tm, PH_ROUTE, dx, dy, T, o->trace_route, ev);
+            const tpm_status st2 = tpm_cuda_moe_set_tuning(m, &tr0);
+            if (st == TPM_OK) st = st2;
+            if (st != TPM_OK) goto done;
+            printf("# T=%d fused=%d routing mode %d, us from its first block (medians of %d replays): logits "
+                   "done %.2f  ticket won %.2f  sums done %.2f  warp 0 selected %.2f  permutation start %.2f  "
+                   "end %.2f\n",
+                   T, S->r.fused, S->r.route_mode, o->trace_route, ev[1], ev[3], ev[4], ev[5], ev[6], ev[2]);
+            /* one block runs the whole tail (mode 1, one tile): its SM's cycles between the marks */
+            if (S->r.route_mode == 1 && T <= 8)
+                printf("# T=%d   the tail's SM cycles after the ticket: sums done %.0f  warp 0 selected %.0f  "
+                       "permutation start %.0f  end %.0f\n",
+                       T, ev[32], ev[33], ev[34], ev[30]);
         }
         if (rank == 0) {
             S->r.t.route = ms[PH_ROUTE] * 1e3;

@@ -22,6 +22,7 @@ static void usage(FILE *f) {
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 0|8|16|32]\n"
             "                       [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
             "                       [--route-tc-loads ring|direct] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
+            "                       [--trace-route N]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
             "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--gate-up-pipe 0|1] [--shared-overlap 0|1] [--prefill-cluster -1..3] [--prefill-band N] [--prefill-early N]\n"
             "                       [--prefill-down-early N]\n"
@@ -69,6 +70,8 @@ static void usage(FILE *f) {
             "  --trace N         decode path, one GPU, a -DTPMOE_MOE_TRACE=ON build: the layer's\n"
             "                    timeline (each kernel's first start, first block past its wait,\n"
             "                    last end), medians of N replays\n"
+            "  --trace-route N   one GPU, a -DTPMOE_MOE_TRACE=ON build: the routing alone (modes 1\n"
+            "                    and 3), its tail's steps (ticket, slice sums, selection, permutation)\n"
             "  --expert-wait B   decode kernel 2, down kernel 2: each down item waits for its own\n"
             "                    expert's gate_up (1) or for the whole gate_up launch (0)\n"
             "  --shared-plan X   fused layer, decode path and wgmma prefill: shared slot inside the\n"
@@ -138,6 +141,7 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
     o->prefill_cluster = -2; /* -2: the layer's default (-1 is "by size") */
     o->prefill_split_min = o->prefill_split_max = o->prefill_band = -1;
     o->trace = 0;
+    o->trace_route = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long long n;
@@ -187,7 +191,7 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
             else if (!strcmp(v, "nccl")) o->ar_tpmoe = 0;
             else return cli_usage_error("bench moe", "--allreduce: '%s' is not tpmoe or nccl", v);
         } else if (!strcmp(a, "--route-stop")) {
-            if (int_opt(a, v, 0, 3, &o->route_stop)) return 2;
+            if (int_opt(a, v, 0, 6, &o->route_stop)) return 2; /* 5, 6: trace builds (the layer checks) */
         } else if (!strcmp(a, "--down-kernel")) {
             if (int_opt(a, v, 0, 4, &o->down_kernel)) return 2;
         } else if (!strcmp(a, "--gate-up-pairs")) {
@@ -226,6 +230,8 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
             if (int_opt(a, v, 0, 1, &o->gate_up_pipe)) return 2;
         } else if (!strcmp(a, "--trace")) {
             if (int_opt(a, v, 0, 1000, &o->trace)) return 2;
+        } else if (!strcmp(a, "--trace-route")) {
+            if (int_opt(a, v, 0, 1000, &o->trace_route)) return 2;
         } else if (!strcmp(a, "--route-legacy")) {
             if (int_opt(a, v, 0, 1, &o->route_legacy)) return 2;
         } else if (!strcmp(a, "--shared-plan")) {

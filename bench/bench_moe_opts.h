@@ -28,6 +28,7 @@ typedef struct opts {
     int shared_split_min, prefill_gemm, pdl, shared_overlap, prefill_cluster, prefill_split_min, prefill_split_max; /* -1: the layer's default */
     int prefill_band;
     int trace;                                                     /* decode timeline replays (TPM_MOE_TRACE builds) */
+    int trace_route;                                               /* routing-alone timeline replays (the same) */
     int flush;                                                     /* 0 write, 1 read */
     int gemm_hold;                                                 /* s of back-to-back cuBLAS GEMMs (0: off) */
     uint64_t seed;

@@ -90,7 +90,10 @@ typedef struct tpm_cuda_moe_tuning {
                             * programmatic dependent launch (not on the legacy NULL stream) */
     int route_stop;        /* diagnostic (benchmark only; results invalid when > 0): the fused
                             * routing launch stops after its logits (1), after the slice sums
-                            * (2) or after the selection (3); times each phase by difference */
+                            * (2) or after the selection (3); times each phase by difference.
+                            * TPM_MOE_TRACE builds also take 5 / 6: mode 1's one-tile tail runs
+                            * its selection / permutation twice (results valid), slot 6 of the
+                            * trace between the two */
     int down_kernel;       /* decode kernel 2 up to 8 tokens: 0 = k_down2 (work items of 16
                             * rows from a counter, weights through registers), 1 = k_down4
                             * (8-row items copied with cp.async.bulk into a shared-memory ring
@@ -197,10 +200,13 @@ tpm_status tpm_cuda_moe_warm(tpm_cuda_moe *m);
  * launch (and graph captured after it) records %globaltimer at its blocks' start, after their
  * griddepcontrol.wait and at their end; 0 frees them. trace_reset zeroes them on stream;
  * trace_events reads them (synchronous) as us from the routing's first block start:
- * ev[3k + s] for kernel k = routing (mode 1), k_gate_up2, k_down2, combine and s = first
- * start, slot 1 (routing: last block's logits done; others: the first block past its wait),
- * last end; -1 where nothing was recorded. */
-#define TPM_MOE_TRACE_EVENTS 12
+ * ev[7k + s] for kernel k = routing (modes 1 and 3), k_gate_up2, k_down2, combine and s = 0
+ * first start, 1 (routing: last block's logits done; others: the first block past its wait), 2
+ * last end, and for the routing's tail (the latest block): 3 ticket won, 4 slice sums done, 5
+ * warp 0's selection done, 6 permutation start; -1 where nothing was recorded. ev[28 + s]: the
+ * routing's slots s in SM cycles after slot 3 (the latest block's %clock64; meaningful where one
+ * block runs the whole tail: mode 1 up to 8 tokens). */
+#define TPM_MOE_TRACE_EVENTS 35
 tpm_status tpm_cuda_moe_set_trace(tpm_cuda_moe *m, int on);
 tpm_status tpm_cuda_moe_trace_reset(tpm_cuda_moe *m, void *stream);
 tpm_status tpm_cuda_moe_trace_events(tpm_cuda_moe *m, double ev[TPM_MOE_TRACE_EVENTS]);

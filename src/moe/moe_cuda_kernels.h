@@ -110,10 +110,13 @@ struct tpm_moe_wg_ctx {
 /* Diagnostic timeline of the decode path (compiled in with -DTPM_MOE_TRACE only; a no-op
  * otherwise): thread 0 of block b of kernel k writes %globaltimer (ns) to
  * trace[(k * TPM_MOE_TRACE_SLOTS + slot) * TPM_MOE_TRACE_BLOCKS + b] when d.trace is set.
- * Kernels: 0 routing (mode 1; slots: start, logits done, last block's end), 1 k_gate_up2 (start,
- * after its griddepcontrol.wait, end), 2 k_down2 (the same), 3 the combine (the same). */
-#define TPM_MOE_TRACE_KERNELS 4
-#define TPM_MOE_TRACE_SLOTS 3
+ * Kernels: 0 routing (modes 1 and 3; slots: 0 start, 1 logits done, 2 last block's end, and in
+ * the blocks that run the tail 3 ticket won, 4 slice sums done, 5 warp 0's selection done, 6
+ * permutation start), 1 k_gate_up2 (start, after its griddepcontrol.wait, end), 2 k_down2 (the
+ * same), 3 the combine (the same), 4 the routing's slots again in SM cycles (%clock64, written
+ * beside kernel 0's by TPM_TRACE_MARK_CLK). */
+#define TPM_MOE_TRACE_KERNELS 5
+#define TPM_MOE_TRACE_SLOTS 7
 #define TPM_MOE_TRACE_BLOCKS 2048
 #ifdef TPM_MOE_TRACE
 #define TPM_TRACE_MARK(d, k, slot, block)                                                            \
@@ -124,9 +127,19 @@ struct tpm_moe_wg_ctx {
             (d).trace[((k) * TPM_MOE_TRACE_SLOTS + (slot)) * TPM_MOE_TRACE_BLOCKS + (block)] = tpm_tr_; \
         }                                                                                         \
     } while (0)
+#define TPM_TRACE_MARK_CLK(d, slot, block)                                                        \
+    do {                                                                                          \
+        TPM_TRACE_MARK(d, 0, slot, block);                                                        \
+        if ((d).trace && threadIdx.x == 0 && (block) < TPM_MOE_TRACE_BLOCKS)                      \
+            (d).trace[(4 * TPM_MOE_TRACE_SLOTS + (slot)) * TPM_MOE_TRACE_BLOCKS + (block)] =      \
+                (unsigned long long)clock64();                                                    \
+    } while (0)
 #else
 #define TPM_TRACE_MARK(d, k, slot, block) \
     do {                                  \
+    } while (0)
+#define TPM_TRACE_MARK_CLK(d, slot, block) \
+    do {                                   \
     } while (0)
 #endif
 

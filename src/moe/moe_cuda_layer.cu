@@ -558,7 +558,13 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->down_kernel >= 0 && t->down_kernel <= 4, "down_kernel %d is not 0..4", t->down_kernel);
     TPM_ARG_CHECK(t->gate_up_pairs >= 0 && t->gate_up_pairs <= 2, "gate_up_pairs %d is not 0 (by size), 1 or 2",
                   t->gate_up_pairs);
+#ifdef TPM_MOE_TRACE
+    /* 5, 6: trace-build diagnostics of mode 1's one-tile tail (the selection / permutation twice) */
+    TPM_ARG_CHECK(t->route_stop >= 0 && t->route_stop <= 6 && t->route_stop != 4, "route_stop %d is not 0..3, 5, 6",
+                  t->route_stop);
+#else
     TPM_ARG_CHECK(t->route_stop >= 0 && t->route_stop <= 3, "route_stop %d is not 0..3", t->route_stop);
+#endif
     TPM_ARG_CHECK(t->route_experts == 0 || t->route_experts == 8 || t->route_experts == 16 || t->route_experts == 32,
                   "route_experts %d is not 0 (by size), 8, 16 or 32", t->route_experts);
     TPM_ARG_CHECK(t->route_tc_min >= 1 && t->route_tc_max >= 0, "route_tc_min %d < 1 or route_tc_max %d < 0",
@@ -711,6 +717,7 @@ tpm_status tpm_cuda_moe_trace_reset(tpm_cuda_moe *m, void *stream) {
     return TPM_OK;
 }
 
+static_assert(TPM_MOE_TRACE_EVENTS == TPM_MOE_TRACE_KERNELS * TPM_MOE_TRACE_SLOTS, "trace events");
 tpm_status tpm_cuda_moe_trace_events(tpm_cuda_moe *m, double ev[TPM_MOE_TRACE_EVENTS]) {
     TPM_ARG_CHECK(m && m->d.trace && ev, "tpm_cuda_moe_trace_events: null argument or tracing off");
     const size_t n = trace_words();
@@ -727,14 +734,18 @@ tpm_status tpm_cuda_moe_trace_events(tpm_cuda_moe *m, double ev[TPM_MOE_TRACE_EV
         for (int sl = 0; sl < TPM_MOE_TRACE_SLOTS; sl++) {
             /* start: the first block; slot 1: routing = the last block's logits, others = the first
              * block past its wait; end: the last block */
-            const int want_max = sl == 2 || (k == 0 && sl == 1);
+            const int want_max = sl == 2 || (k == 0 && sl >= 1);
             unsigned long long v = 0;
             const unsigned long long *a = h + ((size_t)k * TPM_MOE_TRACE_SLOTS + sl) * TPM_MOE_TRACE_BLOCKS;
             for (int b = 0; b < TPM_MOE_TRACE_BLOCKS; b++)
                 if (a[b] && (!v || (want_max ? a[b] > v : a[b] < v))) v = a[b];
             ev[k * TPM_MOE_TRACE_SLOTS + sl] = v && t0 ? ((double)v - (double)t0) * 1e-3 : -1.0;
+            if (k == 4) ev[k * TPM_MOE_TRACE_SLOTS + sl] = v ? (double)v : -1.0; /* cycles, below */
         }
     }
+    double *cy = ev + 4 * TPM_MOE_TRACE_SLOTS; /* cycles after slot 3 */
+    const double c3 = cy[3];
+    for (int sl = 0; sl < TPM_MOE_TRACE_SLOTS; sl++) cy[sl] = cy[sl] >= 0 && c3 >= 0 ? cy[sl] - c3 : -1.0;
     free(h);
     return TPM_OK;
 }
