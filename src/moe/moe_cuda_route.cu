@@ -19,8 +19,11 @@
  *    selects for those 8 tokens (one warp per token, select_token below).
  *    One tile (T <= 8): that block also builds the permutation by counting
  *    over the tile's selections in shared memory (build_permutation_direct,
- *    two barriers). Several tiles: a ticket on ctr[2]; the last tile builds
- *    it with a shared-memory bitmap. Data written inside the launch is read
+ *    moe_cuda_route_sel.cuh: no block barrier since round 28). Several tiles:
+ *    a ticket on ctr[2]; the last tile copies all T*K selections into shared
+ *    memory and counts the same way up to 80 of them (build_permutation_gathered:
+ *    m3 up to 16 tokens), above that with a shared-memory bitmap (build_permutation_small).
+ *    Data written inside the launch is read
  *    with ld.global.cg (L2), never through a possibly stale L1 line. Each
  *    last block zeroes the ticket it won, so the launch replays inside a
  *    CUDA graph.
@@ -351,71 +354,6 @@ __global__ void __launch_bounds__(kSelThreads) k_select(tpm_moe_dev d, int T, in
         build_permutation(d, T, scatter != 0, s_seg, s_cnt);
 }
 
-/* The permutation of one tile (T <= 8), run by the last block of
- * k_route_fused: TK = T*K <= 136 selections in shared memory, so every
- * result is a count over them (no bitmap, no scan): row of pair p =
- * #{q : sel[q] < sel[p]} + #{q < p : sel[q] == sel[p]} (within a token the
- * experts are distinct, so q < p on the same expert is an earlier token: the
- * bitmap version's stable order); offsets[e] = #{q : sel[q] < e}; the touched
- * list from a bitmap of E1 bits. Two barriers. touched[] is zero on entry;
- * sel_s is 16-byte aligned and padded with INT_MAX up to a multiple of 4
- * entries (no pair's expert, nor below one), so the counts read 4 entries per
- * load, all in flight. The rows (threads 0, 1, ..) and the offsets (threads
- * nth-1, nth-2, ..) run on different warps while TK + E1 + 1 <= nth: at 8
- * tokens the count loops, each a chain of dependent shared loads as one loop
- * per thread, were ~0.6 us of the routing (bench/results/r166, r169). */
-__device__ void build_permutation_direct(const tpm_moe_dev &d, int T, int *sel_s, uint32_t *touched) {
-    const int K = d.K, E1 = d.E1, TK = T * K, nq = (TK + 3) / 4;
-    const int tid = threadIdx.x, nth = blockDim.x;
-    const int4 *s4 = reinterpret_cast<const int4 *>(sel_s);
-    if (d.ep > 1) { /* selections -> slots (the drop bucket E1 sorts last) */
-        for (int p = tid; p < TK; p += nth) sel_s[p] = slot_of(d, sel_s[p], p / K);
-        __syncthreads();
-    }
-    for (int p = tid; p < TK; p += nth) {
-        const int e = sel_s[p];
-        int pos = 0;
-#pragma unroll 4
-        for (int q4 = 0; q4 < nq; q4++) {
-            const int4 v = s4[q4];
-            const int q = 4 * q4;
-            pos += (v.x < e) | ((v.x == e) & (q < p));
-            pos += (v.y < e) | ((v.y == e) & (q + 1 < p));
-            pos += (v.z < e) | ((v.z == e) & (q + 2 < p));
-            pos += (v.w < e) | ((v.w == e) & (q + 3 < p));
-        }
-        d.perm_tok[pos] = p / K;
-        d.perm_exp[pos] = e;
-        d.inv[p] = pos;
-        if (e < E1) atomicOr(touched + (e >> 5), 1u << (e & 31));
-    }
-    for (int e = nth - 1 - tid; e <= E1; e += nth) { /* offsets[E1]: the local row total */
-        int cnt = 0, less = 0;
-#pragma unroll 4
-        for (int q4 = 0; q4 < nq; q4++) {
-            const int4 v = s4[q4];
-            cnt += (v.x == e) + (v.y == e) + (v.z == e) + (v.w == e);
-            less += (v.x < e) + (v.y < e) + (v.z < e) + (v.w < e);
-        }
-        if (e < E1) d.counts[e] = cnt;
-        d.offsets[e] = less;
-    }
-    __syncthreads();
-    for (int e = tid; e < E1; e += nth) {
-        const uint32_t w = touched[e >> 5];
-        if ((w >> (e & 31)) & 1u) {
-            int idx = __popc(w & ((1u << (e & 31)) - 1u));
-            for (int i = 0; i < (e >> 5); i++) idx += __popc(touched[i]);
-            d.active[idx] = e;
-        }
-    }
-    if (tid == 0) {
-        int n = 0;
-        for (int i = 0; i < (E1 + 31) / 32; i++) n += __popc(touched[i]);
-        *d.n_active = n;
-    }
-}
-
 /* Mode 1: the whole routing in one launch (see the top of the file);
  * kLogitEpw experts x TOK tokens per warp, TW token parts per block (8 warps). */
 template <int kLogitEpw, int TOK, int TW = 1>
@@ -427,7 +365,8 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
     __shared__ int s_off[kMaxE1 + 1];
     __shared__ float s_lg[kLogitTokens][32 * kMaxPerLane];
     __shared__ float s_br[32 * kMaxPerLane];
-    __shared__ __align__(16) int s_sel[kLogitTokens * 17 + 4]; /* the tile's selections (K <= 17), padded */
+    /* the selections (one tile: the tile's, K <= 17; several: all, build_permutation_gathered), padded */
+    __shared__ __align__(16) int s_sel[(kDirectPairs > kLogitTokens * 17 ? kDirectPairs : kLogitTokens * 17) + 4];
     __shared__ int s_last;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* a decode kernel launched with programmatic dependent launch may start now
@@ -436,7 +375,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
 #endif
     const int lin = (int)((blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x); /* trace marks */
     (void)lin;
-    TPM_TRACE_MARK(d, 0, 0, lin);
+    TPM_TRACE_MARK_CLK(d, 0, lin);
     /* the selection bias, loaded with the logits' loads (only the last block
      * uses it: it lands in shared memory there, off the selection's path) */
     const float my_br = d.br && (int)threadIdx.x < d.E ? __ldg(d.br + threadIdx.x) : 0.0f;
@@ -446,12 +385,12 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
         asm volatile("prefetch.global.L2 [%0];" ::"l"(d.ctr + 2));
     }
     logits_tile<kLogitEpw, TOK, TW>(x, d.wr, d.logits, T, d.H, d.E);
-    TPM_TRACE_MARK(d, 0, 1, lin);
+    TPM_TRACE_MARK_CLK(d, 1, lin);
     if (stop == 1) return; /* diagnostic stops (tuning.route_stop): results invalid */
     const int tile = blockIdx.y, per_tile = (int)(gridDim.x * gridDim.z);
     if (!block_ticket(d.tile_ctr + tile, per_tile, d.route_fence, &s_last)) return;
+    TPM_TRACE_MARK_CLK(d, 3, lin);
     if ((int)threadIdx.x < d.E) s_br[threadIdx.x] = my_br; /* read after the barrier below */
-    if (threadIdx.x < 16) bits[threadIdx.x] = 0u; /* build_permutation_direct's touched bitmap */
     /* sum the tile's slices: every (token, expert) of the tile by one thread,
      * two pairs per pass with all their slice loads in flight, added in slice
      * order (the same bits as select_token's own loop, without its chain of
@@ -505,26 +444,44 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
         }
         __syncthreads();
     }
+    TPM_TRACE_MARK_CLK(d, 4, lin);
     if (stop == 2) {
         if (threadIdx.x == 0) d.tile_ctr[tile] = 0;
         return;
     }
     const int warp = threadIdx.x >> 5, t = tile * kLogitTokens + warp;
     if (t < T) select_token(d, t, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], s_sel + warp * d.K);
+    TPM_TRACE_MARK_CLK(d, 5, lin);
+#ifdef TPM_MOE_TRACE
+    if (stop == 5) { /* trace diagnostic: the selection again, from warm caches; slot 6 after it */
+        if (t < T)
+            select_token(d, t, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], s_sel + warp * d.K);
+        TPM_TRACE_MARK_CLK(d, 6, lin);
+    }
+#endif
     if (threadIdx.x == 0) d.tile_ctr[tile] = 0; /* for the next replay */
     if (stop == 3) return;
     if (gridDim.y == 1) { /* one tile (T <= 8): this block is the last; its selections are in s_sel */
         if (threadIdx.x < 4) s_sel[T * d.K + threadIdx.x] = INT_MAX; /* build_permutation_direct's padding */
         __syncthreads();
+        if (stop < 5) TPM_TRACE_MARK_CLK(d, 6, lin);
         build_permutation_direct(d, T, s_sel, bits);
+#ifdef TPM_MOE_TRACE
+        if (stop == 6) { /* trace diagnostic: the permutation again (the same results); slot 6 between */
+            __syncthreads();
+            TPM_TRACE_MARK_CLK(d, 6, lin);
+            build_permutation_direct(d, T, s_sel, bits);
+        }
+#endif
         if (threadIdx.x == 0) d.ctr[2] = 0;
-        TPM_TRACE_MARK(d, 0, 2, 0);
+        TPM_TRACE_MARK_CLK(d, 2, 0);
         return;
     }
     if (!block_ticket(d.ctr + 2, (int)gridDim.y, d.route_fence, &s_last)) return;
-    build_permutation_small(d, T, bits, s_off);
+    TPM_TRACE_MARK_CLK(d, 6, lin);
+    build_permutation_gathered(d, T, s_sel, bits, s_off);
     if (threadIdx.x == 0) d.ctr[2] = 0;
-    TPM_TRACE_MARK(d, 0, 2, 0);
+    TPM_TRACE_MARK_CLK(d, 2, 0);
 }
 
 /* wr3[0..2][e][h]: hi, mid, lo with wr = hi + mid + lo (each rounded to nearest). */

@@ -6,10 +6,13 @@
  * select_token: one warp selects one token's top-k from its logits (NaN ->
  * -inf, order-preserving integer keys, lower index wins ties), sigmoid +
  * bias / grouped / softmax routers, renormalized weights, the shared slot
- * appended. build_permutation_small: the permutation of T <= a few hundred
- * tokens by one block with a bitmap in shared memory (stable: tokens
- * increasing inside an expert). Both read data other blocks of the same
- * launch wrote with ld.global.cg (L2), after the caller's ticket.
+ * appended. build_permutation_direct: the permutation of up to a few hundred
+ * (token, slot) pairs in shared memory by counting over them (stable: tokens
+ * increasing inside an expert); build_permutation_gathered: the same for the
+ * selections other blocks wrote, up to kDirectPairs of them, else
+ * build_permutation_small: T <= a few hundred tokens by one block with a
+ * bitmap in shared memory. They read data other blocks of the same launch
+ * wrote with ld.global.cg (L2), after the caller's ticket.
  */
 #ifndef TPM_MOE_CUDA_ROUTE_SEL_CUH
 #define TPM_MOE_CUDA_ROUTE_SEL_CUH
@@ -17,6 +20,7 @@
 #include "moe_cuda_kernels.h"
 
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 
 namespace {
@@ -24,6 +28,9 @@ namespace {
 constexpr int kMaxPerLane = 8; /* E <= 256 */
 constexpr int kPermSmemWords = 4096; /* route_fused: bitmap [E1][ceil(T/32)] in shared memory */
 constexpr int kMaxE1 = 257;
+/* build_permutation_gathered's largest T*K for the direct count: at m3's 16 tokens (80 pairs) it
+ * beat the bitmap by 0.3-0.6 us, from 20 tokens (100) it lost 0.4-1.0 (bench/results/r181) */
+constexpr int kDirectPairs = 80;
 
 /* The expert slot of token t's selection e (a global id; E = the fused
  * shared expert): e itself without EP; with EP the local slot, or the drop
@@ -155,6 +162,102 @@ __device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *b
         d.perm_exp[pos] = e;
         d.inv[p] = pos;
     }
+}
+
+/* The permutation of TK = T*K <= kDirectPairs selections in shared memory, by one
+ * block (k_route_fused's one-tile path, and via build_permutation_gathered the last tile of its
+ * several-tile path and mode 3's last group up to kDirectPairs / K tokens), so every
+ * result is a count over them (no bitmap, no scan): row of pair p =
+ * #{q : sel[q] < sel[p]} + #{q < p : sel[q] == sel[p]} (within a token the
+ * experts are distinct, so q < p on the same expert is an earlier token: the
+ * bitmap version's stable order); offsets[e] = #{q : sel[q] < e}, counts[e] =
+ * #{q : sel[q] == e}. sel_s is 16-byte aligned and padded with INT_MAX up to a
+ * multiple of 4 entries (no pair's expert, nor below one), so the counts read
+ * 4 entries per load, all in flight. The rows run on threads 0, 1, ..; the
+ * buckets 0 .. E1 on the block's last warps, 32 consecutive buckets per warp
+ * and pass: a ballot of the touched ones per 32 (s_mask, ceil((E1 + 1) / 32)
+ * words), one named barrier among those warps, and each touched bucket's place
+ * in the active list from the masks' popcounts. No block barrier and no shared
+ * atomics (round 28: the earlier form's touched bitmap, its barrier and the
+ * loops over its words took 1297 cycles at 1 token, 1933 at 8:
+ * bench/results/r177). */
+__device__ void build_permutation_direct(const tpm_moe_dev &d, int T, int *sel_s, uint32_t *s_mask) {
+    const int K = d.K, E1 = d.E1, TK = T * K, nq = (TK + 3) / 4;
+    const int tid = threadIdx.x, nth = blockDim.x, W = nth >> 5, warp = tid >> 5, lane = tid & 31;
+    const int4 *s4 = reinterpret_cast<const int4 *>(sel_s);
+    if (d.ep > 1) { /* selections -> slots (the drop bucket E1 sorts last) */
+        for (int p = tid; p < TK; p += nth) sel_s[p] = slot_of(d, sel_s[p], p / K);
+        __syncthreads();
+    }
+    for (int p = tid; p < TK; p += nth) {
+        const int e = sel_s[p];
+        int pos = 0;
+#pragma unroll 4
+        for (int q4 = 0; q4 < nq; q4++) {
+            const int4 v = s4[q4];
+            const int q = 4 * q4;
+            pos += (v.x < e) | ((v.x == e) & (q < p));
+            pos += (v.y < e) | ((v.y == e) & (q + 1 < p));
+            pos += (v.z < e) | ((v.z == e) & (q + 2 < p));
+            pos += (v.w < e) | ((v.w == e) & (q + 3 < p));
+        }
+        d.perm_tok[pos] = p / K;
+        d.perm_exp[pos] = e;
+        d.inv[p] = pos;
+    }
+    constexpr int kMaxChunks = (kMaxE1 + 1 + 31) / 32;
+    const int nch = (E1 + 1 + 31) / 32, now = min(nch, W), w0 = W - now;
+    if (warp < w0) return;
+    for (int c = warp - w0; c < nch; c += now) { /* warp-uniform */
+        const int e = 32 * c + lane;
+        int cnt = 0, less = 0;
+        if (e <= E1) { /* offsets[E1]: the local row total */
+#pragma unroll 4
+            for (int q4 = 0; q4 < nq; q4++) {
+                const int4 v = s4[q4];
+                cnt += (v.x == e) + (v.y == e) + (v.z == e) + (v.w == e);
+                less += (v.x < e) + (v.y < e) + (v.z < e) + (v.w < e);
+            }
+            if (e < E1) d.counts[e] = cnt;
+            d.offsets[e] = less;
+        }
+        const unsigned m = __ballot_sync(0xffffffffu, e < E1 && cnt > 0);
+        if (lane == 0) s_mask[c] = m;
+    }
+    asm volatile("bar.sync 1, %0;" ::"r"(32 * now) : "memory"); /* the last now warps: s_mask complete */
+    for (int c = warp - w0; c < nch; c += now) {
+        const uint32_t m = s_mask[c];
+        if ((m >> lane) & 1u) {
+            int idx = __popc(m & ((1u << lane) - 1u));
+#pragma unroll
+            for (int i = 0; i < kMaxChunks; i++)
+                if (i < c) idx += __popc(s_mask[i]);
+            d.active[idx] = 32 * c + lane;
+        }
+    }
+    if (tid == nth - 1) {
+        int n = 0;
+#pragma unroll
+        for (int i = 0; i < kMaxChunks; i++)
+            if (i < nch) n += __popc(s_mask[i]);
+        *d.n_active = n;
+    }
+}
+
+/* The permutation of T tokens by the last block of a launch whose blocks wrote their selections
+ * to d.sel (read after the caller's ticket, through L2): up to kDirectPairs (token, slot) pairs
+ * copied into s_sel (kDirectPairs + 4 ints, 16-byte aligned) for build_permutation_direct, more
+ * by build_permutation_small's bitmap. Round 28 (bench/results/r174): the bitmap form took ~2.3 us
+ * of mode 1's 9-24 token routing (after its ticket) and 2.6-4.4 us of mode 3's. */
+__device__ void build_permutation_gathered(const tpm_moe_dev &d, int T, int *s_sel, uint32_t *bits, int *s_off) {
+    const int TK = T * d.K;
+    if (TK > kDirectPairs) {
+        build_permutation_small(d, T, bits, s_off);
+        return;
+    }
+    for (int p = threadIdx.x; p < TK + 4; p += blockDim.x) s_sel[p] = p < TK ? __ldcg(d.sel + p) : INT_MAX;
+    __syncthreads();
+    build_permutation_direct(d, T, s_sel, bits);
 }
 
 /* Selection of token t by one warp. The logit of expert e is the sum, in

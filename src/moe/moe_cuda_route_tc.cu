@@ -34,7 +34,9 @@
  *     of the SC CTAs that wrote the group's partials sums them in sc order
  *     (ld.global.cg) and selects the group's tokens, one warp per token
  *     (select_token). Ticket ctr[2] over the ceil(T/8) groups: the last one
- *     builds the permutation (build_permutation_small). Each last CTA zeroes
+ *     builds the permutation (build_permutation_gathered: counted over the
+ *     selections in shared memory up to 80 (token, slot) pairs, else
+ *     build_permutation_small's bitmap). Each last CTA zeroes
  *     the counter it won, so the launch replays inside a CUDA graph.
  * Every sum has a fixed order, so every run gives the same bits. The host
  * side chooses X so that all clusters are resident at once (the occupancy
@@ -179,6 +181,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     __shared__ float sc[kTcThreads / 32][256];
     __shared__ float gsc[kTcThreads / 32][32];
     __shared__ uint32_t bits[kPermSmemWords];
+    __shared__ __align__(16) int s_sel[kDirectPairs + 4]; /* build_permutation_gathered */
     __shared__ int s_off[kMaxE1 + 1];
     __shared__ __align__(16) float s_lg[8][32 * kMaxPerLane];
     __shared__ float s_br[32 * kMaxPerLane];
@@ -189,6 +192,9 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     cg::cluster_group cluster = cg::this_cluster();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
     const int X = (int)gridDim.x, cx = (int)blockIdx.x, tile = (int)blockIdx.y, t_base = tile * kTcTokens;
+    const int lin = tile * X + cx; /* trace marks */
+    (void)lin;
+    TPM_TRACE_MARK_CLK(d, 0, lin);
     /* off the critical path, with the first weight loads: the selection bias into shared
      * memory (read after the barriers below), and the lines of the two tickets this CTA may
      * take into L2, so the atomics later do not wait on HBM */
@@ -244,6 +250,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     }
     if (!DIRECT) cp_async_wait<0>();
     __syncthreads(); /* every warp is done with the ring: it becomes the partial tile */
+    TPM_TRACE_MARK_CLK(d, 1, lin);
 
     /* 2. the partial tile P[t][e] (row stride Ep + 4 floats: no bank conflicts), then the
      * cluster's sum of 8 tokens per CTA through distributed shared memory */
@@ -293,6 +300,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     if (tg0 < T && stop != 1) {
         const int grp = tg0 / 8, ngroups = (T + 7) / 8;
         if (block_ticket(d.tile_ctr + grp, SC, d.route_fence, &s_last)) {
+            TPM_TRACE_MARK_CLK(d, 3, lin);
             for (int i = threadIdx.x; i < 8 * E4; i += kTcThreads) {
                 const int tl = i / E4, e4 = i - tl * E4, t = tg0 + tl;
                 if (t >= T) continue;
@@ -314,13 +322,17 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
                 *reinterpret_cast<float4 *>(&s_lg[tl][4 * e4]) = s;
             }
             __syncthreads();
+            TPM_TRACE_MARK_CLK(d, 4, lin);
             if (stop != 2 && tg0 + warp < T)
                 select_token(d, tg0 + warp, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], nullptr);
+            TPM_TRACE_MARK_CLK(d, 5, lin);
             if (threadIdx.x == 0) d.tile_ctr[grp] = 0; /* for the next replay */
             if (stop == 0) {
                 if (block_ticket(d.ctr + 2, ngroups, d.route_fence, &s_last)) {
-                    build_permutation_small(d, T, bits, s_off);
+                    TPM_TRACE_MARK_CLK(d, 6, lin);
+                    build_permutation_gathered(d, T, s_sel, bits, s_off);
                     if (threadIdx.x == 0) d.ctr[2] = 0;
+                    TPM_TRACE_MARK_CLK(d, 2, lin);
                 }
             }
         }
