@@ -143,6 +143,12 @@ struct tpm_moe_wg_ctx {
     } while (0)
 #endif
 
+/* The timeline's buffer (moe_cuda_trace.cu): allocate (on = 1, zeroed) or free it, zero it on a
+ * stream, read and reduce it into TPM_MOE_TRACE_EVENTS events (tpm_cuda_moe_trace_events). */
+tpm_status tpm_moe_trace_set(unsigned long long **trace, int on);
+tpm_status tpm_moe_trace_zero(unsigned long long *trace, cudaStream_t s);
+tpm_status tpm_moe_trace_read(const unsigned long long *trace, double *ev);
+
 /* Record a CUDA error as a tpm status (clears the sticky-free error). */
 #define TPM_CUDA_TRY(expr)                                                                 \
     do {                                                                                   \

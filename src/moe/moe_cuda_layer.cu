@@ -689,65 +689,21 @@ static int route_mode_x(const tpm_cuda_moe *m, const void *x, int T) {
     return T >= m->tune.route_gemm_min ? 2 : 1;
 }
 
-/* The decode timeline's marks: [kernel][slot][block] (moe_cuda_kernels.h). */
-static size_t trace_words(void) {
-    return (size_t)TPM_MOE_TRACE_KERNELS * TPM_MOE_TRACE_SLOTS * TPM_MOE_TRACE_BLOCKS;
-}
-
+/* The diagnostic timeline (moe_cuda_trace.cu holds the marks' buffer and its reduction). */
 tpm_status tpm_cuda_moe_set_trace(tpm_cuda_moe *m, int on) {
     TPM_ARG_CHECK(m, "tpm_cuda_moe_set_trace: null argument");
-#ifndef TPM_MOE_TRACE
-    if (on) return tpm_err(TPM_ERR_UNSUPPORTED, "tpm_cuda_moe_set_trace: built without -DTPM_MOE_TRACE");
-#endif
     TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
-    const size_t bytes = sizeof(unsigned long long) * trace_words();
-    if (on && !m->d.trace) {
-        TPM_CUDA_TRY(cudaMalloc((void **)&m->d.trace, bytes));
-        TPM_CUDA_TRY(cudaMemset(m->d.trace, 0, bytes));
-    } else if (!on && m->d.trace) {
-        cudaFree(m->d.trace);
-        m->d.trace = NULL;
-    }
-    return TPM_OK;
+    return tpm_moe_trace_set(&m->d.trace, on);
 }
 
 tpm_status tpm_cuda_moe_trace_reset(tpm_cuda_moe *m, void *stream) {
     TPM_ARG_CHECK(m && m->d.trace, "tpm_cuda_moe_trace_reset: null argument or tracing off");
-    TPM_CUDA_TRY(cudaMemsetAsync(m->d.trace, 0, sizeof(unsigned long long) * trace_words(), (cudaStream_t)stream));
-    return TPM_OK;
+    return tpm_moe_trace_zero(m->d.trace, (cudaStream_t)stream);
 }
 
-static_assert(TPM_MOE_TRACE_EVENTS == TPM_MOE_TRACE_KERNELS * TPM_MOE_TRACE_SLOTS, "trace events");
 tpm_status tpm_cuda_moe_trace_events(tpm_cuda_moe *m, double ev[TPM_MOE_TRACE_EVENTS]) {
     TPM_ARG_CHECK(m && m->d.trace && ev, "tpm_cuda_moe_trace_events: null argument or tracing off");
-    const size_t n = trace_words();
-    unsigned long long *h = (unsigned long long *)malloc(n * sizeof *h);
-    if (!h) return tpm_err(TPM_ERR_NO_MEMORY, "tpm_cuda_moe_trace_events: out of host memory");
-    if (cudaMemcpy(h, m->d.trace, n * sizeof *h, cudaMemcpyDeviceToHost) != cudaSuccess) {
-        free(h);
-        return tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_trace_events: copy failed");
-    }
-    unsigned long long t0 = 0;
-    for (int b = 0; b < TPM_MOE_TRACE_BLOCKS; b++) /* the routing's first block start */
-        if (h[b] && (!t0 || h[b] < t0)) t0 = h[b];
-    for (int k = 0; k < TPM_MOE_TRACE_KERNELS; k++) {
-        for (int sl = 0; sl < TPM_MOE_TRACE_SLOTS; sl++) {
-            /* start: the first block; slot 1: routing = the last block's logits, others = the first
-             * block past its wait; end: the last block */
-            const int want_max = sl == 2 || (k == 0 && sl >= 1);
-            unsigned long long v = 0;
-            const unsigned long long *a = h + ((size_t)k * TPM_MOE_TRACE_SLOTS + sl) * TPM_MOE_TRACE_BLOCKS;
-            for (int b = 0; b < TPM_MOE_TRACE_BLOCKS; b++)
-                if (a[b] && (!v || (want_max ? a[b] > v : a[b] < v))) v = a[b];
-            ev[k * TPM_MOE_TRACE_SLOTS + sl] = v && t0 ? ((double)v - (double)t0) * 1e-3 : -1.0;
-            if (k == 4) ev[k * TPM_MOE_TRACE_SLOTS + sl] = v ? (double)v : -1.0; /* cycles, below */
-        }
-    }
-    double *cy = ev + 4 * TPM_MOE_TRACE_SLOTS; /* cycles after slot 3 */
-    const double c3 = cy[3];
-    for (int sl = 0; sl < TPM_MOE_TRACE_SLOTS; sl++) cy[sl] = cy[sl] >= 0 && c3 >= 0 ? cy[sl] - c3 : -1.0;
-    free(h);
-    return TPM_OK;
+    return tpm_moe_trace_read(m->d.trace, ev);
 }
 
 tpm_status tpm_cuda_moe_check(tpm_cuda_moe *m) {
