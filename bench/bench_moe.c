@@ -521,7 +521,8 @@ static void *rank_main(void *argp) {
         if (o->trace > 0 && world == 1 && S->r.path == TPM_MOE_PATH_DECODE) {
             double ev[TPM_MOE_TRACE_EVENTS];
             if ((st = trace_layer(m, &tm, PH_ALL, dx, dy, T, o->trace, ev)) != TPM_OK) goto done;
-            const double *r = ev, *g = ev + 7, *dn = ev + 14, *c = ev + 21;
+            const int S7 = TPM_MOE_TRACE_EVENT_SLOTS;
+            const double *r = ev, *g = ev + S7, *dn = ev + 2 * S7, *c = ev + 3 * S7;
             printf("# T=%d fused=%d timeline (us from the routing's first block, medians of %d replays):\n"
                    "#   routing     start %6.1f  logits done %6.1f  end %6.1f\n"
                    "#   k_gate_up2  start %6.1f  first past wait %6.1f  end %6.1f\n"
@@ -551,7 +552,8 @@ static void *rank_main(void *argp) {
             if (S->r.route_mode == 1 && T <= 8)
                 printf("# T=%d   the tail's SM cycles after the ticket: sums done %.0f  warp 0 selected %.0f  "
                        "permutation start %.0f  end %.0f\n",
-                       T, ev[32], ev[33], ev[34], ev[30]);
+                       T, ev[4 * TPM_MOE_TRACE_EVENT_SLOTS + 4], ev[4 * TPM_MOE_TRACE_EVENT_SLOTS + 5],
+                       ev[4 * TPM_MOE_TRACE_EVENT_SLOTS + 6], ev[4 * TPM_MOE_TRACE_EVENT_SLOTS + 2]);
         }
         if (rank == 0) {
             S->r.t.route = ms[PH_ROUTE] * 1e3;

@@ -206,7 +206,8 @@ tpm_status tpm_cuda_moe_warm(tpm_cuda_moe *m);
  * warp 0's selection done, 6 permutation start; -1 where nothing was recorded. ev[28 + s]: the
  * routing's slots s in SM cycles after slot 3 (the latest block's %clock64; meaningful where one
  * block runs the whole tail: mode 1 up to 8 tokens). */
-#define TPM_MOE_TRACE_EVENTS 35
+#define TPM_MOE_TRACE_EVENT_SLOTS 7 /* events per kernel: ev[TPM_MOE_TRACE_EVENT_SLOTS * k + s] */
+#define TPM_MOE_TRACE_EVENTS (5 * TPM_MOE_TRACE_EVENT_SLOTS)
 tpm_status tpm_cuda_moe_set_trace(tpm_cuda_moe *m, int on);
 tpm_status tpm_cuda_moe_trace_reset(tpm_cuda_moe *m, void *stream);
 tpm_status tpm_cuda_moe_trace_events(tpm_cuda_moe *m, double ev[TPM_MOE_TRACE_EVENTS]);

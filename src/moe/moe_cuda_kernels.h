@@ -116,7 +116,7 @@ struct tpm_moe_wg_ctx {
  * same), 3 the combine (the same), 4 the routing's slots again in SM cycles (%clock64, written
  * beside kernel 0's by TPM_TRACE_MARK_CLK). */
 #define TPM_MOE_TRACE_KERNELS 5
-#define TPM_MOE_TRACE_SLOTS 7
+#define TPM_MOE_TRACE_SLOTS TPM_MOE_TRACE_EVENT_SLOTS
 #define TPM_MOE_TRACE_BLOCKS 2048
 #ifdef TPM_MOE_TRACE
 #define TPM_TRACE_MARK(d, k, slot, block)                                                            \
