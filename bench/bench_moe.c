@@ -3,7 +3,7 @@
  * validated against an fp64 host reference on a sample of tokens, then timed.
  *
  *   tpmoe bench moe --preset m3 --tokens 1,8,32,128,1024,8192 [--tp 2] [--ep 2] [--shard N]
- *                   [--fuse-shared 0|1|both] [--path auto|decode|prefill]
+ *                   [--fuse-shared 0|1|both|0,1] [--path auto|decode|prefill]
  *                   [--decode-kernel 0|1|2] [--pdl 0|1] [--decode-max N] [--route-gemm-min N]
  *                   [--route-legacy 0|1] [--route-experts 8|16|32] [--route-tc MIN:MAX]
  *                   [--shared-plan auto|slot|split]

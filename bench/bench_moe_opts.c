@@ -17,7 +17,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: tpmoe bench moe [--preset P] [--tokens LIST] [--tp N] [--ep M] [--allreduce tpmoe|nccl]\n"
-            "                       [--shard N] [--fuse-shared 0|1|both]\n"
+            "                       [--shard N] [--fuse-shared 0|1|both|0,1]\n"
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 0|8|16|32]\n"
             "                       [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
@@ -38,7 +38,8 @@ static void usage(FILE *f) {
             "                    the same kernels and plans as that rank), without the all-reduce; the\n"
             "                    check holds it to the fp64 share over rank 0's intermediate rows\n"
             "  --allreduce X     TP sum: tpmoe's exact all-reduce (default) or ncclAllReduce (nccl)\n"
-            "  --fuse-shared X   shared expert fused as slot E (1), dense beside it (0), or both (default)\n"
+            "  --fuse-shared X   shared expert fused as slot E (1), dense beside it (0), or both (default:\n"
+            "                    the fused layer first; 1,0 the same, 0,1 the unfused layer first)\n"
             "  --path X          force the decode (<= %d tokens) or prefill path (default auto)\n"
             "  --decode-kernel K decode kernels: 0 two scalar GEMV launches, 1 one persistent\n"
             "                    tensor-core launch, 2 the GEMV launches of set 2 (default: the layer's)\n"
@@ -175,10 +176,11 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
             if (cli_parse_int(v, 0, (long long)1 << 62, &n)) return cli_usage_error("bench moe", "--seed: bad value '%s'", v);
             o->seed = (uint64_t)n;
         } else if (!strcmp(a, "--fuse-shared")) {
-            if (!strcmp(v, "both")) o->nfuse = 2;
+            if (!strcmp(v, "both") || !strcmp(v, "1,0")) o->nfuse = 2, o->fuse[0] = 1, o->fuse[1] = 0;
+            else if (!strcmp(v, "0,1")) o->nfuse = 2, o->fuse[0] = 0, o->fuse[1] = 1;
             else if (!strcmp(v, "1")) o->nfuse = 1, o->fuse[0] = 1;
             else if (!strcmp(v, "0")) o->nfuse = 1, o->fuse[0] = 0;
-            else return cli_usage_error("bench moe", "--fuse-shared: '%s' is not 0, 1 or both", v);
+            else return cli_usage_error("bench moe", "--fuse-shared: '%s' is not 0, 1, both, 1,0 or 0,1", v);
         } else if (!strcmp(a, "--path")) {
             if (!strcmp(v, "auto")) o->path = TPM_MOE_PATH_AUTO;
             else if (!strcmp(v, "decode")) o->path = TPM_MOE_PATH_DECODE;
