@@ -1,4 +1,4 @@
-# device_env.sh - the common preamble of the bench/run_*_h200x2.sh device
+# device_env.sh - the common preamble of the bench/runs/run_*_h200x2.sh device
 # scripts (sourced, not run): the output folder $R = $OUT/$NAME (NAME set by
 # the script before sourcing), the checkout linked at /work/main (the carried
 # binaries have that source path compiled in: golden vectors, the rpath of

@@ -1,4 +1,4 @@
-# gdb_case.sh - sourced by the bench/run_r1*_h200.sh scripts that look inside a stuck `tpmoe moe`
+# gdb_case.sh - sourced by the bench/runs/run_r1*_h200.sh scripts that look inside a stuck `tpmoe moe`
 # (after device_env.sh: $B, $R, el). case_ NAME ARGS... runs `tpmoe moe --backend cuda --check
 # --iters 2 ARGS` in the background into $R/NAME.log; if it is still running after 7 s, cuda-gdb
 # attaches and writes the resident kernels and every host thread's stack (GDB_BT frames, default
