@@ -155,6 +155,10 @@ typedef struct tpm_cuda_moe_tuning {
                             * counter), so it starts on the SMs gate_up's last tiles leave idle
                             * (0 = never; default 4095: the persistent CTAs, measured); the same
                             * bits */
+    int route_wide;        /* routing mode 1 from 9 up to this many tokens (at most 16): both
+                            * 8-token tiles in one row of 512-thread blocks (one ticket; 16 warps
+                            * select; the one-tile permutation) instead of two rows of 256-thread
+                            * blocks and a second ticket; 0 = never; the same bits */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */

@@ -165,9 +165,11 @@ tpm_status tpm_moe_trace_read(const unsigned long long *trace, double *ev);
  * 3: tpm_moe_launch_route_tc below (the layer calls it directly).
  * stop (mode 1, diagnostic): 0, or the phase after which the launch stops
  * (tpm_cuda_moe_tuning.route_stop); epw: router experts per warp of the
- * logits blocks (1, 2 or 4; tpm_cuda_moe_tuning.route_experts / 8). */
+ * logits blocks (1, 2 or 4; tpm_cuda_moe_tuning.route_experts / 8); wide: mode 1 takes 9 up to
+ * this many tokens (<= 16) in one block row of 16-token blocks (tpm_cuda_moe_tuning.route_wide;
+ * 0 = never). */
 tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T, int mode,
-                                int stop, int epw, cudaStream_t s);
+                                int stop, int epw, int wide, cudaStream_t s);
 /* 1 if route mode 1 (one launch) can take T tokens. */
 int tpm_moe_route_fused_ok(const tpm_moe_dev &d, int T);
 /* moe_cuda_route_tc.cu, mode 3: the whole routing of up to 256 tokens in one launch, the

@@ -64,6 +64,8 @@
  *   tokens 64: 18.0 / 19.6 / 22.4   128: 22.6 / 25.4 / 23.5  256: 31.9 / 37.3 / 25.6
  * Mode 3 up to 128 tokens; direct loads. From 25 since round 27 (r170: mode 1 10.4 / 12.0 us at
  * 9-16 / 24 tokens, mode 3 13.3-13.6 / 14.0; the layer 3-10 us faster; a tie at 32). */
+/* Routing mode 1's wide form (one row of 16-token blocks) up to this many tokens (round 29). */
+#define TPM_MOE_ROUTE_WIDE 16
 #define TPM_MOE_ROUTE_TC_MIN 25
 #define TPM_MOE_ROUTE_TC_MAX 128
 #define TPM_MOE_ROUTE_TC_LOADS 1
@@ -393,6 +395,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.down_kernel = TPM_MOE_DOWN_KERNEL;
     m->tune.route_stop = 0;
     m->tune.route_experts = TPM_MOE_ROUTE_EXPERTS;
+    m->tune.route_wide = TPM_MOE_ROUTE_WIDE;
     m->tune.route_tc_min = TPM_MOE_ROUTE_TC_MIN;
     m->tune.route_tc_max = TPM_MOE_ROUTE_TC_MAX;
     m->tune.route_tc_clusters = 0;
@@ -567,6 +570,8 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
 #endif
     TPM_ARG_CHECK(t->route_experts == 0 || t->route_experts == 8 || t->route_experts == 16 || t->route_experts == 32,
                   "route_experts %d is not 0 (by size), 8, 16 or 32", t->route_experts);
+    TPM_ARG_CHECK(t->route_wide == 0 || (t->route_wide >= 9 && t->route_wide <= 16),
+                  "route_wide %d is not 0 (never) or 9..16", t->route_wide);
     TPM_ARG_CHECK(t->route_tc_min >= 1 && t->route_tc_max >= 0, "route_tc_min %d < 1 or route_tc_max %d < 0",
                   t->route_tc_min, t->route_tc_max);
     TPM_ARG_CHECK(t->route_tc_loads == 0 || t->route_tc_loads == 1, "route_tc_loads %d is not 0 or 1",
@@ -773,7 +778,7 @@ tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *strea
                                         m->tune.route_tc_loads, m->tune.route_stop, s));
     else
         TPM_TRY(tpm_moe_launch_route(m->d, m->blas, (const uint16_t *)x, T, mode, m->tune.route_stop,
-                                      tpm_cuda_moe_route_experts_for(m, T) / 8, s));
+                                      tpm_cuda_moe_route_experts_for(m, T) / 8, m->tune.route_wide, s));
     if (ovl) { /* join before the experts (which do not read the shared rows, but a phase must join) */
         TPM_CUDA_TRY(cudaEventRecord(m->pf.ev_join[0], m->pf.aux[0]));
         TPM_CUDA_TRY(cudaStreamWaitEvent(s, m->pf.ev_join[0], 0));

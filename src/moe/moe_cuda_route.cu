@@ -23,6 +23,10 @@
  *    a ticket on ctr[2]; the last tile copies all T*K selections into shared
  *    memory and counts the same way up to 80 of them (build_permutation_gathered:
  *    m3 up to 16 tokens), above that with a shared-memory bitmap (build_permutation_small).
+ *    Wide form (TT = 2, 9 .. tuning.route_wide <= 16 tokens, 8 or 16 experts per block): both
+ *    8-token tiles in one row of 512-thread blocks (warps 8i .. 8i+7 compute tile i's logits,
+ *    the same slices and arithmetic), so the last block of the row takes all T tokens: one
+ *    ticket, 16 warps select, and the one-tile permutation; no second ticket (round 29).
  *    Data written inside the launch is read
  *    with ld.global.cg (L2), never through a possibly stale L1 line. Each
  *    last block zeroes the ticket it won, so the launch replays inside a
@@ -108,13 +112,15 @@ __device__ __forceinline__ void xor_tree_sum(float (&vals)[V], int lane) {
  * float4 chunks c = lane, lane + 32, ... of its slice, the warp reduces with a
  * fixed xor tree, the selection sums the slices in slice order. A logit's
  * arithmetic does not depend on EPW, TOK or TW: the same bits in every form. */
-template <int kLogitEpw, int TOK = kLogitTokens, int TW = 1>
+template <int kLogitEpw, int TOK = kLogitTokens, int TW = 1, int TT = 1>
 __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, const float *__restrict__ wr,
                                             float *__restrict__ part, int T, int H, int E) {
     static_assert(TW == 1 || (TW == 2 && TOK == 4), "logits_tile: TW 2 takes 4 tokens per warp");
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    /* TT 8-token tiles per block (k_route_fused's wide form): warps 8i .. 8i+7 take tile i */
+    const int wid = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int warp = TT == 1 ? wid : wid % kLogitWarps, sub = TT == 1 ? 0 : wid / kLogitWarps;
     const int e0 = blockIdx.x * (kLogitWarps / TW * kLogitEpw) + (warp / TW) * kLogitEpw;
-    const int t0 = blockIdx.y * kLogitTokens + (warp % TW) * TOK;
+    const int t0 = (blockIdx.y * TT + sub) * kLogitTokens + (warp % TW) * TOK;
     const int split = blockIdx.z, nsplit = gridDim.z;
     const int n4 = H / 4;
     const int cb = (int)((int64_t)n4 * split / nsplit), ce = (int)((int64_t)n4 * (split + 1) / nsplit);
@@ -355,18 +361,23 @@ __global__ void __launch_bounds__(kSelThreads) k_select(tpm_moe_dev d, int T, in
 }
 
 /* Mode 1: the whole routing in one launch (see the top of the file);
- * kLogitEpw experts x TOK tokens per warp, TW token parts per block (8 warps). */
-template <int kLogitEpw, int TOK, int TW = 1>
-__global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d, const uint16_t *__restrict__ x,
-                                                                  int T, int stop) {
-    __shared__ float sc[kLogitWarps][256];
-    __shared__ float gsc[kLogitWarps][32];
-    __shared__ uint32_t bits[kPermSmemWords];
+ * kLogitEpw experts x TOK tokens per warp, TW token parts per 8-token tile, TT tiles per block
+ * (8 TT warps). TT = 2 (the wide form, 9-16 tokens: tuning.route_wide) runs only as one block row
+ * (gridDim.y == 1): one ticket, 16 warps select, the one-tile permutation. */
+template <int kLogitEpw, int TOK, int TW = 1, int TT = 1>
+__global__ void __launch_bounds__(kLogitWarps * 32 * TT) k_route_fused(tpm_moe_dev d, const uint16_t *__restrict__ x,
+                                                                       int T, int stop) {
+    static_assert(TT == 1 || TT == 2, "k_route_fused: one or two 8-token tiles per block");
+    constexpr int kW = kLogitWarps * TT, kTileTok = kLogitTokens * TT;
+    __shared__ float sc[kW][256];
+    __shared__ float gsc[kW][32];
+    /* the bitmap of build_permutation_small (TT = 1, several tiles); else the direct count's masks */
+    __shared__ uint32_t bits[TT == 1 ? kPermSmemWords : 32];
     __shared__ int s_off[kMaxE1 + 1];
-    __shared__ float s_lg[kLogitTokens][32 * kMaxPerLane];
+    __shared__ float s_lg[kTileTok][32 * kMaxPerLane];
     __shared__ float s_br[32 * kMaxPerLane];
     /* the selections (one tile: the tile's, K <= 17; several: all, build_permutation_gathered), padded */
-    __shared__ __align__(16) int s_sel[(kDirectPairs > kLogitTokens * 17 ? kDirectPairs : kLogitTokens * 17) + 4];
+    __shared__ __align__(16) int s_sel[(kDirectPairs > kTileTok * 17 ? kDirectPairs : kTileTok * 17) + 4];
     __shared__ int s_last;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* a decode kernel launched with programmatic dependent launch may start now
@@ -384,7 +395,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
         asm volatile("prefetch.global.L2 [%0];" ::"l"(d.tile_ctr + blockIdx.y));
         asm volatile("prefetch.global.L2 [%0];" ::"l"(d.ctr + 2));
     }
-    logits_tile<kLogitEpw, TOK, TW>(x, d.wr, d.logits, T, d.H, d.E);
+    logits_tile<kLogitEpw, TOK, TW, TT>(x, d.wr, d.logits, T, d.H, d.E);
     TPM_TRACE_MARK_CLK(d, 1, lin);
     if (stop == 1) return; /* diagnostic stops (tuning.route_stop): results invalid */
     const int tile = blockIdx.y, per_tile = (int)(gridDim.x * gridDim.z);
@@ -396,7 +407,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
      * order (the same bits as select_token's own loop, without its chain of
      * dependent L2 round trips) */
     {
-        const int t0 = tile * kLogitTokens, nt = min(kLogitTokens, T - t0), E = d.E, ns = (int)gridDim.z;
+        const int t0 = tile * kTileTok, nt = min(kTileTok, T - t0), E = d.E, ns = (int)gridDim.z;
         const size_t sstride = (size_t)T * E;
         const int np = nt * E, nth = (int)blockDim.x;
         /* E % 4 == 0: four experts of one token per thread, one 16-byte load per slice (the
@@ -449,7 +460,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
         if (threadIdx.x == 0) d.tile_ctr[tile] = 0;
         return;
     }
-    const int warp = threadIdx.x >> 5, t = tile * kLogitTokens + warp;
+    const int warp = threadIdx.x >> 5, t = tile * kTileTok + warp;
     if (t < T) select_token(d, t, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], s_sel + warp * d.K);
     TPM_TRACE_MARK_CLK(d, 5, lin);
 #ifdef TPM_MOE_TRACE
@@ -461,7 +472,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
 #endif
     if (threadIdx.x == 0) d.tile_ctr[tile] = 0; /* for the next replay */
     if (stop == 3) return;
-    if (gridDim.y == 1) { /* one tile (T <= 8): this block is the last; its selections are in s_sel */
+    if (TT > 1 || gridDim.y == 1) { /* one tile: this block is the last; its selections are in s_sel */
         if (threadIdx.x < 4) s_sel[T * d.K + threadIdx.x] = INT_MAX; /* build_permutation_direct's padding */
         __syncthreads();
         if (stop < 5) TPM_TRACE_MARK_CLK(d, 6, lin);
@@ -477,9 +488,11 @@ __global__ void __launch_bounds__(kLogitWarps * 32) k_route_fused(tpm_moe_dev d,
         TPM_TRACE_MARK_CLK(d, 2, 0);
         return;
     }
-    if (!block_ticket(d.ctr + 2, (int)gridDim.y, d.route_fence, &s_last)) return;
-    TPM_TRACE_MARK_CLK(d, 6, lin);
-    build_permutation_gathered(d, T, s_sel, bits, s_off);
+    if constexpr (TT == 1) {
+        if (!block_ticket(d.ctr + 2, (int)gridDim.y, d.route_fence, &s_last)) return;
+        TPM_TRACE_MARK_CLK(d, 6, lin);
+        build_permutation_gathered(d, T, s_sel, bits, s_off);
+    }
     if (threadIdx.x == 0) d.ctr[2] = 0;
     TPM_TRACE_MARK_CLK(d, 2, 0);
 }
@@ -534,7 +547,7 @@ tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s) {
 }
 
 tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T, int mode,
-                                int stop, int epw, cudaStream_t s) {
+                                int stop, int epw, int wide, cudaStream_t s) {
     TPM_ASSERT(d.E <= 32 * kMaxPerLane && d.k <= 16 && d.k <= 32);
     TPM_ASSERT(epw == 1 || epw == 2 || epw == 4);
     const int tpb = kSelThreads / 32;
@@ -542,10 +555,23 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
      * it one more launch with a block per 32 tokens */
     const int scatter = (size_t)T * d.K <= (size_t)kScatterInBlock;
     if (mode == 1 && tpm_moe_route_fused_ok(d, T)) {
-        const dim3 g = logit_grid(d, T, epw);
+        dim3 g = logit_grid(d, T, epw);
         /* 5-8 tokens with 8 or 16 experts per block: two 4-token parts per block (logits_tile's TW),
          * ~30% fewer instructions per warp than one 8-token part (r168: -0.3 us) */
         const bool tw2 = T > 4;
+        /* the wide form (9 .. wide <= 16 tokens): both 8-token tiles in one block row of 512-thread
+         * blocks, so one ticket and one block's 16 warps do what two tiles' tickets, selections and
+         * a second ticket did; the same H slices as the 8-token tiles (logit_grid), so the same bits */
+        if (T > kLogitTokens && T <= wide && T <= 2 * kLogitTokens && epw <= 2) {
+            /* not with 32 experts per block (epw 4): at 512 threads (128 registers) its 8-token
+             * warps spill */
+            g.y = 1;
+            const int nth = 2 * kLogitWarps * 32;
+            if (epw == 1) k_route_fused<2, 4, 2, 2><<<g, nth, 0, s>>>(d, x, T, stop);
+            else k_route_fused<4, 4, 2, 2><<<g, nth, 0, s>>>(d, x, T, stop);
+            TPM_CUDA_LAUNCHED();
+            return TPM_OK;
+        }
         /* up to 1 / 2 / 4 tokens: the logits blocks keep that many tokens' accumulators and x
          * loads instead of 8 (fewer registers; the same bits) */
         if (T == 1 && epw == 4) k_route_fused<4, 1><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
