@@ -513,6 +513,12 @@ static void bad_arguments(void **state) {
     tu.route_experts = 12;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_experts = 16;
+    assert_int_equal(tu.route_wide, 16); /* mode 1's wide form at 9-16 tokens (round 29) */
+    tu.route_wide = 8;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.route_wide = 17;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.route_wide = 0;
     tu.route_tc_min = 0;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_tc_min = 9;
