@@ -5,8 +5,8 @@
 #      gpu_moe_paths, gpu_moe_api;
 #   2. bits: tpmoe moe --backend cuda --output of this tree and of r171's binary (a11510b), cmp;
 #   3. routing net and layer, m3 fused, 1-17 tokens: the wide form (default) against
-#      --route-wide 0 in the same binary, interleaved, two passes each; deepseek-v3 and gpt-oss
-#      9-16 tokens, one pass each way.
+#      --route-wide 0 in the same binary, interleaved, two passes each; the wide form with 8 router
+#      experts per block (16 by default there); deepseek-v3 and gpt-oss 9-16 tokens, one pass each way.
 # Binaries (prebuilt/bin.txz): tpmoe, gpu_moe, gpu_moe_paths, gpu_moe_api of this script's commit;
 # tpmoe_r171 (a11510b).
 # Run from the repository root:  OUT=/some/dir bash bench/runs/run_r185_h200.sh
@@ -41,6 +41,7 @@ for pass in a b; do
   bm tiles_$pass $TR --preset m3 --fuse-shared 1 --route-wide 0
   pack
 done
+bm wide_re8 $TR --preset m3 --fuse-shared 1 --route-experts 8
 for p in deepseek-v3 gpt-oss; do
   bm ${p}_wide 9,12,13,16 --preset $p --fuse-shared 1
   bm ${p}_tiles 9,12,13,16 --preset $p --fuse-shared 1 --route-wide 0
