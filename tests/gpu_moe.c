@@ -65,9 +65,9 @@ static void presets_vs_reference(void **state) {
  * experts per logits block; for each block size the fused launch gives the legacy routing
  * bit for bit (same arithmetic), and mode 3 gives the same bits with its fragments loaded
  * straight into registers or through the shared-memory ring; a NaN router row is never
- * selected by any mode; 1500 tokens take k_select's separate row scatter (T*K > 4096); at 13 and
- * 16 tokens mode 1's wide form (one row of 16-token blocks, the default there) gives the bits of
- * its two rows of 8-token tiles. */
+ * selected by any mode; 1500 tokens take k_select's separate row scatter (T*K > 4096); at 10 and
+ * 16 tokens mode 1's wide form (one row of 16-token blocks) gives the bits of its two rows of
+ * 8-token tiles. */
 static void variants_vs_reference(void **state) {
     (void)state;
     const char *names[] = {"m3-mini", "deepseek-v3-mini", "gpt-oss-mini"};
@@ -76,7 +76,7 @@ static void variants_vs_reference(void **state) {
         tpm_moe_weights w;
         make_weights(p, 300 + pi, &w);
         for (int h = 0; h < p->hidden; h++) w.router[(size_t)5 * p->hidden + h] = NAN;
-        const int Ts[] = {1, 5, 8, 13, 16, 17, 32, 100, 300, 1500};
+        const int Ts[] = {1, 5, 8, 10, 16, 17, 32, 100, 300, 1500};
         for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
             const int T = Ts[ti];
             uint16_t *x = make_x(T, p->hidden, 500 + T);
@@ -121,20 +121,20 @@ static void variants_vs_reference(void **state) {
                 const size_t nk = (size_t)T * rm[0].K;
                 assert_memory_equal(rm[0].sel, rm[1].sel, nk * sizeof(int32_t));
                 assert_memory_equal(rm[0].wts, rm[1].wts, nk * sizeof(float));
-                const int wide = T > 8 && T <= 16; /* mode 1 ran its wide form (the default there) */
-                if (wide) { /* ... and its two rows of 8-token tiles give the same bits */
+                const int wide = T > 8 && T <= 16; /* mode 1's two forms here give the same bits: */
+                if (wide) { /* the other one than the default's (wide up to 11 tokens) */
                     tune_route_gemm_min = 1 << 20;
                     tune_route_experts = re;
                     tune_route_tc_min = 1;
                     tune_route_tc_max = 0;
-                    tune_route_wide = 0;
+                    tune_route_wide = T <= 11 ? 0 : 16;
                     run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rm[5]);
                     assert_int_equal(last_route_mode, 1);
                     tune_route_gemm_min = tune_route_experts = tune_route_tc_min = tune_route_tc_max = -1;
                     tune_route_wide = -1;
                     const double e = check_run(&w, x, &rm[5], 1, 4, 1e-2);
-                    printf("  %-17s T=%-4d route mode 1 (8-token tiles), %2d experts per block: rel err %.2e\n",
-                           p->name, T, re, e);
+                    printf("  %-17s T=%-4d route mode 1 (%s), %2d experts per block: rel err %.2e\n", p->name, T,
+                           T <= 11 ? "8-token tiles" : "wide", re, e);
                     assert_memory_equal(rm[1].sel, rm[5].sel, nk * sizeof(int32_t));
                     assert_memory_equal(rm[1].wts, rm[5].wts, nk * sizeof(float));
                     assert_memory_equal(rm[1].y, rm[5].y, (size_t)T * p->hidden * 2);
@@ -513,7 +513,7 @@ static void bad_arguments(void **state) {
     tu.route_experts = 12;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_experts = 16;
-    assert_int_equal(tu.route_wide, 16); /* mode 1's wide form at 9-16 tokens (round 29) */
+    assert_int_equal(tu.route_wide, 11); /* mode 1's wide form at 9-11 tokens (round 29) */
     tu.route_wide = 8;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_wide = 17;

@@ -158,7 +158,8 @@ typedef struct tpm_cuda_moe_tuning {
     int route_wide;        /* routing mode 1 from 9 up to this many tokens (at most 16): both
                             * 8-token tiles in one row of 512-thread blocks (one ticket; 16 warps
                             * select; the one-tile permutation) instead of two rows of 256-thread
-                            * blocks and a second ticket; 0 = never; the same bits */
+                            * blocks and a second ticket (only while that grid is one wave);
+                            * 0 = never; default 11 (measured); the same bits */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */

@@ -64,8 +64,10 @@
  *   tokens 64: 18.0 / 19.6 / 22.4   128: 22.6 / 25.4 / 23.5  256: 31.9 / 37.3 / 25.6
  * Mode 3 up to 128 tokens; direct loads. From 25 since round 27 (r170: mode 1 10.4 / 12.0 us at
  * 9-16 / 24 tokens, mode 3 13.3-13.6 / 14.0; the layer 3-10 us faster; a tie at 32). */
-/* Routing mode 1's wide form (one row of 16-token blocks) up to this many tokens (round 29). */
-#define TPM_MOE_ROUTE_WIDE 16
+/* Routing mode 1's wide form (one row of 16-token blocks) up to this many tokens (round 29,
+ * bench/results/r185, m3, routing net, us, wide / 8-token tiles: 9.4 / 9.6-9.7 at 9 tokens,
+ * 9.5-9.7 / 9.8-10.0 at 10-11, 9.9-10.0 / 10.0 at 12-13, 10.1-10.3 / 9.9-10.3 at 14-16). */
+#define TPM_MOE_ROUTE_WIDE 11
 #define TPM_MOE_ROUTE_TC_MIN 25
 #define TPM_MOE_ROUTE_TC_MAX 128
 #define TPM_MOE_ROUTE_TC_LOADS 1

@@ -23,8 +23,9 @@
  *    a ticket on ctr[2]; the last tile copies all T*K selections into shared
  *    memory and counts the same way up to 80 of them (build_permutation_gathered:
  *    m3 up to 16 tokens), above that with a shared-memory bitmap (build_permutation_small).
- *    Wide form (TT = 2, 9 .. tuning.route_wide <= 16 tokens, 8 or 16 experts per block): both
- *    8-token tiles in one row of 512-thread blocks (warps 8i .. 8i+7 compute tile i's logits,
+ *    Wide form (TT = 2, 9 .. tuning.route_wide <= 16 tokens (default 11), 8 or 16 experts per
+ *    block, a grid of one wave): both 8-token tiles in one row of 512-thread blocks (warps
+ *    8i .. 8i+7 compute tile i's logits,
  *    the same slices and arithmetic), so the last block of the row takes all T tokens: one
  *    ticket, 16 warps select, and the one-tile permutation; no second ticket (round 29).
  *    Data written inside the launch is read
@@ -562,9 +563,11 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
         /* the wide form (9 .. wide <= 16 tokens): both 8-token tiles in one block row of 512-thread
          * blocks, so one ticket and one block's 16 warps do what two tiles' tickets, selections and
          * a second ticket did; the same H slices as the 8-token tiles (logit_grid), so the same bits */
-        if (T > kLogitTokens && T <= wide && T <= 2 * kLogitTokens && epw <= 2) {
+        if (T > kLogitTokens && T <= wide && T <= 2 * kLogitTokens && epw <= 2 && (int)(g.x * g.z) <= d.sm_count) {
             /* not with 32 experts per block (epw 4): at 512 threads (128 registers) its 8-token
-             * warps spill */
+             * warps spill; and only while the grid is one wave (one 512-thread block per SM):
+             * with 256 blocks (8 experts per block) or deepseek-v3's 144 it routed 4-8 us slower
+             * (bench/results/r185) */
             g.y = 1;
             const int nth = 2 * kLogitWarps * 32;
             if (epw == 1) k_route_fused<2, 4, 2, 2><<<g, nth, 0, s>>>(d, x, T, stop);
