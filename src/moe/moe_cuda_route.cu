@@ -25,9 +25,9 @@
  *    m3 up to 16 tokens), above that with a shared-memory bitmap (build_permutation_small).
  *    Wide form (TT = 2, 9 .. tuning.route_wide <= 16 tokens (default 11), 8 or 16 experts per
  *    block, a grid of one wave): both 8-token tiles in one row of 512-thread blocks (warps
- *    8i .. 8i+7 compute tile i's logits,
- *    the same slices and arithmetic), so the last block of the row takes all T tokens: one
- *    ticket, 16 warps select, and the one-tile permutation; no second ticket (round 29).
+ *    8i .. 8i+7 compute tile i's logits, the same slices and arithmetic), so the last block of
+ *    the row takes all T tokens: one ticket, 16 warps select, and the one-tile permutation; no
+ *    second ticket (round 29).
  *    Data written inside the launch is read
  *    with ld.global.cg (L2), never through a possibly stale L1 line. Each
  *    last block zeroes the ticket it won, so the launch replays inside a
