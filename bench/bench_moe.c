@@ -548,6 +548,13 @@ static void *rank_main(void *argp) {
                    "done %.2f  ticket won %.2f  sums done %.2f  warp 0 selected %.2f  permutation start %.2f  "
                    "end %.2f\n",
                    T, S->r.fused, S->r.route_mode, o->trace_route, ev[1], ev[3], ev[4], ev[5], ev[6], ev[2]);
+            if (S->r.route_mode == 3) { /* mode 3's extra marks: the latest / earliest block */
+                const double *l = ev + TPM_MOE_TRACE_EVENT_SLOTS, *f = ev + 2 * TPM_MOE_TRACE_EVENT_SLOTS;
+                printf("# T=%d   mode 3, first / last block: start %.2f / %.2f  logits %.2f / %.2f  cluster "
+                       "sync %.2f / %.2f  cluster sums stored - / %.2f  arrive - / %.2f  ticket won %.2f / %.2f  "
+                       "sums done %.2f / %.2f\n",
+                       T, ev[0], l[5], f[3], ev[1], f[6], l[3], l[4], l[6], f[4], ev[3], f[5], ev[4]);
+            }
             /* one block runs the whole tail (mode 1, one tile): its SM's cycles between the marks */
             if (S->r.route_mode == 1 && T <= 8)
                 printf("# T=%d   the tail's SM cycles after the ticket: sums done %.0f  warp 0 selected %.0f  "

@@ -210,7 +210,10 @@ tpm_status tpm_cuda_moe_warm(tpm_cuda_moe *m);
  * last end, and for the routing's tail (the latest block): 3 ticket won, 4 slice sums done, 5
  * warp 0's selection done, 6 permutation start; -1 where nothing was recorded. ev[28 + s]: the
  * routing's slots s in SM cycles after slot 3 (the latest block's %clock64; meaningful where one
- * block runs the whole tail: mode 1 up to 8 tokens). */
+ * block runs the whole tail: mode 1 up to 8 tokens). Slots 3-6 of kernels 1 and 2 (unused by the
+ * decode kernels): mode 3's extra marks, the latest block (kernel 1: 3 cluster barrier passed, 4
+ * cluster sums stored, 5 start, 6 cluster arrive) and the earliest (kernel 2: 3 logits done, 4
+ * group ticket won, 5 slice sums done, 6 cluster barrier passed). */
 #define TPM_MOE_TRACE_EVENT_SLOTS 7 /* events per kernel: ev[TPM_MOE_TRACE_EVENT_SLOTS * k + s] */
 #define TPM_MOE_TRACE_EVENTS (5 * TPM_MOE_TRACE_EVENT_SLOTS)
 tpm_status tpm_cuda_moe_set_trace(tpm_cuda_moe *m, int on);

@@ -195,6 +195,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     const int lin = tile * X + cx; /* trace marks */
     (void)lin;
     TPM_TRACE_MARK_CLK(d, 0, lin);
+    TPM_TRACE_MARK(d, 1, 5, lin); /* mode 3's extra marks (kernel 1 slots 3-6: max, kernel 2: min) */
     /* off the critical path, with the first weight loads: the selection bias into shared
      * memory (read after the barriers below), and the lines of the two tickets this CTA may
      * take into L2, so the atomics later do not wait on HBM */
@@ -251,6 +252,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     if (!DIRECT) cp_async_wait<0>();
     __syncthreads(); /* every warp is done with the ring: it becomes the partial tile */
     TPM_TRACE_MARK_CLK(d, 1, lin);
+    TPM_TRACE_MARK(d, 2, 3, lin);
 
     /* 2. the partial tile P[t][e] (row stride Ep + 4 floats: no bank conflicts), then the
      * cluster's sum of 8 tokens per CTA through distributed shared memory */
@@ -271,6 +273,8 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
         }
     }
     cluster.sync();
+    TPM_TRACE_MARK(d, 1, 3, lin);
+    TPM_TRACE_MARK(d, 2, 6, lin);
     const int rank = (int)cluster.block_rank(), SC = X / kTcCluster, scx = cx / kTcCluster;
     const int E = d.E, E4 = E / 4, tg0 = t_base + 8 * rank; /* this CTA's 8-token group */
     if (tg0 < T) {
@@ -292,15 +296,18 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
             }
             *reinterpret_cast<float4 *>(d.logits + ((size_t)scx * T + t) * E + 4 * e4) = s;
         }
+        TPM_TRACE_MARK(d, 1, 4, lin);
     }
     /* our tile may still be read by the peers until they arrive; wait before exiting */
     asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+    TPM_TRACE_MARK(d, 1, 6, lin);
 
     /* 3. the group's selection by the last of its SC CTAs, then the permutation by the last group */
     if (tg0 < T && stop != 1) {
         const int grp = tg0 / 8, ngroups = (T + 7) / 8;
         if (block_ticket(d.tile_ctr + grp, SC, d.route_fence, &s_last)) {
             TPM_TRACE_MARK_CLK(d, 3, lin);
+            TPM_TRACE_MARK(d, 2, 4, lin);
             for (int i = threadIdx.x; i < 8 * E4; i += kTcThreads) {
                 const int tl = i / E4, e4 = i - tl * E4, t = tg0 + tl;
                 if (t >= T) continue;
@@ -323,6 +330,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
             }
             __syncthreads();
             TPM_TRACE_MARK_CLK(d, 4, lin);
+            TPM_TRACE_MARK(d, 2, 5, lin);
             if (stop != 2 && tg0 + warp < T)
                 select_token(d, tg0 + warp, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], nullptr);
             TPM_TRACE_MARK_CLK(d, 5, lin);

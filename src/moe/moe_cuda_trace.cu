@@ -39,7 +39,9 @@ static_assert(TPM_MOE_TRACE_EVENTS == TPM_MOE_TRACE_KERNELS * TPM_MOE_TRACE_SLOT
 /* ev: us from the routing's first block start per (kernel, slot): the first start, slot 1 (the
  * routing: its last block's logits; others: the first block past its wait), the last end, and
  * the routing's tail slots 3-6 (the latest block); kernel 4: the routing's slots in SM cycles
- * after slot 3. -1 where nothing was recorded. */
+ * after slot 3; kernels 1 / 2 slots 3-6 (unused by the decode kernels): mode 3's extra marks
+ * (moe_cuda_route_tc.cu), the latest block (kernel 1) and the earliest (kernel 2). -1 where
+ * nothing was recorded. */
 tpm_status tpm_moe_trace_read(const unsigned long long *trace, double *ev) {
     const size_t n = trace_words();
     unsigned long long *h = (unsigned long long *)malloc(n * sizeof *h);
@@ -53,7 +55,7 @@ tpm_status tpm_moe_trace_read(const unsigned long long *trace, double *ev) {
         if (h[b] && (!t0 || h[b] < t0)) t0 = h[b];
     for (int k = 0; k < TPM_MOE_TRACE_KERNELS; k++) {
         for (int sl = 0; sl < TPM_MOE_TRACE_SLOTS; sl++) {
-            const int want_max = sl == 2 || ((k == 0 || k == 4) && sl >= 1);
+            const int want_max = sl == 2 || ((k == 0 || k == 4) && sl >= 1) || (k == 1 && sl >= 3);
             unsigned long long v = 0;
             const unsigned long long *a = h + ((size_t)k * TPM_MOE_TRACE_SLOTS + sl) * TPM_MOE_TRACE_BLOCKS;
             for (int b = 0; b < TPM_MOE_TRACE_BLOCKS; b++)
