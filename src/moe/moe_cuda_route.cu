@@ -420,7 +420,12 @@ __global__ void __launch_bounds__(kLogitWarps * 32 * TT) k_route_fused(tpm_moe_d
             const size_t st4 = sstride / 4;
             float4 v[kMaxSplits];
 #pragma unroll
-            for (int sp = 0; sp < kMaxSplits; sp++) v[sp] = sp < ns ? __ldcg(src + sp * st4) : make_float4(0.f, 0.f, 0.f, 0.f);
+            for (int sp = 0; sp < kMaxSplits; sp++) v[sp] = __ldcg(src + (sp < ns ? sp : 0) * st4); /* past ns: never added */
+            /* every load unconditional, then a fence ptxas does not move loads across (no
+             * instruction at CTA scope on sm_90): every slice's load goes out before the first
+             * add; with a load per branch, ptxas interleaved them with the adds in up to three
+             * dependent L2 round trips (round 30, the SASS) */
+            asm volatile("fence.acq_rel.cta;" ::: "memory");
             float4 l = v[0];
 #pragma unroll
             for (int sp = 1; sp < kMaxSplits; sp++) /* slice order, as the scalar form */

@@ -131,16 +131,47 @@ __device__ void scan_buckets(const tpm_moe_dev &d, int NB, int *cnt) {
 }
 
 
+/* build_permutation_small's row of pair p (token t, slot e): e's offset plus the tokens before t
+ * on e (the bitmap's lower bits) */
+__device__ __forceinline__ void bitmap_row(const tpm_moe_dev &d, const uint32_t *bits, const int *s_off, int Wt, int p,
+                                           int t, int e) {
+    const int w = t >> 5;
+    int pos = s_off[e] + __popc(bits[e * Wt + w] & ((1u << (t & 31)) - 1u));
+    for (int w2 = 0; w2 < w; w2++) pos += __popc(bits[e * Wt + w2]);
+    d.perm_tok[pos] = t;
+    d.perm_exp[pos] = e;
+    d.inv[p] = pos;
+}
+
 /* The permutation for small T (several tiles), run by the last block of
  * k_route_fused: the bitmap lives in shared memory (E1 * ceil(T/32) <=
  * kPermSmemWords) and the per-word prefixes are recomputed (at most a few
  * words per expert). */
 __device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *bits, int *s_off) {
-    const int K = d.K, E1 = d.E1, NB = n_buckets(d), Wt = (T + 31) / 32;
+    const int K = d.K, E1 = d.E1, NB = n_buckets(d), Wt = (T + 31) / 32, TK = T * K;
     const int tid = threadIdx.x, nth = blockDim.x;
+    /* A thread's first kHeld pairs (p = tid + i nth): their selections loaded once, all before the
+     * bitmap is cleared (their L2 trip overlaps the clearing and its barrier) and kept for the
+     * rows below. Round 30: the loop of loads and atomics went to L2 once per pass, and the rows
+     * loaded the selections again. The clamped index keeps the loads in one basic block. */
+    constexpr int kHeld = 4;
+    int held[kHeld];
+#pragma unroll
+    for (int i = 0; i < kHeld; i++) {
+        const int p = tid + i * nth;
+        held[i] = __ldcg(d.sel + (p < TK ? p : 0));
+    }
     for (int i = tid; i < NB * Wt; i += nth) bits[i] = 0u;
     __syncthreads();
-    for (int p = tid; p < T * K; p += nth) {
+#pragma unroll
+    for (int i = 0; i < kHeld; i++) {
+        const int p = tid + i * nth, t = p / K;
+        if (p < TK) {
+            held[i] = slot_of(d, held[i], t);
+            atomicOr(bits + held[i] * Wt + (t >> 5), 1u << (t & 31));
+        }
+    }
+    for (int p = tid + kHeld * nth; p < TK; p += nth) {
         const int t = p / K, e = slot_of(d, __ldcg(d.sel + p), t);
         atomicOr(bits + e * Wt + (t >> 5), 1u << (t & 31));
     }
@@ -154,14 +185,12 @@ __device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *b
     __syncthreads();
     if (tid < 32) scan_buckets(d, NB, s_off); /* s_off: counts -> offsets */
     __syncthreads();
-    for (int p = tid; p < T * K; p += nth) {
-        const int t = p / K, e = slot_of(d, __ldcg(d.sel + p), t), w = t >> 5;
-        int pos = s_off[e] + __popc(bits[e * Wt + w] & ((1u << (t & 31)) - 1u));
-        for (int w2 = 0; w2 < w; w2++) pos += __popc(bits[e * Wt + w2]);
-        d.perm_tok[pos] = t;
-        d.perm_exp[pos] = e;
-        d.inv[p] = pos;
+#pragma unroll
+    for (int i = 0; i < kHeld; i++) {
+        const int p = tid + i * nth;
+        if (p < TK) bitmap_row(d, bits, s_off, Wt, p, p / K, held[i]);
     }
+    for (int p = tid + kHeld * nth; p < TK; p += nth) bitmap_row(d, bits, s_off, Wt, p, p / K, slot_of(d, __ldcg(d.sel + p), p / K));
 }
 
 /* The permutation of TK = T*K <= kDirectPairs selections in shared memory, by one

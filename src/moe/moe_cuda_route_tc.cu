@@ -314,8 +314,14 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
                 const float4 *src = reinterpret_cast<const float4 *>(d.logits + (size_t)t * E) + e4;
                 float4 v[kTcMaxSC];
 #pragma unroll
-                for (int k = 0; k < kTcMaxSC; k++)
-                    v[k] = k < SC ? __ldcg(src + (size_t)k * T * E4) : make_float4(0.f, 0.f, 0.f, 0.f);
+                for (int k = 0; k < kTcMaxSC; k++) /* past SC: partial 0 again, never added */
+                    v[k] = __ldcg(src + (size_t)(k < SC ? k : 0) * T * E4);
+                /* Every load unconditional, then a fence ptxas does not move loads across (no
+                 * instruction at CTA scope on sm_90): all SC loads go out before the first add.
+                 * With a load per branch, ptxas interleaved them with the adds, one L2 round trip
+                 * after another: ~0.17 us per partial, 2.7 us of the tail at 32 tokens (round
+                 * 30, the SASS). */
+                asm volatile("fence.acq_rel.cta;" ::: "memory");
                 float4 s = v[0];
 #pragma unroll
                 for (int k = 1; k < kTcMaxSC; k++) {
