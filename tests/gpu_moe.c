@@ -64,7 +64,7 @@ static void presets_vs_reference(void **state) {
  * cores up to 256 tokens) against the reference, the first two with 8, 16 and 32 router
  * experts per logits block; for each block size the fused launch gives the legacy routing
  * bit for bit (same arithmetic), and mode 3 gives the same bits with its fragments loaded
- * straight into registers or through the shared-memory ring; a NaN router row is never
+ * straight into registers, through the shared-memory ring, or in the register pipeline; a NaN router row is never
  * selected by any mode; 1500 tokens take k_select's separate row scatter (T*K > 4096); at 10 and
  * 16 tokens mode 1's wide form (one row of 16-token blocks) gives the bits of its two rows of
  * 8-token tiles. */
@@ -92,8 +92,9 @@ static void variants_vs_reference(void **state) {
                 }
             }
             for (int re = 8; re <= 32; re *= 2) {
-                gpu_run rm[6]; /* modes 0 .. 3, then mode 3 with the ring loads, then (below) mode 1's 8-token tiles */
-                const int nrun = re != 8 ? 2 : T > 256 ? 3 : 5;
+                gpu_run rm[7]; /* modes 0 .. 3, then mode 3 with the ring loads and with the pipelined
+                                * loads, then (below) mode 1's other form */
+                const int nrun = re != 8 ? 2 : T > 256 ? 3 : 6;
                 for (int run = 0; run < nrun; run++) {
                     const int mode = run < 4 ? run : 3;
                     tune_route_legacy = mode == 0;
@@ -101,7 +102,7 @@ static void variants_vs_reference(void **state) {
                     tune_route_experts = re;
                     tune_route_tc_min = 1;
                     tune_route_tc_max = mode == 3 ? 256 : 0;
-                    tune_route_tc_loads = run == 4 ? 0 : 1;
+                    tune_route_tc_loads = run == 4 ? 0 : run == 5 ? 2 : 1;
                     run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rm[run]);
                     if (mode == 3 && last_route_mode != 3) { /* no 9.0 device: mode 3 cannot run */
                         printf("  %-17s T=%-4d route mode 3 not available here (mode %d ran)\n", p->name, T,
@@ -116,7 +117,7 @@ static void variants_vs_reference(void **state) {
                             assert_int_not_equal(rm[run].sel[(size_t)t * rm[run].K + sl], 5);
                     const double e = check_run(&w, x, &rm[run], 1, 4, 1e-2);
                     printf("  %-17s T=%-4d route mode %d%s, %2d experts per block: rel err %.2e\n", p->name, T, mode,
-                           run == 4 ? " (ring)" : "", re, e);
+                           run == 4 ? " (ring)" : run == 5 ? " (pipe)" : "", re, e);
                 }
                 const size_t nk = (size_t)T * rm[0].K;
                 assert_memory_equal(rm[0].sel, rm[1].sel, nk * sizeof(int32_t));
@@ -128,22 +129,22 @@ static void variants_vs_reference(void **state) {
                     tune_route_tc_min = 1;
                     tune_route_tc_max = 0;
                     tune_route_wide = T <= 11 ? 0 : 16;
-                    run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rm[5]);
+                    run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rm[6]);
                     assert_int_equal(last_route_mode, 1);
                     tune_route_gemm_min = tune_route_experts = tune_route_tc_min = tune_route_tc_max = -1;
                     tune_route_wide = -1;
-                    const double e = check_run(&w, x, &rm[5], 1, 4, 1e-2);
+                    const double e = check_run(&w, x, &rm[6], 1, 4, 1e-2);
                     printf("  %-17s T=%-4d route mode 1 (%s), %2d experts per block: rel err %.2e\n", p->name, T,
                            T <= 11 ? "8-token tiles" : "wide", re, e);
-                    assert_memory_equal(rm[1].sel, rm[5].sel, nk * sizeof(int32_t));
-                    assert_memory_equal(rm[1].wts, rm[5].wts, nk * sizeof(float));
-                    assert_memory_equal(rm[1].y, rm[5].y, (size_t)T * p->hidden * 2);
-                    free_run(&rm[5]);
+                    assert_memory_equal(rm[1].sel, rm[6].sel, nk * sizeof(int32_t));
+                    assert_memory_equal(rm[1].wts, rm[6].wts, nk * sizeof(float));
+                    assert_memory_equal(rm[1].y, rm[6].y, (size_t)T * p->hidden * 2);
+                    free_run(&rm[6]);
                 }
-                if (nrun == 5) { /* mode 3: direct loads and the ring, the same bits */
-                    assert_memory_equal(rm[3].sel, rm[4].sel, nk * sizeof(int32_t));
-                    assert_memory_equal(rm[3].wts, rm[4].wts, nk * sizeof(float));
-                    assert_memory_equal(rm[3].y, rm[4].y, (size_t)T * p->hidden * 2);
+                for (int run = 4; run < nrun; run++) { /* mode 3: direct, ring and pipelined loads, the same bits */
+                    assert_memory_equal(rm[3].sel, rm[run].sel, nk * sizeof(int32_t));
+                    assert_memory_equal(rm[3].wts, rm[run].wts, nk * sizeof(float));
+                    assert_memory_equal(rm[3].y, rm[run].y, (size_t)T * p->hidden * 2);
                 }
                 for (int run = 0; run < nrun; run++) free_run(&rm[run]);
             }

@@ -56,6 +56,10 @@ struct tpm_moe_dev {
     uint16_t *w13, *w2;
     float *b13, *b2, *wr, *br;
     uint16_t *wr3;           /* [3][E][H] bf16: wr = hi + mid + lo exactly (router GEMM on tensor cores) */
+    uint16_t *wr3f;          /* wr3 in mma fragment order (routing mode 3's pipelined loads), null where
+                              * mode 3 cannot run: [H/32][Ep/16][3][2][32 lanes] x 16 bytes, Ep = E
+                              * padded to 16 (zeros): lane 4g + q of half hf holds expert 16m + g + 8hf,
+                              * h = 32c + 8q .. +7 (moe_cuda_route_tc.cu) */
     /* routing state */
     float *logits;           /* [S][T][E] partial logits of S slices of H */
     int logit_rows;          /* capacity of logits in rows of E (S * T <= it) */
@@ -81,8 +85,8 @@ struct tpm_moe_dev {
     uint16_t *sh_h13, *sh_act, *sh_out;     /* [T][2Il], [T][Il], [T][H]; fused layer: sh_h13 and
                                              * sh_act only, [Td][..] for the split plan (Td = decode rows) */
     int sm_count;
-    int tc_clusters[4];      /* route mode 3: clusters of 8 resident at once, [2 (Ep > 128) + direct
-                              * loads]; 0 = off */
+    int tc_clusters[6];      /* route mode 3: clusters of 8 resident at once, [3 (Ep > 128) + loads
+                              * (0 ring, 1 direct, 2 pipelined)]; 0 = off */
 };
 
 /* Prefill on several streams / grouped GEMM: the extra state the layer owns. */
@@ -179,13 +183,15 @@ int tpm_moe_route_fused_ok(const tpm_moe_dev &d, int T);
 tpm_status tpm_moe_route_tc_setup(tpm_moe_dev &d, int device);
 int tpm_moe_route_tc_ok(const tpm_moe_dev &d, const void *x, int T);
 /* clusters: clusters of 8 to spread the work over (0: as many as are resident at once);
- * direct: router and x fragments loaded straight into registers (1) or through a cp.async
- * ring in shared memory (0). shape: grid x, token tiles, resident clusters, chunks of 32 h
- * per CTA (at most); 0 if mode 3 cannot take T tokens. */
-int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int direct, int shape[4]);
-tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int clusters, int direct,
+ * loads: router and x fragments through a cp.async ring in shared memory (0), straight into
+ * registers (1), or straight into registers from wr3f, the next chunks' loads in flight during
+ * a chunk's mma (2; the same bits as 1). shape: grid x, token tiles, resident clusters, chunks
+ * of 32 h per CTA (at most); 0 if mode 3 cannot take T tokens. */
+int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int loads, int shape[4]);
+tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int clusters, int loads,
                                    int stop, cudaStream_t s);
-/* wr3 = the 3-way bf16 split of wr (after wr changed). */
+/* wr3 = the 3-way bf16 split of wr, and wr3f its fragment order where allocated (after wr
+ * changed). */
 tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s);
 /* moe_cuda_decode.cu: gate_up + activation, then down (persistent, one pass over weights).
  * skip_shared: leave the fused shared slot (the last touched expert, E) out (split plan). */

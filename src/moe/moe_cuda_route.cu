@@ -518,6 +518,25 @@ __global__ void k_split_router(const float *__restrict__ wr, uint16_t *__restric
     }
 }
 
+/* wr3f (routing mode 3's pipelined loads): wr3 in mma fragment order, one uint4 per thread:
+ * [c][m][sp][hf][lane] <- wr3[sp][16m + g + 8hf][32c + 8q .. +7], lane = 4g + q, zeros past E. */
+__global__ void k_frag_router(const uint16_t *__restrict__ wr3, uint4 *__restrict__ wr3f, int E, int H, int Ep) {
+    const int mt = Ep / 16;
+    const size_t n = (size_t)(H / 32) * mt * 6 * 32;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const int lane = (int)(i & 31);
+        size_t r = i >> 5;
+        const int hf = (int)(r % 2);
+        r /= 2;
+        const int sp = (int)(r % 3);
+        r /= 3;
+        const int m = (int)(r % mt), c = (int)(r / mt);
+        const int e = 16 * m + (lane >> 2) + 8 * hf, h = 32 * c + 8 * (lane & 3);
+        wr3f[i] = e < E ? *reinterpret_cast<const uint4 *>(wr3 + ((size_t)sp * E + e) * H + h)
+                        : make_uint4(0u, 0u, 0u, 0u);
+    }
+}
+
 int logit_splits(const tpm_moe_dev &d, int T, int epw) {
     /* split H so that the grid fills the GPU about twice; slices of >= 128 floats */
     const int bx = kLogitWarps * epw;
@@ -549,6 +568,11 @@ int tpm_moe_route_fused_ok(const tpm_moe_dev &d, int T) {
 tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s) {
     k_split_router<<<d.sm_count * 4, 256, 0, s>>>(d.wr, d.wr3, (size_t)d.E * d.H);
     TPM_CUDA_LAUNCHED();
+    if (d.wr3f) {
+        k_frag_router<<<d.sm_count * 4, 256, 0, s>>>(d.wr3, reinterpret_cast<uint4 *>(d.wr3f), d.E, d.H,
+                                                     (d.E + 15) / 16 * 16);
+        TPM_CUDA_LAUNCHED();
+    }
     return TPM_OK;
 }
 

@@ -18,12 +18,19 @@
  *     accumulators; per chunk and k-step: hi, mid, lo). Lane q of a row reads
  *     the 16 bytes h = 8q .. 8q+7; A and B use the same k-permutation (k-step
  *     s: logical k 2q, 2q+1 <-> h 8q+4s, +1 and 2q+8, 2q+9 <-> 8q+4s+2, +3),
- *     so every h is summed once. Two ways to load the fragments, the same
+ *     so every h is summed once. Three ways to load the fragments, the same
  *     bits (tuning.route_tc_loads): 1 (default, measured faster: r33) straight
  *     from global memory into registers, two chunks in flight per warp (one
- *     when Ep > 128); 0 through a 4-stage (Ep > 128: 3) cp.async ring in
- *     shared memory (rows: hi, mid, lo of every expert, then the tile's 64 x
- *     rows; 64 bytes per row and stage, zero-filled past E, T and H).
+ *     when Ep > 128), then their mma; 0 through a 4-stage (Ep > 128: 3)
+ *     cp.async ring in shared memory (rows: hi, mid, lo of every expert, then
+ *     the tile's 64 x rows; 64 bytes per row and stage, zero-filled past E, T
+ *     and H); 2 (Ep <= 128; above, as 1) straight into registers in a
+ *     software pipeline of kTcPipe one-chunk register stages: the loads of
+ *     the next kTcPipe - 1 chunks are in flight during a chunk's mma (with
+ *     1 and 0 each round of loads waits a full round trip: round 13 found the
+ *     warps stalled on their loads), and the router fragments come from wr3f,
+ *     wr3 in fragment order (one 512-byte line run per warp load instead of 8
+ *     rows of 64 bytes; a CTA's chunks one contiguous range).
  *  2. The CTA's partial tile [64][Ep] (fp32) goes to shared memory; cluster
  *     barrier; CTA rank r sums tokens 8r..8r+7 of the tile over the 8 CTAs'
  *     tiles (distributed shared memory, rank order) and writes that cluster's
@@ -60,6 +67,7 @@ constexpr int kTcTokens = 64;    /* tokens per tile: 8 n-tiles of 8 */
 constexpr int kTcCluster = 8;    /* CTAs per cluster (along H) */
 constexpr int kTcMaxT = 256;
 constexpr int kTcMaxSC = 16;     /* clusters along H: partials per token */
+constexpr int kTcPipe = 3;       /* loads 2: one-chunk register stages (2 chunks in flight per mma) */
 
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src_bytes) {
     const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
@@ -173,7 +181,49 @@ __device__ __forceinline__ void logits_direct(const tpm_moe_dev &d, const uint16
     }
 }
 
-template <int MT, int DIRECT>
+/* Load strategy 2 (Ep <= 128: warp w owns m-tile w): chunk c's fragments of this warp into one
+ * register stage, the router's from wr3f (6 loads of 512 contiguous bytes per warp), the x
+ * rows' as strategy 1; zeros where the chunk is past the CTA's range (cv) or the warp has no
+ * m-tile. */
+__device__ __forceinline__ void pipe_load(const tpm_moe_dev &d, const uint16_t *__restrict__ x, int T, int Ep,
+                                          int t_base, int c, bool cv, int nt_valid, uint4 (&a)[3][2],
+                                          uint4 (&b)[8]) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3, H = d.H;
+    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+    const bool av = cv && warp * 16 < Ep;
+    const uint4 *af = reinterpret_cast<const uint4 *>(d.wr3f) + ((size_t)c * (Ep / 16) + warp) * 6 * 32 + lane;
+#pragma unroll
+    for (int sp = 0; sp < 3; sp++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) a[sp][hf] = av ? __ldg(af + (2 * sp + hf) * 32) : zero;
+    const int h = c * 32 + 8 * q;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        const int t = t_base + 8 * j + g;
+        b[j] = cv && j < nt_valid && t < T ? __ldg(reinterpret_cast<const uint4 *>(x + (size_t)t * H + h)) : zero;
+    }
+}
+
+/* Strategy 2's pipeline: kTcPipe register stages of one chunk; step c refills the stage step
+ * c - 1 used with chunk c + kTcPipe - 1, then runs chunk c's mma (the stage indices static:
+ * the loop unrolled kTcPipe times). The same chunks in the same order as strategy 1. */
+__device__ __forceinline__ void logits_pipe(const tpm_moe_dev &d, const uint16_t *__restrict__ x, int T, int Ep,
+                                            int t_base, int c_begin, int nc, int nt_valid, float (&acc)[8][4]) {
+    const bool mine = (threadIdx.x >> 5) * 16 < Ep; /* warp-uniform */
+    uint4 a[kTcPipe][3][2], b[kTcPipe][8];
+#pragma unroll
+    for (int i = 0; i < kTcPipe - 1; i++) pipe_load(d, x, T, Ep, t_base, c_begin + i, i < nc, nt_valid, a[i], b[i]);
+    for (int c0 = 0; c0 < nc; c0 += kTcPipe) {
+#pragma unroll
+        for (int i = 0; i < kTcPipe; i++) {
+            const int c = c0 + i, cn = c + kTcPipe - 1, sn = (i + kTcPipe - 1) % kTcPipe;
+            pipe_load(d, x, T, Ep, t_base, c_begin + cn, cn < nc, nt_valid, a[sn], b[sn]);
+            if (c < nc && mine) mma_chunk(acc, a[i], b[i], nt_valid);
+        }
+    }
+}
+
+template <int MT, int LOADS>
 __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
                                                             int Ep, int stop) {
     constexpr int kTcStages = tc_stages<MT>();
@@ -217,7 +267,9 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
         for (int j = 0; j < 8; j++)
 #pragma unroll
             for (int i = 0; i < 4; i++) acc[mt][j][i] = 0.0f;
-    if (DIRECT) logits_direct<MT, MT == 1 ? 2 : 1>(d, x, T, Ep, t_base, c_begin, nc, nt_valid, acc);
+    constexpr bool DIRECT = LOADS != 0;
+    if constexpr (LOADS == 2 && MT == 1) logits_pipe(d, x, T, Ep, t_base, c_begin, nc, nt_valid, acc[0]);
+    else if (DIRECT) logits_direct<MT, MT == 1 ? 2 : 1>(d, x, T, Ep, t_base, c_begin, nc, nt_valid, acc);
 #pragma unroll
     for (int s = 0; s < kTcStages - 1; s++) {
         if (DIRECT) break;
@@ -355,7 +407,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
 }
 
 struct tc_geom {
-    int Ep, MT, X, tiles, direct;
+    int Ep, MT, X, tiles, loads;
     size_t smem;
 };
 
@@ -365,20 +417,24 @@ size_t tc_smem(int Ep, int stages) { /* stages 0: direct loads, the partial tile
 }
 
 /* The launch shape for T tokens, or 0 if mode 3 cannot take them. clusters: the clusters
- * of 8 to spread over (0: the resident maximum from the occupancy query). */
-int tc_geometry(const tpm_moe_dev &d, int T, int clusters, int direct, tc_geom *g) {
+ * of 8 to spread over (0: the resident maximum from the occupancy query). loads 2 takes the
+ * direct form's clusters where it holds more (the same H slices: the same bits). */
+int tc_geometry(const tpm_moe_dev &d, int T, int clusters, int loads, tc_geom *g) {
     if (T < 1 || T > kTcMaxT || d.E % 4 != 0 || d.E > 256 || d.H % 32 != 0 || d.H / 32 < kTcCluster) return 0;
+    if (loads < 0 || loads > 2 || (loads == 2 && !d.wr3f)) return 0;
     g->Ep = (d.E + 15) / 16 * 16;
     g->MT = g->Ep > 128 ? 2 : 1;
-    const int v = 2 * (g->MT - 1) + (direct ? 1 : 0);
+    const int v = 3 * (g->MT - 1) + loads;
     if (d.tc_clusters[v] < 1) return 0;
-    const int maxc = clusters > 0 ? clusters : d.tc_clusters[v];
-    g->direct = direct ? 1 : 0;
+    int res = d.tc_clusters[v];
+    if (loads == 2) res = min(res, d.tc_clusters[3 * (g->MT - 1) + 1]);
+    const int maxc = clusters > 0 ? clusters : res;
+    g->loads = loads;
     g->tiles = (T + kTcTokens - 1) / kTcTokens;
     int cpt = maxc / g->tiles; /* clusters per tile: all resident at once when possible */
     cpt = max(1, min(min(cpt, kTcMaxSC), d.H / 32 / kTcCluster));
     g->X = cpt * kTcCluster;
-    g->smem = tc_smem(g->Ep, direct ? 0 : g->MT == 1 ? tc_stages<1>() : tc_stages<2>());
+    g->smem = tc_smem(g->Ep, loads ? 0 : g->MT == 1 ? tc_stages<1>() : tc_stages<2>());
     const int nb = d.E1 + (d.ep > 1 ? 1 : 0);
     if ((size_t)cpt * T > (size_t)d.logit_rows || (T + 7) / 8 > d.tile_cap || d.E1 > kMaxE1 ||
         nb * ((T + 31) / 32) > kPermSmemWords)
@@ -402,32 +458,33 @@ cudaLaunchConfig_t tc_config(dim3 grid, size_t smem, cudaStream_t s, cudaLaunchA
     return cfg;
 }
 
-template <int MT, int DIRECT> cudaError_t tc_setup_one(tpm_moe_dev &d) {
-    const size_t smem = tc_smem(MT * 128, DIRECT ? 0 : tc_stages<MT>());
+template <int MT, int LOADS> cudaError_t tc_setup_one(tpm_moe_dev &d) {
+    const size_t smem = tc_smem(MT * 128, LOADS ? 0 : tc_stages<MT>());
     cudaError_t e =
-        cudaFuncSetAttribute(k_route_tc<MT, DIRECT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        cudaFuncSetAttribute(k_route_tc<MT, LOADS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return e;
     cudaLaunchAttribute at[1];
     cudaLaunchConfig_t cfg = tc_config(dim3(kTcCluster * 16, 1, 1), smem, 0, at);
     int n = 0;
-    e = cudaOccupancyMaxActiveClusters(&n, k_route_tc<MT, DIRECT>, &cfg);
+    e = cudaOccupancyMaxActiveClusters(&n, k_route_tc<MT, LOADS>, &cfg);
     if (e != cudaSuccess) return e;
-    d.tc_clusters[2 * (MT - 1) + DIRECT] = n;
+    d.tc_clusters[3 * (MT - 1) + LOADS] = n;
     return cudaSuccess;
 }
 
 } // namespace
 
 tpm_status tpm_moe_route_tc_setup(tpm_moe_dev &d, int device) {
-    for (int i = 0; i < 4; i++) d.tc_clusters[i] = 0;
+    for (int i = 0; i < 6; i++) d.tc_clusters[i] = 0;
     int major = 0;
     if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 9)
         return TPM_OK; /* clusters and distributed shared memory: 9.0 and later; mode 3 stays off */
     /* sized for the largest Ep of each variant (128 / 256), so any Ep fits */
     if (tc_setup_one<1, 0>(d) != cudaSuccess || tc_setup_one<2, 0>(d) != cudaSuccess ||
-        tc_setup_one<1, 1>(d) != cudaSuccess || tc_setup_one<2, 1>(d) != cudaSuccess) {
+        tc_setup_one<1, 1>(d) != cudaSuccess || tc_setup_one<2, 1>(d) != cudaSuccess ||
+        tc_setup_one<1, 2>(d) != cudaSuccess || tc_setup_one<2, 2>(d) != cudaSuccess) {
         (void)cudaGetLastError();
-        for (int i = 0; i < 4; i++) d.tc_clusters[i] = 0;
+        for (int i = 0; i < 6; i++) d.tc_clusters[i] = 0;
         tpm_log(TPM_LOG_WARN, "moe: routing mode 3 unavailable (cluster occupancy query failed)");
     }
     return TPM_OK;
@@ -438,25 +495,28 @@ int tpm_moe_route_tc_ok(const tpm_moe_dev &d, const void *x, int T) {
     return x && ((uintptr_t)x & 15) == 0 && tc_geometry(d, T, 0, 0, &g) && tc_geometry(d, T, 0, 1, &g);
 }
 
-int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int direct, int shape[4]) {
+int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int loads, int shape[4]) {
     tc_geom g;
-    if (!tc_geometry(d, T, clusters, direct, &g)) return 0;
+    if (!tc_geometry(d, T, clusters, loads, &g)) return 0;
     shape[0] = g.X;
     shape[1] = g.tiles;
-    shape[2] = d.tc_clusters[2 * (g.MT - 1) + g.direct];
+    shape[2] = d.tc_clusters[3 * (g.MT - 1) + g.loads];
     shape[3] = (d.H / 32 + g.X - 1) / g.X;
     return 1;
 }
 
-tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int clusters, int direct,
+tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int clusters, int loads,
                                    int stop, cudaStream_t s) {
     tc_geom g;
-    TPM_ASSERT(tpm_moe_route_tc_ok(d, x, T) && tc_geometry(d, T, clusters, direct, &g));
+    if (loads == 2 && !d.wr3f) loads = 1; /* no fragment-order copy: the direct form */
+    TPM_ASSERT(tpm_moe_route_tc_ok(d, x, T) && tc_geometry(d, T, clusters, loads, &g));
     cudaLaunchAttribute at[1];
     cudaLaunchConfig_t cfg = tc_config(dim3((unsigned)g.X, (unsigned)g.tiles, 1), g.smem, s, at);
-    if (g.MT == 1 && g.direct) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 1>, d, x, T, g.Ep, stop));
+    if (g.MT == 1 && g.loads == 2) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 2>, d, x, T, g.Ep, stop));
+    else if (g.MT == 1 && g.loads == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 1>, d, x, T, g.Ep, stop));
     else if (g.MT == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 0>, d, x, T, g.Ep, stop));
-    else if (g.direct) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 1>, d, x, T, g.Ep, stop));
+    else if (g.loads == 2) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 2>, d, x, T, g.Ep, stop));
+    else if (g.loads == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 1>, d, x, T, g.Ep, stop));
     else TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 0>, d, x, T, g.Ep, stop));
     return TPM_OK;
 }
