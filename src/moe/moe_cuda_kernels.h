@@ -56,10 +56,9 @@ struct tpm_moe_dev {
     uint16_t *w13, *w2;
     float *b13, *b2, *wr, *br;
     uint16_t *wr3;           /* [3][E][H] bf16: wr = hi + mid + lo exactly (router GEMM on tensor cores) */
-    uint16_t *wr3f;          /* wr3 in mma fragment order (routing mode 3's pipelined loads), null where
-                              * mode 3 cannot run: [H/32][Ep/16][3][2][32 lanes] x 16 bytes, Ep = E
-                              * padded to 16 (zeros): lane 4g + q of half hf holds expert 16m + g + 8hf,
-                              * h = 32c + 8q .. +7 (moe_cuda_route_tc.cu) */
+    uint16_t *wr3f;          /* wr3 in mma operand order (routing mode 3's pipelined loads), null where
+                              * mode 3 cannot run: [H/32][Ep/16][3][2 k-steps][32 lanes] x 16 bytes,
+                              * Ep = E padded to 16 (zeros); moe_cuda_route.cu, k_frag_router */
     /* routing state */
     float *logits;           /* [S][T][E] partial logits of S slices of H */
     int logit_rows;          /* capacity of logits in rows of E (S * T <= it) */

@@ -518,22 +518,28 @@ __global__ void k_split_router(const float *__restrict__ wr, uint16_t *__restric
     }
 }
 
-/* wr3f (routing mode 3's pipelined loads): wr3 in mma fragment order, one uint4 per thread:
- * [c][m][sp][hf][lane] <- wr3[sp][16m + g + 8hf][32c + 8q .. +7], lane = 4g + q, zeros past E. */
+/* wr3f (routing mode 3's pipelined loads): wr3 in mma operand order, one uint4 per thread:
+ * [c][m][sp][s][lane] = the A operand of lane 4g + q at k-step s of split sp, m-tile m, chunk c:
+ * {w(g, 2s), w(g + 8, 2s), w(g, 2s + 1), w(g + 8, 2s + 1)}, w(r, i) = the bf16 pair of wr3[sp]
+ * [16m + r][32c + 8q + 2i, +1] as one word, zeros past E (moe_cuda_route_tc.cu). */
 __global__ void k_frag_router(const uint16_t *__restrict__ wr3, uint4 *__restrict__ wr3f, int E, int H, int Ep) {
     const int mt = Ep / 16;
     const size_t n = (size_t)(H / 32) * mt * 6 * 32;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         const int lane = (int)(i & 31);
         size_t r = i >> 5;
-        const int hf = (int)(r % 2);
+        const int ks = (int)(r % 2);
         r /= 2;
         const int sp = (int)(r % 3);
         r /= 3;
         const int m = (int)(r % mt), c = (int)(r / mt);
-        const int e = 16 * m + (lane >> 2) + 8 * hf, h = 32 * c + 8 * (lane & 3);
-        wr3f[i] = e < E ? *reinterpret_cast<const uint4 *>(wr3 + ((size_t)sp * E + e) * H + h)
-                        : make_uint4(0u, 0u, 0u, 0u);
+        const int e0 = 16 * m + (lane >> 2), h = 32 * c + 8 * (lane & 3) + 4 * ks;
+        uint32_t v[4];
+        for (int k = 0; k < 4; k++) { /* k: row g (even) or g + 8 (odd), word 2s (k < 2) or 2s + 1 */
+            const int e = e0 + 8 * (k & 1), hh = h + 2 * (k >> 1);
+            v[k] = e < E ? *reinterpret_cast<const uint32_t *>(wr3 + ((size_t)sp * E + e) * H + hh) : 0u;
+        }
+        wr3f[i] = make_uint4(v[0], v[1], v[2], v[3]);
     }
 }
 

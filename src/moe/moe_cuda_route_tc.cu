@@ -29,8 +29,12 @@
  *     the next kTcPipe - 1 chunks are in flight during a chunk's mma (with
  *     1 and 0 each round of loads waits a full round trip: round 13 found the
  *     warps stalled on their loads), and the router fragments come from wr3f,
- *     wr3 in fragment order (one 512-byte line run per warp load instead of 8
- *     rows of 64 bytes; a CTA's chunks one contiguous range).
+ *     wr3 in operand order: each lane's 16-byte load is the four registers of
+ *     one mma's A operand (with wr3's rows, ptxas moved the two rows' words
+ *     into place before every mma: 4 moves, a branch and a nop per mma, ~8
+ *     instructions per mma in all, r193), one 512-byte run per warp load, a
+ *     CTA's chunks one contiguous range; the mma of a full n-tile set has no
+ *     branches (4 or 8 n-tiles, by the tile's tokens).
  *  2. The CTA's partial tile [64][Ep] (fp32) goes to shared memory; cluster
  *     barrier; CTA rank r sums tokens 8r..8r+7 of the tile over the 8 CTAs'
  *     tiles (distributed shared memory, rank order) and writes that cluster's
@@ -181,13 +185,30 @@ __device__ __forceinline__ void logits_direct(const tpm_moe_dev &d, const uint16
     }
 }
 
+/* Strategy 2's mma of one chunk: f[sp][s] = the A operand of split sp at k-step s as stored in
+ * wr3f (four registers in operand order: no moves before the mma), NT n-tiles, no branches
+ * (the n-tiles past the tile's tokens hold zeros and are never stored). The same order per
+ * accumulator as mma_chunk: k-step 0 of hi, mid, lo, then k-step 1. */
+template <int NT>
+__device__ __forceinline__ void mma_chunk_f(float (&acc)[8][4], const uint4 (&f)[3][2], const uint4 (&b)[8]) {
+#pragma unroll
+    for (int st = 0; st < 6; st++) {
+        const uint4 &A = f[st % 3][st / 3];
+#pragma unroll
+        for (int j = 0; j < NT; j++) {
+            if (st < 3) mma_bf16(acc[j], A.x, A.y, A.z, A.w, b[j].x, b[j].y);
+            else mma_bf16(acc[j], A.x, A.y, A.z, A.w, b[j].z, b[j].w);
+        }
+    }
+}
+
 /* Load strategy 2 (Ep <= 128: warp w owns m-tile w): chunk c's fragments of this warp into one
  * register stage, the router's from wr3f (6 loads of 512 contiguous bytes per warp), the x
- * rows' as strategy 1; zeros where the chunk is past the CTA's range (cv) or the warp has no
- * m-tile. */
+ * rows' of NT n-tiles as strategy 1; zeros where the chunk is past the CTA's range (cv) or the
+ * warp has no m-tile. */
+template <int NT>
 __device__ __forceinline__ void pipe_load(const tpm_moe_dev &d, const uint16_t *__restrict__ x, int T, int Ep,
-                                          int t_base, int c, bool cv, int nt_valid, uint4 (&a)[3][2],
-                                          uint4 (&b)[8]) {
+                                          int t_base, int c, bool cv, uint4 (&f)[3][2], uint4 (&b)[8]) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3, H = d.H;
     const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
     const bool av = cv && warp * 16 < Ep;
@@ -195,30 +216,32 @@ __device__ __forceinline__ void pipe_load(const tpm_moe_dev &d, const uint16_t *
 #pragma unroll
     for (int sp = 0; sp < 3; sp++)
 #pragma unroll
-        for (int hf = 0; hf < 2; hf++) a[sp][hf] = av ? __ldg(af + (2 * sp + hf) * 32) : zero;
+        for (int ks = 0; ks < 2; ks++) f[sp][ks] = av ? __ldg(af + (2 * sp + ks) * 32) : zero;
     const int h = c * 32 + 8 * q;
 #pragma unroll
-    for (int j = 0; j < 8; j++) {
+    for (int j = 0; j < NT; j++) {
         const int t = t_base + 8 * j + g;
-        b[j] = cv && j < nt_valid && t < T ? __ldg(reinterpret_cast<const uint4 *>(x + (size_t)t * H + h)) : zero;
+        b[j] = cv && t < T ? __ldg(reinterpret_cast<const uint4 *>(x + (size_t)t * H + h)) : zero;
     }
 }
 
 /* Strategy 2's pipeline: kTcPipe register stages of one chunk; step c refills the stage step
  * c - 1 used with chunk c + kTcPipe - 1, then runs chunk c's mma (the stage indices static:
- * the loop unrolled kTcPipe times). The same chunks in the same order as strategy 1. */
+ * the loop unrolled kTcPipe times). The same chunks in the same order as strategy 1. NT: the
+ * n-tiles computed (4 when the tile holds <= 32 tokens, else 8). */
+template <int NT>
 __device__ __forceinline__ void logits_pipe(const tpm_moe_dev &d, const uint16_t *__restrict__ x, int T, int Ep,
-                                            int t_base, int c_begin, int nc, int nt_valid, float (&acc)[8][4]) {
+                                            int t_base, int c_begin, int nc, float (&acc)[8][4]) {
     const bool mine = (threadIdx.x >> 5) * 16 < Ep; /* warp-uniform */
-    uint4 a[kTcPipe][3][2], b[kTcPipe][8];
+    uint4 f[kTcPipe][3][2], b[kTcPipe][8];
 #pragma unroll
-    for (int i = 0; i < kTcPipe - 1; i++) pipe_load(d, x, T, Ep, t_base, c_begin + i, i < nc, nt_valid, a[i], b[i]);
+    for (int i = 0; i < kTcPipe - 1; i++) pipe_load<NT>(d, x, T, Ep, t_base, c_begin + i, i < nc, f[i], b[i]);
     for (int c0 = 0; c0 < nc; c0 += kTcPipe) {
 #pragma unroll
         for (int i = 0; i < kTcPipe; i++) {
             const int c = c0 + i, cn = c + kTcPipe - 1, sn = (i + kTcPipe - 1) % kTcPipe;
-            pipe_load(d, x, T, Ep, t_base, c_begin + cn, cn < nc, nt_valid, a[sn], b[sn]);
-            if (c < nc && mine) mma_chunk(acc, a[i], b[i], nt_valid);
+            pipe_load<NT>(d, x, T, Ep, t_base, c_begin + cn, cn < nc, f[sn], b[sn]);
+            if (c < nc && mine) mma_chunk_f<NT>(acc, f[i], b[i]);
         }
     }
 }
@@ -268,7 +291,10 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
 #pragma unroll
             for (int i = 0; i < 4; i++) acc[mt][j][i] = 0.0f;
     constexpr bool DIRECT = LOADS != 0;
-    if constexpr (LOADS == 2 && MT == 1) logits_pipe(d, x, T, Ep, t_base, c_begin, nc, nt_valid, acc[0]);
+    if constexpr (LOADS == 2 && MT == 1) {
+        if (nt_valid > 4) logits_pipe<8>(d, x, T, Ep, t_base, c_begin, nc, acc[0]);
+        else logits_pipe<4>(d, x, T, Ep, t_base, c_begin, nc, acc[0]);
+    }
     else if (DIRECT) logits_direct<MT, MT == 1 ? 2 : 1>(d, x, T, Ep, t_base, c_begin, nc, nt_valid, acc);
 #pragma unroll
     for (int s = 0; s < kTcStages - 1; s++) {
