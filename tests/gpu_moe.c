@@ -520,6 +520,11 @@ static void bad_arguments(void **state) {
     tu.route_wide = 17;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_wide = 0;
+    assert_int_equal(tu.route_tc_loads, 2); /* mode 3's pipelined loads (round 31) */
+    assert_int_equal(tu.route_tc_max, 256);
+    tu.route_tc_loads = 3;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.route_tc_loads = 2;
     tu.route_tc_min = 0;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_tc_min = 9;

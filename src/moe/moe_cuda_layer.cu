@@ -63,14 +63,19 @@
  *   tokens 16: 14.7 / 17.3 / 14.9   24: 15.2 / 17.6 / 19.5   32: 15.7 / 17.6 / 19.7
  *   tokens 64: 18.0 / 19.6 / 22.4   128: 22.6 / 25.4 / 23.5  256: 31.9 / 37.3 / 25.6
  * Mode 3 up to 128 tokens; direct loads. From 25 since round 27 (r170: mode 1 10.4 / 12.0 us at
- * 9-16 / 24 tokens, mode 3 13.3-13.6 / 14.0; the layer 3-10 us faster; a tie at 32). */
+ * 9-16 / 24 tokens, mode 3 13.3-13.6 / 14.0; the layer 3-10 us faster; a tie at 32).
+ * Round 31 (one H200, bench/results/r194, routing net, us, two passes; mode 3 pipelined loads
+ * (2) / direct (1) / mode 2): 25: 11.9-12.0 / 12.9   64: 13.8-14.0 / 15.0-15.1
+ *   128: 16.5-16.6 / 19.7-19.8 / 20.8-22.1   192: 18.5-18.9 / 23.2-23.3 / 22.7-22.8
+ *   256: 22.7-22.8 / 30.3-30.4 / 24.3-24.6
+ * so mode 3 up to 256 tokens (all it takes), pipelined loads. */
 /* Routing mode 1's wide form (one row of 16-token blocks) up to this many tokens (round 29,
  * bench/results/r185, m3, routing net, us, wide / 8-token tiles: 9.4 / 9.6-9.7 at 9 tokens,
  * 9.5-9.7 / 9.8-10.0 at 10-11, 9.9-10.0 / 10.0 at 12-13, 10.1-10.3 / 9.9-10.3 at 14-16). */
 #define TPM_MOE_ROUTE_WIDE 11
 #define TPM_MOE_ROUTE_TC_MIN 25
-#define TPM_MOE_ROUTE_TC_MAX 128
-#define TPM_MOE_ROUTE_TC_LOADS 1
+#define TPM_MOE_ROUTE_TC_MAX 256
+#define TPM_MOE_ROUTE_TC_LOADS 2
 /* Up to this many tokens (the persistent CTAs) the prefill chains by programmatic dependent launch
  * (moe_cuda_gemm_sm90a.cu) the shared slot's gate_up items beside the routing (EARLY; round 20:
  * 5-20 us faster at 24-2048 tokens) and down to gate_up (DOWN_EARLY; round 23: 13-33 us at 64-1024).
