@@ -6,6 +6,7 @@
 #   3. the MoE command, two passes (-> moe_m3_tp1.json, moe_m3_tp1_b.json):
 #        tpmoe bench moe --preset m3 --tokens 1,8,32,128,1024,8192 --fuse-shared both --check 2
 # Binaries: prebuilt/bin.txz (compact builds of this tree, stripped).
+# Not run yet: on 2026-12-05 only H100s came (r195 ran the same binaries there).
 # Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r196_h200.sh
 NAME=r196
 . bench/device_env.sh
