@@ -189,7 +189,7 @@ int tpm_moe_route_tc_ok(const tpm_moe_dev &d, const void *x, int T);
 int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int loads, int shape[4]);
 tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int clusters, int loads,
                                    int stop, cudaStream_t s);
-/* wr3 = the 3-way bf16 split of wr, and wr3f its fragment order where allocated (after wr
+/* wr3 = the 3-way bf16 split of wr, and wr3f its mma operand order where allocated (after wr
  * changed). */
 tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s);
 /* moe_cuda_decode.cu: gate_up + activation, then down (persistent, one pass over weights).

@@ -293,7 +293,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         }
         DALLOC(d.wr, (size_t)d.E * H * 4);
         DALLOC(d.wr3, (size_t)3 * d.E * H * 2);
-        if (H % 32 == 0 && d.E <= 256) /* routing mode 3 can run: its fragment-order copy */
+        if (H % 32 == 0 && d.E <= 256) /* routing mode 3 can run: its operand-order copy */
             DALLOC(d.wr3f, (size_t)3 * ((d.E + 15) / 16 * 16) * H * 2);
         DALLOC(d.done, E1 * 4);
         DALLOC(d.tile_ctr, (size_t)d.tile_cap * 4);

@@ -19,13 +19,14 @@
  *     the 16 bytes h = 8q .. 8q+7; A and B use the same k-permutation (k-step
  *     s: logical k 2q, 2q+1 <-> h 8q+4s, +1 and 2q+8, 2q+9 <-> 8q+4s+2, +3),
  *     so every h is summed once. Three ways to load the fragments, the same
- *     bits (tuning.route_tc_loads): 1 (default, measured faster: r33) straight
- *     from global memory into registers, two chunks in flight per warp (one
- *     when Ep > 128), then their mma; 0 through a 4-stage (Ep > 128: 3)
- *     cp.async ring in shared memory (rows: hi, mid, lo of every expert, then
- *     the tile's 64 x rows; 64 bytes per row and stage, zero-filled past E, T
- *     and H); 2 (Ep <= 128; above, as 1) straight into registers in a
- *     software pipeline of kTcPipe one-chunk register stages: the loads of
+ *     bits (tuning.route_tc_loads): 1 (the default until round 31; faster
+ *     than 0: r33) straight from global memory into registers, two chunks
+ *     in flight per warp (one when Ep > 128), then their mma; 0 through a
+ *     4-stage (Ep > 128: 3) cp.async ring in shared memory (rows: hi, mid, lo
+ *     of every expert, then the tile's 64 x rows; 64 bytes per row and stage,
+ *     zero-filled past E, T and H); 2 (the default since round 31, r194;
+ *     Ep <= 128, above as 1) straight into registers in a software pipeline
+ *     of kTcPipe one-chunk register stages: the loads of
  *     the next kTcPipe - 1 chunks are in flight during a chunk's mma (with
  *     1 and 0 each round of loads waits a full round trip: round 13 found the
  *     warps stalled on their loads), and the router fragments come from wr3f,
@@ -534,7 +535,7 @@ int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int loads,
 tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int clusters, int loads,
                                    int stop, cudaStream_t s) {
     tc_geom g;
-    if (loads == 2 && !d.wr3f) loads = 1; /* no fragment-order copy: the direct form */
+    if (loads == 2 && !d.wr3f) loads = 1; /* no operand-order copy: the direct form */
     TPM_ASSERT(tpm_moe_route_tc_ok(d, x, T) && tc_geometry(d, T, clusters, loads, &g));
     cudaLaunchAttribute at[1];
     cudaLaunchConfig_t cfg = tc_config(dim3((unsigned)g.X, (unsigned)g.tiles, 1), g.smem, s, at);
