@@ -24,10 +24,11 @@
  *     in flight per warp (one when Ep > 128), then their mma; 0 through a
  *     4-stage (Ep > 128: 3) cp.async ring in shared memory (rows: hi, mid, lo
  *     of every expert, then the tile's 64 x rows; 64 bytes per row and stage,
- *     zero-filled past E, T and H); 2 (the default since round 31, r194;
- *     Ep <= 128, above as 1) straight into registers in a software pipeline
- *     of kTcPipe one-chunk register stages: the loads of
- *     the next kTcPipe - 1 chunks are in flight during a chunk's mma (with
+ *     zero-filled past E, T and H); 2 (the default since round 31, r194)
+ *     straight into registers in a software pipeline of kTcPipe one-chunk
+ *     register stages (Ep > 128, round 32: kTcPipe2, a stage holding both
+ *     m-tiles' fragments; 254 registers, no spills): the loads of
+ *     the next stages' chunks are in flight during a chunk's mma (with
  *     1 and 0 each round of loads waits a full round trip: round 13 found the
  *     warps stalled on their loads), and the router fragments come from wr3f,
  *     wr3 in operand order: each lane's 16-byte load is the four registers of
@@ -72,7 +73,8 @@ constexpr int kTcTokens = 64;    /* tokens per tile: 8 n-tiles of 8 */
 constexpr int kTcCluster = 8;    /* CTAs per cluster (along H) */
 constexpr int kTcMaxT = 256;
 constexpr int kTcMaxSC = 16;     /* clusters along H: partials per token */
-constexpr int kTcPipe = 3;       /* loads 2: one-chunk register stages (2 chunks in flight per mma) */
+constexpr int kTcPipe = 3;       /* loads 2, Ep <= 128: one-chunk register stages (2 chunks in flight per mma) */
+constexpr int kTcPipe2 = 2;      /* loads 2, Ep > 128: two m-tiles per warp, a stage twice the registers */
 
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src_bytes) {
     const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
@@ -203,21 +205,25 @@ __device__ __forceinline__ void mma_chunk_f(float (&acc)[8][4], const uint4 (&f)
     }
 }
 
-/* Load strategy 2 (Ep <= 128: warp w owns m-tile w): chunk c's fragments of this warp into one
- * register stage, the router's from wr3f (6 loads of 512 contiguous bytes per warp), the x
- * rows' of NT n-tiles as strategy 1; zeros where the chunk is past the CTA's range (cv) or the
- * warp has no m-tile. */
-template <int NT>
+/* Load strategy 2: chunk c's fragments of this warp into one register stage, the router's
+ * from wr3f (per m-tile 6 loads of 512 contiguous bytes per warp; warp w owns m-tiles w and,
+ * when Ep > 128, w + 8), the x rows' of NT n-tiles as strategy 1; zeros where the chunk is
+ * past the CTA's range (cv) or the warp has no such m-tile. */
+template <int MT, int NT>
 __device__ __forceinline__ void pipe_load(const tpm_moe_dev &d, const uint16_t *__restrict__ x, int T, int Ep,
-                                          int t_base, int c, bool cv, uint4 (&f)[3][2], uint4 (&b)[8]) {
+                                          int t_base, int c, bool cv, uint4 (&f)[MT][3][2], uint4 (&b)[8]) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3, H = d.H;
     const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-    const bool av = cv && warp * 16 < Ep;
-    const uint4 *af = reinterpret_cast<const uint4 *>(d.wr3f) + ((size_t)c * (Ep / 16) + warp) * 6 * 32 + lane;
 #pragma unroll
-    for (int sp = 0; sp < 3; sp++)
+    for (int mt = 0; mt < MT; mt++) {
+        const int m = warp + 8 * mt;
+        const bool av = cv && m * 16 < Ep;
+        const uint4 *af = reinterpret_cast<const uint4 *>(d.wr3f) + ((size_t)c * (Ep / 16) + m) * 6 * 32 + lane;
 #pragma unroll
-        for (int ks = 0; ks < 2; ks++) f[sp][ks] = av ? __ldg(af + (2 * sp + ks) * 32) : zero;
+        for (int sp = 0; sp < 3; sp++)
+#pragma unroll
+            for (int ks = 0; ks < 2; ks++) f[mt][sp][ks] = av ? __ldg(af + (2 * sp + ks) * 32) : zero;
+    }
     const int h = c * 32 + 8 * q;
 #pragma unroll
     for (int j = 0; j < NT; j++) {
@@ -226,23 +232,29 @@ __device__ __forceinline__ void pipe_load(const tpm_moe_dev &d, const uint16_t *
     }
 }
 
-/* Strategy 2's pipeline: kTcPipe register stages of one chunk; step c refills the stage step
- * c - 1 used with chunk c + kTcPipe - 1, then runs chunk c's mma (the stage indices static:
- * the loop unrolled kTcPipe times). The same chunks in the same order as strategy 1. NT: the
- * n-tiles computed (4 when the tile holds <= 32 tokens, else 8). */
-template <int NT>
+/* Strategy 2's pipeline: P register stages of one chunk (P = kTcPipe for one m-tile per warp,
+ * kTcPipe2 for two: the registers of a stage double); step c refills the stage step c - 1
+ * used with chunk c + P - 1, then runs chunk c's mma (the stage indices static: the loop
+ * unrolled P times). The same chunks in the same order per accumulator as strategy 1. NT:
+ * the n-tiles computed (4 when the tile holds <= 32 tokens, else 8). */
+template <int MT, int NT>
 __device__ __forceinline__ void logits_pipe(const tpm_moe_dev &d, const uint16_t *__restrict__ x, int T, int Ep,
-                                            int t_base, int c_begin, int nc, float (&acc)[8][4]) {
-    const bool mine = (threadIdx.x >> 5) * 16 < Ep; /* warp-uniform */
-    uint4 f[kTcPipe][3][2], b[kTcPipe][8];
+                                            int t_base, int c_begin, int nc, float (&acc)[MT][8][4]) {
+    constexpr int P = MT == 1 ? kTcPipe : kTcPipe2;
+    const int warp = threadIdx.x >> 5;
+    uint4 f[P][MT][3][2], b[P][8];
 #pragma unroll
-    for (int i = 0; i < kTcPipe - 1; i++) pipe_load<NT>(d, x, T, Ep, t_base, c_begin + i, i < nc, f[i], b[i]);
-    for (int c0 = 0; c0 < nc; c0 += kTcPipe) {
+    for (int i = 0; i < P - 1; i++) pipe_load<MT, NT>(d, x, T, Ep, t_base, c_begin + i, i < nc, f[i], b[i]);
+    for (int c0 = 0; c0 < nc; c0 += P) {
 #pragma unroll
-        for (int i = 0; i < kTcPipe; i++) {
-            const int c = c0 + i, cn = c + kTcPipe - 1, sn = (i + kTcPipe - 1) % kTcPipe;
-            pipe_load<NT>(d, x, T, Ep, t_base, c_begin + cn, cn < nc, f[sn], b[sn]);
-            if (c < nc && mine) mma_chunk_f<NT>(acc, f[i], b[i]);
+        for (int i = 0; i < P; i++) {
+            const int c = c0 + i, cn = c + P - 1, sn = (i + P - 1) % P;
+            pipe_load<MT, NT>(d, x, T, Ep, t_base, c_begin + cn, cn < nc, f[sn], b[sn]);
+            if (c < nc) {
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+                    if ((warp + 8 * mt) * 16 < Ep) mma_chunk_f<NT>(acc[mt], f[i][mt], b[i]); /* warp-uniform */
+            }
         }
     }
 }
@@ -292,9 +304,9 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
 #pragma unroll
             for (int i = 0; i < 4; i++) acc[mt][j][i] = 0.0f;
     constexpr bool DIRECT = LOADS != 0;
-    if constexpr (LOADS == 2 && MT == 1) {
-        if (nt_valid > 4) logits_pipe<8>(d, x, T, Ep, t_base, c_begin, nc, acc[0]);
-        else logits_pipe<4>(d, x, T, Ep, t_base, c_begin, nc, acc[0]);
+    if constexpr (LOADS == 2) {
+        if (nt_valid > 4) logits_pipe<MT, 8>(d, x, T, Ep, t_base, c_begin, nc, acc);
+        else logits_pipe<MT, 4>(d, x, T, Ep, t_base, c_begin, nc, acc);
     }
     else if (DIRECT) logits_direct<MT, MT == 1 ? 2 : 1>(d, x, T, Ep, t_base, c_begin, nc, nt_valid, acc);
 #pragma unroll
