@@ -6,9 +6,12 @@
 #   2. routing net, fused, mode 3 forced, direct against pipelined loads, two passes interleaved,
 #      JSON, on the two 256-expert presets: m2 (H 3072, top-8) and deepseek-v3 (H 7168, top-8 in
 #      groups); mode 2 (the router GEMM) beside them at 96-256 tokens;
-#   3. on an H200 only, then: r197's script (round 31's defaults, the table) into $OUT/r197.
+#   0. on an H200 only, first: r197's script (round 31's defaults, the table) into $OUT/r197.
 # Binaries: prebuilt/bin.txz (compact builds of this tree, stripped).
 # Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r198_h200.sh
+if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  bash bench/runs/run_r197_h200.sh
+fi
 NAME=r198
 . bench/device_env.sh
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu --format=csv > "$R/smi.txt" 2>&1
@@ -33,7 +36,3 @@ for pass in a b; do
   pack
 done
 echo "== r198 done ($(el))"
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  bash bench/runs/run_r197_h200.sh
-fi
-echo "== total $(el)"
