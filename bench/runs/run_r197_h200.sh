@@ -7,7 +7,7 @@
 #   3. the MoE command, two passes (-> moe_m3_tp1.json, moe_m3_tp1_b.json):
 #        tpmoe bench moe --preset m3 --tokens 1,8,32,128,1024,8192 --fuse-shared both --check 2
 # r196 landed on an H100; r197 is the same script with a guard: it stops unless the card is an H200.
-# Binaries: prebuilt/bin.txz (compact builds of this tree, stripped).
+# Binaries: prebuilt/bin.txz (compact builds of this tree, stripped; 735cafe since r198).
 # Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r197_h200.sh
 NAME=r197
 . bench/device_env.sh
