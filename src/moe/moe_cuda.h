@@ -145,7 +145,7 @@ typedef struct tpm_cuda_moe_tuning {
                             * behind the stream's previous kernel (with pdl, not on the legacy stream):
                             * the CTAs start and prefetch their router rows into L2 while that kernel
                             * ends, and wait for it (griddepcontrol.wait) before reading x or
-                            * writing; the same bits */
+                            * writing; 2 = the same without the prefetch; the same bits */
     int expert_wait;       /* decode kernel 2 up to 8 tokens with down_kernel 2: 1 = each down
                             * item waits for its own expert's gate_up tiles (per-expert counters,
                             * acquire / release), 0 = for the whole gate_up grid (griddepcontrol);

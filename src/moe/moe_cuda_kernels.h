@@ -40,7 +40,8 @@ struct tpm_moe_dev {
     int ep, ep_rank, Eloc, e0, Es;
     int fused;
     int route_pdl;           /* this routing launch: programmatic dependent launch (tuning.route_pdl):
-                              * prefetch the block's router rows into L2 before griddepcontrol.wait */
+                              * 1 prefetch the block's router rows into L2 before griddepcontrol.wait,
+                              * 2 not */
     int route_fence;         /* routing tickets: 1 = every thread fences (fence.sc) around the
                               * ticket, 0 = barrier + one acq_rel atomic (block_ticket) */
     unsigned long long *trace; /* diagnostic (TPM_MOE_TRACE builds, tpm_cuda_moe_set_trace): [kernel]

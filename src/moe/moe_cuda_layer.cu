@@ -593,7 +593,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   t->route_tc_loads);
     TPM_ARG_CHECK(t->expert_wait == 0 || t->expert_wait == 1, "expert_wait %d is not 0 or 1", t->expert_wait);
     TPM_ARG_CHECK(t->route_fence == 0 || t->route_fence == 1, "route_fence %d is not 0 or 1", t->route_fence);
-    TPM_ARG_CHECK(t->route_pdl == 0 || t->route_pdl == 1, "route_pdl %d is not 0 or 1", t->route_pdl);
+    TPM_ARG_CHECK(t->route_pdl >= 0 && t->route_pdl <= 2, "route_pdl %d is not 0, 1 or 2", t->route_pdl);
     TPM_ARG_CHECK(t->gate_up_pipe == 0 || t->gate_up_pipe == 1, "gate_up_pipe %d is not 0 or 1", t->gate_up_pipe);
     TPM_ARG_CHECK(t->prefill_early >= 0, "prefill_early %d < 0", t->prefill_early);
     TPM_ARG_CHECK(t->prefill_down_early >= 0, "prefill_down_early %d < 0", t->prefill_down_early);
@@ -790,7 +790,7 @@ tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *strea
     }
     if (mode == 2) TPM_TRY(bind_blas(m, s));
     /* the routing beside the stream's previous kernel (modes 1 and 3) */
-    const int rpdl = m->tune.route_pdl && use_pdl(m, s);
+    const int rpdl = use_pdl(m, s) ? m->tune.route_pdl : 0;
     if (mode == 3)
         TPM_TRY(tpm_moe_launch_route_tc(m->d, (const uint16_t *)x, T, m->tune.route_tc_clusters,
                                         m->tune.route_tc_loads, m->tune.route_stop, rpdl, s));

@@ -414,8 +414,8 @@ __global__ void __launch_bounds__(kLogitWarps * 32 * TT) k_route_fused(tpm_moe_d
         asm volatile("prefetch.global.L2 [%0];" ::"l"(d.tile_ctr + blockIdx.y));
         asm volatile("prefetch.global.L2 [%0];" ::"l"(d.ctr + 2));
     }
-    if (d.route_pdl) { /* launched beside the stream's previous kernel: its router rows into L2 first */
-        if (blockIdx.y == 0) prefetch_router_rows<kLogitEpw, TW, TT>(d.wr, d.H, d.E);
+    if (d.route_pdl) { /* launched beside the stream's previous kernel: (1) its router rows into L2 first */
+        if (d.route_pdl == 1 && blockIdx.y == 0) prefetch_router_rows<kLogitEpw, TW, TT>(d.wr, d.H, d.E);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
         asm volatile("griddepcontrol.wait;" ::: "memory"); /* x and the outputs: after that kernel */
 #endif

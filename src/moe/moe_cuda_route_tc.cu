@@ -293,8 +293,8 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
         asm volatile("prefetch.global.L2 [%0];" ::"l"(d.ctr + 2));
     }
     const int NC = d.H / 32, c_begin = (int)((int64_t)cx * NC / X), nc = (int)((int64_t)(cx + 1) * NC / X) - c_begin;
-    if (d.route_pdl) { /* launched beside the stream's previous kernel: the CTA's router chunks into L2 */
-        if (LOADS == 2 && tile == 0) { /* wr3f: the CTA's chunks are one contiguous range */
+    if (d.route_pdl) { /* launched beside the stream's previous kernel: (1) the CTA's router chunks into L2 */
+        if (d.route_pdl == 1 && LOADS == 2 && tile == 0) { /* wr3f: the CTA's chunks are one contiguous range */
             const size_t cb = (size_t)c_begin * Ep * 192, ce = (size_t)(c_begin + nc) * Ep * 192;
             const char *base = reinterpret_cast<const char *>(d.wr3f);
             for (size_t o = (cb & ~(size_t)127) + 128 * threadIdx.x; o < ce; o += 128 * kTcThreads)
