@@ -21,8 +21,8 @@ static void usage(FILE *f) {
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 0|8|16|32] [--route-wide N]\n"
             "                       [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
-            "                       [--route-tc-loads ring|direct|pipe] [--expert-wait 0|1] [--route-fence 0|1] [--route-pdl 0|1|2]\n"
-            "                       [--trace N] [--trace-route N]\n"
+            "                       [--route-tc-loads ring|direct|pipe] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
+            "                       [--trace-route N]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
             "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--gate-up-pipe 0|1] [--shared-overlap 0|1] [--prefill-cluster -1..3] [--prefill-band N] [--prefill-early N]\n"
             "                       [--prefill-down-early N]\n"
@@ -69,9 +69,6 @@ static void usage(FILE *f) {
             "  --prefill-down-early N  wgmma prefill, persistent forms: up to N tokens the down launch\n"
             "                    is chained to gate_up, waiting per expert (0 = never; default: the layer's)\n"
             "  --route-fence B   routing tickets: every thread fences (1) or one acq_rel atomic (0)\n"
-            "  --route-pdl N     routing modes 1 and 3 by programmatic dependent launch behind the\n"
-            "                    previous kernel (with --pdl 1): 1 with the router rows prefetched\n"
-            "                    into L2 before the wait, 2 without; 0 plain\n"
             "  --gate-up-pipe B  decode kernel 2, <= 2 tokens: gate_up weight loads in two register\n"
             "                    stages (1) or one (0) (default: the layer's)\n"
             "  --trace N         decode path, one GPU, a -DTPMOE_MOE_TRACE=ON build: the layer's\n"
@@ -137,7 +134,7 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
     o->route_stop = -1;
     o->route_experts = -1;
     o->route_wide = -1;
-    o->route_tc_min = o->route_tc_max = o->route_tc_clusters = o->route_tc_loads = o->expert_wait = o->route_fence = o->route_pdl = -1;
+    o->route_tc_min = o->route_tc_max = o->route_tc_clusters = o->route_tc_loads = o->expert_wait = o->route_fence = -1;
     o->prefill_early = -1;
     o->prefill_down_early = -1;
     o->gate_up_pipe = -1;
@@ -232,8 +229,6 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
             if (int_opt(a, v, 0, 1 << 20, &o->prefill_down_early)) return 2;
         } else if (!strcmp(a, "--route-fence")) {
             if (int_opt(a, v, 0, 1, &o->route_fence)) return 2;
-        } else if (!strcmp(a, "--route-pdl")) {
-            if (int_opt(a, v, 0, 2, &o->route_pdl)) return 2;
         } else if (!strcmp(a, "--expert-wait")) {
             if (int_opt(a, v, 0, 1, &o->expert_wait)) return 2;
         } else if (!strcmp(a, "--route-tc-clusters")) {
@@ -301,7 +296,6 @@ tpm_status bench_moe_apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->prefill_down_early >= 0) t.prefill_down_early = o->prefill_down_early;
     if (o->expert_wait >= 0) t.expert_wait = o->expert_wait;
     if (o->route_fence >= 0) t.route_fence = o->route_fence;
-    if (o->route_pdl >= 0) t.route_pdl = o->route_pdl;
     if (o->gate_up_pipe >= 0) t.gate_up_pipe = o->gate_up_pipe;
     if (o->gate_up_pairs >= 0) t.gate_up_pairs = o->gate_up_pairs;
     if (o->shared_split_min >= 0) t.shared_split_min = o->shared_split_min;

@@ -2,8 +2,7 @@
  * gpu_moe_paths.c - the CUDA MoE layer's execution plans against the reference and against
  * each other: the fused layer's shared plans (slot / split), the prefill GEMM forms (cuBLAS
  * ways, the own wgmma kernel and its cluster forms), and the stream variants (programmatic
- * dependent launch, the routing by it behind the kernel that wrote x, the shared MLP beside the
- * routing, the prefill's early shared items), eager
+ * dependent launch, the shared MLP beside the routing, the prefill's early shared items), eager
  * and replayed from CUDA graphs, bit for bit. Helpers in util/gpu_moe_util.c. Exits 77
  * (skipped) without CUDA or GPU.
  */
@@ -348,100 +347,6 @@ static void prefill_early_equals_plain(void **state) {
     }
 }
 
-/* Two forwards chained on one non-blocking stream, y2 = layer(layer(x)), eager or captured and
- * replayed twice (the same bits asserted); both outputs poisoned before every run. The second
- * forward's routing follows the first one's combine, the kernel that wrote its input: with
- * route_pdl it starts beside that kernel. Returns y2 [T x H] (malloc'd); *mode: the routing mode. */
-static uint16_t *run_chain(const tpm_moe_weights *w, const uint16_t *x, int T, int route_pdl, int graph, int *mode) {
-    const int H = w->preset->hidden;
-    const size_t bytes = (size_t)T * H * 2;
-    tpm_cuda_moe_tuning tu;
-    tpm_cuda_moe *m = new_layer(w, T, 1, TPM_MOE_PATH_AUTO, &tu);
-    tu.route_pdl = route_pdl;
-    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
-    *mode = tpm_cuda_moe_route_mode(m, T);
-    cudaStream_t s = NULL;
-    void *dx = NULL, *dy1 = NULL, *dy2 = NULL;
-    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-    assert_int_equal(cudaMalloc(&dx, bytes), cudaSuccess);
-    assert_int_equal(cudaMalloc(&dy1, bytes), cudaSuccess);
-    assert_int_equal(cudaMalloc(&dy2, bytes), cudaSuccess);
-    assert_int_equal(cudaMemcpy(dx, x, bytes, cudaMemcpyHostToDevice), cudaSuccess);
-    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
-    cudaGraphExec_t ge = NULL;
-    if (graph) {
-        cudaGraph_t g = NULL;
-        assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-        assert_int_equal(tpm_cuda_moe_forward(m, dx, T, dy1, s), TPM_OK);
-        assert_int_equal(tpm_cuda_moe_forward(m, dy1, T, dy2, s), TPM_OK);
-        assert_int_equal(cudaStreamEndCapture(s, &g), cudaSuccess);
-        assert_int_equal(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
-        cudaGraphDestroy(g);
-    }
-    uint16_t *out = malloc(bytes);
-    for (int r = 0; r < (graph ? 2 : 1); r++) {
-        assert_int_equal(cudaMemsetAsync(dy1, 0xff, bytes, s), cudaSuccess);
-        assert_int_equal(cudaMemsetAsync(dy2, 0xff, bytes, s), cudaSuccess);
-        if (ge) {
-            assert_int_equal(cudaGraphLaunch(ge, s), cudaSuccess);
-        } else {
-            assert_int_equal(tpm_cuda_moe_forward(m, dx, T, dy1, s), TPM_OK);
-            assert_int_equal(tpm_cuda_moe_forward(m, dy1, T, dy2, s), TPM_OK);
-        }
-        assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
-        uint16_t *o = r == 0 ? out : malloc(bytes);
-        assert_int_equal(cudaMemcpy(o, dy2, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-        if (r > 0) {
-            assert_memory_equal(o, out, bytes);
-            free(o);
-        }
-    }
-    assert_int_equal(tpm_cuda_moe_check(m), TPM_OK);
-    if (ge) cudaGraphExecDestroy(ge);
-    cudaFree(dx);
-    cudaFree(dy1);
-    cudaFree(dy2);
-    cudaStreamDestroy(s);
-    tpm_cuda_moe_destroy(m);
-    return out;
-}
-
-/* The routing launched with programmatic dependent launch (tuning.route_pdl) behind the kernel
- * that wrote its input gives the bits of the plain launch, eager and in a graph: y2 =
- * layer(layer(x)) at sizes that take routing mode 1 (one tile, the 4-token parts, the wide form,
- * several tiles) and mode 3 (one and several token tiles; a 9.0 device). */
-static void route_pdl_equals_plain(void **state) {
-    (void)state;
-    const char *names[] = {"m3-mini", "deepseek-v3-mini"};
-    for (size_t pi = 0; pi < 2; pi++) {
-        const tpm_preset *p = tpm_preset_find(names[pi]);
-        const int H = p->hidden;
-        tpm_moe_weights w;
-        make_weights(p, 1700 + pi, &w);
-        const int Ts[] = {1, 6, 11, 20, 37, 200};
-        for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
-            const int T = Ts[ti];
-            uint16_t *x = make_x(T, H, 1800 + T);
-            int mode[3];
-            uint16_t *ref = run_chain(&w, x, T, 0, 0, &mode[0]);
-            uint16_t *eager = run_chain(&w, x, T, 1, 0, &mode[1]);
-            uint16_t *graph = run_chain(&w, x, T, 1, 1, &mode[2]);
-            assert_int_equal(mode[1], mode[0]);
-            assert_int_equal(mode[2], mode[0]);
-            assert_memory_equal(eager, ref, (size_t)T * H * 2);
-            assert_memory_equal(graph, ref, (size_t)T * H * 2);
-            printf("  %-17s T=%-4d routing mode %d: layer(layer(x)) with the routing by programmatic launch "
-                   "(eager, graph) == plain\n",
-                   p->name, T, mode[0]);
-            free(ref);
-            free(eager);
-            free(graph);
-            free(x);
-        }
-        free_weights(&w);
-    }
-}
-
 int main(void) {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
@@ -454,7 +359,6 @@ int main(void) {
         cmocka_unit_test(pdl_equals_plain),
         cmocka_unit_test(prefill_overlap_equals_serial),
         cmocka_unit_test(prefill_early_equals_plain),
-        cmocka_unit_test(route_pdl_equals_plain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

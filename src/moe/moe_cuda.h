@@ -141,11 +141,6 @@ typedef struct tpm_cuda_moe_tuning {
     int route_fence;       /* routing's block-done tickets: 1 = every thread __threadfence()s
                             * around the ticket, 0 = a barrier and one acq_rel atomic; the same
                             * results */
-    int route_pdl;         /* routing modes 1 and 3: 1 = launched with programmatic dependent launch
-                            * behind the stream's previous kernel (with pdl, not on the legacy stream):
-                            * the CTAs start and prefetch their router rows into L2 while that kernel
-                            * ends, and wait for it (griddepcontrol.wait) before reading x or
-                            * writing; 2 = the same without the prefetch; the same bits */
     int expert_wait;       /* decode kernel 2 up to 8 tokens with down_kernel 2: 1 = each down
                             * item waits for its own expert's gate_up tiles (per-expert counters,
                             * acquire / release), 0 = for the whole gate_up grid (griddepcontrol);

@@ -39,9 +39,6 @@ struct tpm_moe_dev {
      * offsets[E1] (the local row total) and are never computed or combined. */
     int ep, ep_rank, Eloc, e0, Es;
     int fused;
-    int route_pdl;           /* this routing launch: programmatic dependent launch (tuning.route_pdl):
-                              * 1 prefetch the block's router rows into L2 before griddepcontrol.wait,
-                              * 2 not */
     int route_fence;         /* routing tickets: 1 = every thread fences (fence.sc) around the
                               * ticket, 0 = barrier + one acq_rel atomic (block_ticket) */
     unsigned long long *trace; /* diagnostic (TPM_MOE_TRACE builds, tpm_cuda_moe_set_trace): [kernel]
@@ -173,10 +170,9 @@ tpm_status tpm_moe_trace_read(const unsigned long long *trace, double *ev);
  * (tpm_cuda_moe_tuning.route_stop); epw: router experts per warp of the
  * logits blocks (1, 2 or 4; tpm_cuda_moe_tuning.route_experts / 8); wide: mode 1 takes 9 up to
  * this many tokens (<= 16) in one block row of 16-token blocks (tpm_cuda_moe_tuning.route_wide;
- * 0 = never); pdl (modes 1 and 3): launch with programmatic dependent launch behind the stream's
- * previous kernel (tpm_cuda_moe_tuning.route_pdl; only on a stream that is not the legacy one). */
+ * 0 = never). */
 tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T, int mode,
-                                int stop, int epw, int wide, int pdl, cudaStream_t s);
+                                int stop, int epw, int wide, cudaStream_t s);
 /* 1 if route mode 1 (one launch) can take T tokens. */
 int tpm_moe_route_fused_ok(const tpm_moe_dev &d, int T);
 /* moe_cuda_route_tc.cu, mode 3: the whole routing of up to 256 tokens in one launch, the
@@ -192,7 +188,7 @@ int tpm_moe_route_tc_ok(const tpm_moe_dev &d, const void *x, int T);
  * of 32 h per CTA (at most); 0 if mode 3 cannot take T tokens. */
 int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int loads, int shape[4]);
 tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int clusters, int loads,
-                                   int stop, int pdl, cudaStream_t s);
+                                   int stop, cudaStream_t s);
 /* wr3 = the 3-way bf16 split of wr, and wr3f its mma operand order where allocated (after wr
  * changed). */
 tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s);

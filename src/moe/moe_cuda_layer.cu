@@ -176,11 +176,6 @@
 #endif
 /* Routing tickets: every thread fences (1) or a barrier and one acq_rel atomic (0). */
 #define TPM_MOE_ROUTE_FENCE 0
-/* The routing (modes 1 and 3) by programmatic dependent launch behind the stream's previous kernel:
- * its CTAs start, and prefetch their router rows into L2, while that kernel ends (round 33). */
-#ifndef TPM_MOE_ROUTE_PDL
-#define TPM_MOE_ROUTE_PDL 1
-#endif
 
 struct tpm_cuda_moe {
     tpm_cuda_moe_desc desc;
@@ -418,7 +413,6 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.prefill_down_early = TPM_MOE_PREFILL_DOWN_EARLY;
     m->tune.expert_wait = TPM_MOE_EXPERT_WAIT;
     m->tune.route_fence = TPM_MOE_ROUTE_FENCE;
-    m->tune.route_pdl = TPM_MOE_ROUTE_PDL;
     m->tune.gate_up_pipe = TPM_MOE_GATE_UP_PIPE;
     m->tune.gate_up_pairs = TPM_MOE_GATE_UP_PAIRS;
     *out = m;
@@ -593,7 +587,6 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   t->route_tc_loads);
     TPM_ARG_CHECK(t->expert_wait == 0 || t->expert_wait == 1, "expert_wait %d is not 0 or 1", t->expert_wait);
     TPM_ARG_CHECK(t->route_fence == 0 || t->route_fence == 1, "route_fence %d is not 0 or 1", t->route_fence);
-    TPM_ARG_CHECK(t->route_pdl >= 0 && t->route_pdl <= 2, "route_pdl %d is not 0, 1 or 2", t->route_pdl);
     TPM_ARG_CHECK(t->gate_up_pipe == 0 || t->gate_up_pipe == 1, "gate_up_pipe %d is not 0 or 1", t->gate_up_pipe);
     TPM_ARG_CHECK(t->prefill_early >= 0, "prefill_early %d < 0", t->prefill_early);
     TPM_ARG_CHECK(t->prefill_down_early >= 0, "prefill_down_early %d < 0", t->prefill_down_early);
@@ -789,14 +782,12 @@ tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *strea
         TPM_TRY(shared_mlp_for(m, m->pf.blas_aux[0], x, T, m->pf.aux[0]));
     }
     if (mode == 2) TPM_TRY(bind_blas(m, s));
-    /* the routing beside the stream's previous kernel (modes 1 and 3) */
-    const int rpdl = use_pdl(m, s) ? m->tune.route_pdl : 0;
     if (mode == 3)
         TPM_TRY(tpm_moe_launch_route_tc(m->d, (const uint16_t *)x, T, m->tune.route_tc_clusters,
-                                        m->tune.route_tc_loads, m->tune.route_stop, rpdl, s));
+                                        m->tune.route_tc_loads, m->tune.route_stop, s));
     else
         TPM_TRY(tpm_moe_launch_route(m->d, m->blas, (const uint16_t *)x, T, mode, m->tune.route_stop,
-                                      tpm_cuda_moe_route_experts_for(m, T) / 8, m->tune.route_wide, rpdl, s));
+                                      tpm_cuda_moe_route_experts_for(m, T) / 8, m->tune.route_wide, s));
     if (ovl) { /* join before the experts (which do not read the shared rows, but a phase must join) */
         TPM_CUDA_TRY(cudaEventRecord(m->pf.ev_join[0], m->pf.aux[0]));
         TPM_CUDA_TRY(cudaStreamWaitEvent(s, m->pf.ev_join[0], 0));

@@ -107,22 +107,6 @@ __device__ __forceinline__ void xor_tree_sum(float (&vals)[V], int lane) {
     }
 }
 
-/* route_pdl: the block's router rows (the experts and H slice logits_tile below reads) into L2,
- * one prefetch.global.L2 per 128-byte line, spread over the block's threads. */
-template <int kLogitEpw, int TW, int TT>
-__device__ __forceinline__ void prefetch_router_rows(const float *__restrict__ wr, int H, int E) {
-    constexpr int kRows = kLogitWarps / TW * kLogitEpw;
-    const int e0 = blockIdx.x * kRows, split = blockIdx.z, nsplit = gridDim.z, n4 = H / 4;
-    const int cb = (int)((int64_t)n4 * split / nsplit), ce = (int)((int64_t)n4 * (split + 1) / nsplit);
-    const int lb = (cb * 16) >> 7, le = (ce * 16 + 127) >> 7; /* the slice's lines in a row (rows are 16-byte aligned) */
-    const int nl = le - lb, nrows = min(kRows, E - e0);
-    for (int i = threadIdx.x; i < nrows * nl; i += blockDim.x) {
-        const int r = i / nl, l = lb + i - r * nl;
-        const char *p = reinterpret_cast<const char *>(wr + (size_t)(e0 + r) * H) + ((size_t)l << 7);
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-    }
-}
-
 /* Partial logits of a (8 EPW / TW experts x 8 tokens x H-slice) tile: warp w
  * owns EPW experts (group w / TW) x TOK tokens (part w % TW of the tile: TW =
  * 1, TOK <= 8; TW = 2, TOK = 4); each lane keeps EPW x TOK accumulators over
@@ -173,9 +157,7 @@ __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, cons
 #pragma unroll
             for (int i = 0; i < kLogitEpw; i++) w[u][i] = c < ce ? __ldg(wrow[i] + c) : make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-            /* x through L2 (ld.global.cg): with route_pdl this grid starts beside the kernel that
-             * wrote x, and the read-only path may keep a line from before its writes (r149d) */
-            for (int j = 0; j < TOK; j++) xv[u][j] = c < ce ? __ldcg(xr[j] + c) : make_uint2(0u, 0u);
+            for (int j = 0; j < TOK; j++) xv[u][j] = c < ce ? __ldg(xr[j] + c) : make_uint2(0u, 0u);
         }
         /* A chunk past the slice adds zeros (its loads give 0) instead of a branch per chunk:
          * with a break before chunk u's FMAs, the compiler put chunk u's loads after chunk
@@ -414,12 +396,6 @@ __global__ void __launch_bounds__(kLogitWarps * 32 * TT) k_route_fused(tpm_moe_d
         asm volatile("prefetch.global.L2 [%0];" ::"l"(d.tile_ctr + blockIdx.y));
         asm volatile("prefetch.global.L2 [%0];" ::"l"(d.ctr + 2));
     }
-    if (d.route_pdl) { /* launched beside the stream's previous kernel: (1) its router rows into L2 first */
-        if (d.route_pdl == 1 && blockIdx.y == 0) prefetch_router_rows<kLogitEpw, TW, TT>(d.wr, d.H, d.E);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-        asm volatile("griddepcontrol.wait;" ::: "memory"); /* x and the outputs: after that kernel */
-#endif
-    }
     logits_tile<kLogitEpw, TOK, TW, TT>(x, d.wr, d.logits, T, d.H, d.E);
     TPM_TRACE_MARK_CLK(d, 1, lin);
     if (stop == 1) return; /* diagnostic stops (tuning.route_stop): results invalid */
@@ -606,26 +582,8 @@ tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s) {
     return TPM_OK;
 }
 
-/* A mode 1 launch, with programmatic dependent launch behind the stream's previous kernel (pdl)
- * or plain. */
-template <typename... Args>
-cudaError_t launch_fused(void (*kernel)(Args...), dim3 grid, int threads, int pdl, cudaStream_t s,
-                         const tpm_moe_dev &d, const uint16_t *x, int T, int stop) {
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3((unsigned)threads, 1, 1);
-    cfg.dynamicSmemBytes = 0;
-    cfg.stream = s;
-    cfg.attrs = at;
-    cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, kernel, d, x, T, stop);
-}
-
 tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t *x, int T, int mode,
-                                int stop, int epw, int wide, int pdl, cudaStream_t s) {
+                                int stop, int epw, int wide, cudaStream_t s) {
     TPM_ASSERT(d.E <= 32 * kMaxPerLane && d.k <= 16 && d.k <= 32);
     TPM_ASSERT(epw == 1 || epw == 2 || epw == 4);
     const int tpb = kSelThreads / 32;
@@ -634,9 +592,6 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
     const int scatter = (size_t)T * d.K <= (size_t)kScatterInBlock;
     if (mode == 1 && tpm_moe_route_fused_ok(d, T)) {
         dim3 g = logit_grid(d, T, epw);
-        tpm_moe_dev dd = d;
-        dd.route_pdl = pdl;
-        cudaError_t e;
         /* 5-8 tokens with 8 or 16 experts per block: two 4-token parts per block (logits_tile's TW),
          * ~30% fewer instructions per warp than one 8-token part (r168: -0.3 us) */
         const bool tw2 = T > 4;
@@ -650,28 +605,28 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
              * (bench/results/r185) */
             g.y = 1;
             const int nth = 2 * kLogitWarps * 32;
-            if (epw == 1) e = launch_fused(k_route_fused<2, 4, 2, 2>, g, nth, pdl, s, dd, x, T, stop);
-            else e = launch_fused(k_route_fused<4, 4, 2, 2>, g, nth, pdl, s, dd, x, T, stop);
-            TPM_CUDA_TRY(e);
+            if (epw == 1) k_route_fused<2, 4, 2, 2><<<g, nth, 0, s>>>(d, x, T, stop);
+            else k_route_fused<4, 4, 2, 2><<<g, nth, 0, s>>>(d, x, T, stop);
+            TPM_CUDA_LAUNCHED();
             return TPM_OK;
         }
         /* up to 1 / 2 / 4 tokens: the logits blocks keep that many tokens' accumulators and x
          * loads instead of 8 (fewer registers; the same bits) */
-        if (T == 1 && epw == 4) e = launch_fused(k_route_fused<4, 1>, g, kLogitWarps * 32, pdl, s, dd, x, T, stop);
-        else if (T == 2 && epw == 4) e = launch_fused(k_route_fused<4, 2>, g, kLogitWarps * 32, pdl, s, dd, x, T, stop);
-        else if (T <= 4 && epw == 4) e = launch_fused(k_route_fused<4, 4>, g, kLogitWarps * 32, pdl, s, dd, x, T, stop);
-        else if (T == 1 && epw == 2) e = launch_fused(k_route_fused<2, 1>, g, kLogitWarps * 32, pdl, s, dd, x, T, stop);
-        else if (T == 2 && epw == 2) e = launch_fused(k_route_fused<2, 2>, g, kLogitWarps * 32, pdl, s, dd, x, T, stop);
-        else if (T <= 4 && epw == 2) e = launch_fused(k_route_fused<2, 4>, g, kLogitWarps * 32, pdl, s, dd, x, T, stop);
-        else if (T == 1 && epw == 1) e = launch_fused(k_route_fused<1, 1>, g, kLogitWarps * 32, pdl, s, dd, x, T, stop);
-        else if (T == 2 && epw == 1) e = launch_fused(k_route_fused<1, 2>, g, kLogitWarps * 32, pdl, s, dd, x, T, stop);
-        else if (T <= 4 && epw == 1) e = launch_fused(k_route_fused<1, 4>, g, kLogitWarps * 32, pdl, s, dd, x, T, stop);
-        else if (epw == 1 && tw2) e = launch_fused(k_route_fused<2, 4, 2>, g, kLogitWarps * 32, pdl, s, dd, x, T, stop);
-        else if (epw == 2 && tw2) e = launch_fused(k_route_fused<4, 4, 2>, g, kLogitWarps * 32, pdl, s, dd, x, T, stop);
-        else if (epw == 1) e = launch_fused(k_route_fused<1, kLogitTokens>, g, kLogitWarps * 32, pdl, s, dd, x, T, stop);
-        else if (epw == 2) e = launch_fused(k_route_fused<2, kLogitTokens>, g, kLogitWarps * 32, pdl, s, dd, x, T, stop);
-        else e = launch_fused(k_route_fused<4, kLogitTokens>, g, kLogitWarps * 32, pdl, s, dd, x, T, stop);
-        TPM_CUDA_TRY(e);
+        if (T == 1 && epw == 4) k_route_fused<4, 1><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (T == 2 && epw == 4) k_route_fused<4, 2><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (T <= 4 && epw == 4) k_route_fused<4, 4><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (T == 1 && epw == 2) k_route_fused<2, 1><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (T == 2 && epw == 2) k_route_fused<2, 2><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (T <= 4 && epw == 2) k_route_fused<2, 4><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (T == 1 && epw == 1) k_route_fused<1, 1><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (T == 2 && epw == 1) k_route_fused<1, 2><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (T <= 4 && epw == 1) k_route_fused<1, 4><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (epw == 1 && tw2) k_route_fused<2, 4, 2><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (epw == 2 && tw2) k_route_fused<4, 4, 2><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (epw == 1) k_route_fused<1, kLogitTokens><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else if (epw == 2) k_route_fused<2, kLogitTokens><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        else k_route_fused<4, kLogitTokens><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        TPM_CUDA_LAUNCHED();
         return TPM_OK;
     }
     if (mode == 2 && blas && (size_t)d.logit_rows >= (size_t)3 * T) {

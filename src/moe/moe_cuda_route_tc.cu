@@ -172,7 +172,7 @@ __device__ __forceinline__ void logits_direct(const tpm_moe_dev &d, const uint16
 #pragma unroll
             for (int j = 0; j < 8; j++) {
                 const int t = t_base + 8 * j + g;
-                b[ci][j] = cv && j < nt_valid && t < T ? __ldcg(reinterpret_cast<const uint4 *>(x + (size_t)t * H + h))
+                b[ci][j] = cv && j < nt_valid && t < T ? __ldg(reinterpret_cast<const uint4 *>(x + (size_t)t * H + h))
                                                        : zero;
             }
         }
@@ -228,8 +228,7 @@ __device__ __forceinline__ void pipe_load(const tpm_moe_dev &d, const uint16_t *
 #pragma unroll
     for (int j = 0; j < NT; j++) {
         const int t = t_base + 8 * j + g;
-        /* x through L2: with route_pdl this grid starts beside the kernel that wrote x (r149d) */
-        b[j] = cv && t < T ? __ldcg(reinterpret_cast<const uint4 *>(x + (size_t)t * H + h)) : zero;
+        b[j] = cv && t < T ? __ldg(reinterpret_cast<const uint4 *>(x + (size_t)t * H + h)) : zero;
     }
 }
 
@@ -293,17 +292,6 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
         asm volatile("prefetch.global.L2 [%0];" ::"l"(d.ctr + 2));
     }
     const int NC = d.H / 32, c_begin = (int)((int64_t)cx * NC / X), nc = (int)((int64_t)(cx + 1) * NC / X) - c_begin;
-    if (d.route_pdl) { /* launched beside the stream's previous kernel: (1) the CTA's router chunks into L2 */
-        if (d.route_pdl == 1 && LOADS == 2 && tile == 0) { /* wr3f: the CTA's chunks are one contiguous range */
-            const size_t cb = (size_t)c_begin * Ep * 192, ce = (size_t)(c_begin + nc) * Ep * 192;
-            const char *base = reinterpret_cast<const char *>(d.wr3f);
-            for (size_t o = (cb & ~(size_t)127) + 128 * threadIdx.x; o < ce; o += 128 * kTcThreads)
-                asm volatile("prefetch.global.L2 [%0];" ::"l"(base + o));
-        }
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-        asm volatile("griddepcontrol.wait;" ::: "memory"); /* x and the outputs: after that kernel */
-#endif
-    }
     const int rows = 3 * Ep + kTcTokens, slot_u4 = rows * 4;
     const int nt_valid = min(8, (T - t_base + 7) / 8); /* n-tiles holding tokens (>= 1) */
 
@@ -493,22 +481,19 @@ int tc_geometry(const tpm_moe_dev &d, int T, int clusters, int loads, tc_geom *g
     return 1;
 }
 
-/* A launch config of clusters of kTcCluster CTAs along x (at: its two attributes, the second,
- * programmatic dependent launch, used where pdl). */
-cudaLaunchConfig_t tc_config(dim3 grid, size_t smem, cudaStream_t s, cudaLaunchAttribute *at, int pdl = 0) {
+/* A launch config of clusters of kTcCluster CTAs along x (at: its one attribute). */
+cudaLaunchConfig_t tc_config(dim3 grid, size_t smem, cudaStream_t s, cudaLaunchAttribute *at) {
     cudaLaunchConfig_t cfg = {};
     at[0].id = cudaLaunchAttributeClusterDimension;
     at[0].val.clusterDim.x = kTcCluster;
     at[0].val.clusterDim.y = 1;
     at[0].val.clusterDim.z = 1;
-    at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization; /* route_pdl */
-    at[1].val.programmaticStreamSerializationAllowed = 1;
     cfg.gridDim = grid;
     cfg.blockDim = dim3(kTcThreads, 1, 1);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
     cfg.attrs = at;
-    cfg.numAttrs = pdl ? 2 : 1;
+    cfg.numAttrs = 1;
     return cfg;
 }
 
@@ -517,7 +502,7 @@ template <int MT, int LOADS> cudaError_t tc_setup_one(tpm_moe_dev &d) {
     cudaError_t e =
         cudaFuncSetAttribute(k_route_tc<MT, LOADS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return e;
-    cudaLaunchAttribute at[2];
+    cudaLaunchAttribute at[1];
     cudaLaunchConfig_t cfg = tc_config(dim3(kTcCluster * 16, 1, 1), smem, 0, at);
     int n = 0;
     e = cudaOccupancyMaxActiveClusters(&n, k_route_tc<MT, LOADS>, &cfg);
@@ -559,15 +544,13 @@ int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int loads,
     return 1;
 }
 
-tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d0, const uint16_t *x, int T, int clusters, int loads,
-                                   int stop, int pdl, cudaStream_t s) {
-    tpm_moe_dev d = d0;
-    d.route_pdl = pdl;
+tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int clusters, int loads,
+                                   int stop, cudaStream_t s) {
     tc_geom g;
     if (loads == 2 && !d.wr3f) loads = 1; /* no operand-order copy: the direct form */
     TPM_ASSERT(tpm_moe_route_tc_ok(d, x, T) && tc_geometry(d, T, clusters, loads, &g));
-    cudaLaunchAttribute at[2];
-    cudaLaunchConfig_t cfg = tc_config(dim3((unsigned)g.X, (unsigned)g.tiles, 1), g.smem, s, at, pdl);
+    cudaLaunchAttribute at[1];
+    cudaLaunchConfig_t cfg = tc_config(dim3((unsigned)g.X, (unsigned)g.tiles, 1), g.smem, s, at);
     if (g.MT == 1 && g.loads == 2) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 2>, d, x, T, g.Ep, stop));
     else if (g.MT == 1 && g.loads == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 1>, d, x, T, g.Ep, stop));
     else if (g.MT == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 0>, d, x, T, g.Ep, stop));
