@@ -247,7 +247,7 @@ class Timer:
         self.b = torch.cuda.Event(enable_timing=True)
 
     def flush(self):  # read 256 MB: clean lines, as bench moe's default
-        torch.sum(self.flush_buf.view(torch.int64), out=self.flush_out)
+        torch.sum(self.flush_buf.view(torch.int64), dim=0, out=self.flush_out)
 
     def capture(self, fn):
         s = torch.cuda.Stream()
