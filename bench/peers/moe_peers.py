@@ -111,11 +111,23 @@ class Layer:
     def __init__(self, H, I, E, k, dev, seed):
         g = torch.Generator(device=dev).manual_seed(seed)
         self.H, self.I, self.E, self.k, self.dev = H, I, E, k, dev
-        # w13[e] = [gate; up] (2I x H), w2[e] = down (H x I); scales keep the swiglu in range
-        self.w13 = torch.randn(E + 1, 2 * I, H, generator=g, device=dev, dtype=torch.bfloat16).mul_(H ** -0.5)
-        self.w2 = torch.randn(E + 1, H, I, generator=g, device=dev, dtype=torch.bfloat16).mul_(I ** -0.5)
-        self.wr = torch.randn(E, H, generator=g, device=dev, dtype=torch.float32) * (H ** -0.5)
-        self.bias = torch.randn(E, generator=g, device=dev, dtype=torch.float32) * 0.1
+        # The distributions of bench moe's synthetic layer (src/moe/moe_cuda_gen.h): weights and
+        # router uniform in [-1, 1) x the power of two nearest 1/sqrt(fan-in), the score bias
+        # uniform x 1/32, x normal: so the routing touches as many experts as there.
+        def uni(*shape, dtype, scale):
+            return torch.rand(*shape, generator=g, device=dev, dtype=dtype).mul_(2.0).sub_(1.0).mul_(scale)
+
+        def pow2_scale(n):
+            s = 1.0
+            while s * s * n > 2.0:
+                s *= 0.5
+            return s
+
+        # w13[e] = [gate; up] (2I x H), w2[e] = down (H x I)
+        self.w13 = uni(E + 1, 2 * I, H, dtype=torch.bfloat16, scale=pow2_scale(H))
+        self.w2 = uni(E + 1, H, I, dtype=torch.bfloat16, scale=pow2_scale(I))
+        self.wr = uni(E, H, dtype=torch.float32, scale=pow2_scale(H))
+        self.bias = uni(E, dtype=torch.float32, scale=1.0 / 32)
         self.gen = g
 
     def inputs(self, T):
@@ -331,6 +343,12 @@ def selftest():
     return 1 if fails else 0
 
 
+def touched(L, ids):
+    """experts the batch touched (the shared slot included) and their weight bytes (bf16)."""
+    n = int(torch.unique(ids).numel())
+    return {"touched": n, "touched_bytes": n * 3 * L.H * L.I * 2}
+
+
 def ideal_graphs(L, T, dev):
     """torch.bmm over the routed experts at T*k/E rows each + the shared MLP as dense GEMMs."""
     rows = T * L.k // L.E
@@ -400,8 +418,7 @@ def main():
                 g, out = tm.capture(lambda: grouped_mm_forward(L, x))
                 us = tm.time(g)
                 err = check(L, x, *out, o.check) if o.check else None
-                row = {"tokens": T, "peer": "grouped_mm", "us": us, "rel_err": err,
-                       "touched": int(torch.unique(out[1]).numel())}
+                row = {"tokens": T, "peer": "grouped_mm", "us": us, "rel_err": err, **touched(L, out[1])}
                 print(f"{T:>6} {'grouped_mm':<11} {us:>9.1f} {err if err is not None else float('nan'):>9.2e}  "
                       f"{row['touched']} experts touched (shared incl.) {verdict(err)}")
                 del g, out
@@ -433,11 +450,11 @@ def main():
                 cfg, _, g, out = best
                 us = tm.time(g)
                 err = check(L, x, *out, o.check) if o.check else None
-                row = {"tokens": T, "peer": "triton", "us": us, "rel_err": err, "config": cfg,
+                row = {"tokens": T, "peer": "triton", "us": us, "rel_err": err, **touched(L, out[1]), "config": cfg,
                        "config_keys": "BLOCK_M,BLOCK_N,BLOCK_K,GROUP_M,num_warps,num_stages",
                        "configs_tried": len(sweep), "sweep": sweep}
                 print(f"{T:>6} {'triton':<11} {us:>9.1f} {err if err is not None else float('nan'):>9.2e}  "
-                      f"{cfg} best of {len(sweep)} {verdict(err)}")
+                      f"{row['touched']} experts touched, {cfg} best of {len(sweep)} {verdict(err)}")
                 print("#   sweep: " + "; ".join(f"{c['config']} {c['us']:.1f}" if "us" in c else
                                              f"{c['config']} error" for c in sweep))
                 del g, out, best
