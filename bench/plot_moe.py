@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """plot_moe.py - plot `tpmoe bench moe` JSON: time per MoE layer vs tokens,
 fused and unfused, against the memory and compute floors measured in the
-same run. Usage: plot_moe.py OUT.png run1.json [run2.json ...] (needs matplotlib)."""
+same run; bench/peers/moe_peers.py JSON files among them add the peers' lines.
+Usage: plot_moe.py OUT.png run1.json [run2.json ...] (needs matplotlib)."""
 import json
 import sys
 
@@ -15,8 +16,18 @@ def main():
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 5))
+    title = None
     for path in sys.argv[2:]:
         d = json.load(open(path))
+        if d["rows"] and "peer" in d["rows"][0]:  # moe_peers.py: one line per peer
+            for peer in sorted({r["peer"] for r in d["rows"]}):
+                rows = sorted((r for r in d["rows"] if r["peer"] == peer and "us" in r), key=lambda r: r["tokens"])
+                label = {"triton": "Triton fused-MoE (tuned)", "grouped_mm": "torch._grouped_mm",
+                         "ideal": "cuBLAS bmm bound of the GEMMs"}.get(peer, peer)
+                ax.plot([r["tokens"] for r in rows], [r["us"] for r in rows], "x-." if peer != "ideal" else "+:",
+                        label="peer: %s (%s)" % (label, path.split("/")[-1]))
+            continue
+        title = title or "tpmoe CUDA MoE, %s on %s" % (d["preset"], d["device"])
         tag = "tp%d" % d["tp"]
         for fused in (1, 0):
             rows = sorted((r for r in d["rows"] if r["fused"] == fused), key=lambda r: r["tokens"])
@@ -33,7 +44,7 @@ def main():
     ax.set_yscale("log")
     ax.set_xlabel("tokens")
     ax.set_ylabel("MoE layer time (us, median, CUDA graph where capturable)")
-    ax.set_title("tpmoe CUDA MoE, %s on %s" % (d["preset"], d["device"]))
+    ax.set_title(title or "MoE layer")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()

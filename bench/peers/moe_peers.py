@@ -368,6 +368,25 @@ def ideal_graphs(L, T, dev):
     return fn, flops
 
 
+def profile_kernels(fn, runs=5):
+    """the CUDA kernels of fn (eager) by torch.profiler: name, calls per run, us per run."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(runs):
+            fn()
+        torch.cuda.synchronize()
+    ks = []
+    for ev in prof.key_averages():
+        if not str(getattr(ev, "device_type", "CUDA")).endswith("CUDA"):
+            continue  # aten ops (CPU events) carry their kernels' time too
+        t = getattr(ev, "device_time_total", None) or getattr(ev, "cuda_time_total", 0)
+        if t > 0 and ev.count >= runs:
+            ks.append({"name": ev.key, "calls": ev.count // runs, "us": t / runs})
+    return sorted(ks, key=lambda k: -k["us"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tokens", default="1,8,32,128,1024,8192")
@@ -378,6 +397,8 @@ def main():
     ap.add_argument("--sweep-budget-s", type=float, default=120.0,
                     help="per token count: try no further config after this many seconds")
     ap.add_argument("--hold-s", type=float, default=3.0, help="ideal: also replayed back to back this long")
+    ap.add_argument("--profile-ideal", action="store_true",
+                    help="ideal: also name cuBLAS's kernels and their times (torch.profiler, eager)")
     ap.add_argument("--json", default="")
     ap.add_argument("--cpu-selftest", action="store_true")
     ap.add_argument("--hidden", type=int, default=6144)
@@ -468,6 +489,10 @@ def main():
                    "held_replays": n, "held_tflops": flops / hus * 1e-6 if hus else None, "flops": flops}
             print(f"{T:>6} {'ideal':<11} {us:>9.1f} {'':>9}  {flops / us * 1e-6:.0f} TFLOP/s; held {hus:.1f} us "
                   f"({flops / hus * 1e-6:.0f} TFLOP/s, {n} replays)" if hus else "")
+            if o.profile_ideal:
+                row["kernels"] = profile_kernels(fn)
+                for k in row["kernels"]:
+                    print(f"#   {k['us']:9.1f} us x{k['calls']}  {k['name'][:150]}")
             res["rows"].append(row)
             del g, out
         del x
