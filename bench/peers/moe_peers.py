@@ -161,13 +161,15 @@ class Layer:
         return out
 
 
-def grouped_mm_forward(L, x):
+def grouped_mm_forward(L, x, glue_only=False):
     T, S = x.shape[0], L.k + 1
     ids, ws = L.route(x)
     flat = ids.reshape(-1)
     order = torch.argsort(flat, stable=True)
     ends = torch.searchsorted(flat[order], torch.arange(1, L.E + 2, device=x.device)).to(torch.int32)
     xs = x[order // S]
+    if glue_only:  # the routing, the sort and the gather: what precedes the first GEMM
+        return xs, ids, ws
     if hasattr(torch, "_grouped_mm"):
         h = torch._grouped_mm(xs, L.w13.transpose(-2, -1), offs=ends)
         a = swiglu_oai_torch(h, L.I)
@@ -207,13 +209,15 @@ def moe_align(flat, n_exp, bm):
     return sid, eid, pend[-1:].to(torch.int32), em
 
 
-def triton_forward(L, x, cfg, bufs=None):
+def triton_forward(L, x, cfg, glue_only=False):
     T, S = x.shape[0], L.k + 1
     bm, bn, bk, gm, nw, ns = cfg
     assert L.H % bk == 0 and L.I % bk == 0
     ids, ws = L.route(x)
     flat = ids.reshape(-1)
     sid, eid, ntpp, em = moe_align(flat, L.E + 1, bm)
+    if glue_only:  # the routing and moe_align: what precedes the first GEMM
+        return sid, ids, ws
     n = flat.numel()
     dt = x.dtype  # bf16; fp32 holding bf16 values in the CPU self-check (the interpreter's bf16 is not torch's)
     h = torch.empty(n, 2 * L.I, dtype=dt, device=x.device)
@@ -247,7 +251,8 @@ def triton_configs(T, quick):
         return [(16, 64, 128, 1, 4, 3), (16, 128, 128, 1, 4, 3), (32, 64, 128, 1, 4, 3),
                 (32, 128, 64, 1, 4, 4), (64, 128, 64, 1, 4, 4), (64, 64, 64, 1, 4, 4)]
     return [(64, 128, 64, 1, 4, 4), (64, 128, 64, 8, 4, 4), (64, 256, 64, 8, 8, 3), (128, 128, 64, 16, 8, 4),
-            (128, 256, 64, 16, 8, 3), (128, 256, 64, 16, 8, 4), (128, 128, 64, 8, 4, 3)]
+            (128, 256, 64, 16, 8, 3), (128, 256, 64, 16, 8, 4), (128, 128, 64, 8, 4, 3), (128, 256, 64, 8, 8, 4),
+            (128, 128, 128, 16, 8, 3), (256, 128, 64, 16, 8, 3)]
 
 
 class Timer:
@@ -330,6 +335,8 @@ def selftest():
         ok = e < 2e-2 and not torch.isnan(y).any()
         fails += not ok
         print(f"selftest grouped_mm T={T} rel_rms={e:.2e} {'ok' if ok else 'FAIL'}")
+        xs, _, _ = grouped_mm_forward(L, x, glue_only=True)  # the timed glue: the rows the GEMMs get
+        fails += xs.shape[0] != T * (L.k + 1)
         if triton is not None and os.environ.get("TRITON_INTERPRET") == "1":
             Lf = copy.copy(L)  # fp32 storage of the same bf16 values (the kernels round to bf16 as on the GPU)
             Lf.w13, Lf.w2 = L.w13.float(), L.w2.float()
@@ -339,6 +346,8 @@ def selftest():
                 ok = e2 < 2e-2 and bool(torch.equal(ids, ids2)) and not torch.isnan(y2).any()
                 fails += not ok
                 print(f"selftest triton {cfg} T={T} rel_rms={e2:.2e} {'ok' if ok else 'FAIL'}")
+                sid, _, _ = triton_forward(Lf, x.float(), cfg, glue_only=True)
+                fails += int((sid < T * (L.k + 1)).sum()) != T * (L.k + 1)  # every pair once
     print(f"{'FAILED' if fails else 'passed'}: {fails} failures")
     return 1 if fails else 0
 
@@ -440,8 +449,12 @@ def main():
                 us = tm.time(g)
                 err = check(L, x, *out, o.check) if o.check else None
                 row = {"tokens": T, "peer": "grouped_mm", "us": us, "rel_err": err, **touched(L, out[1])}
+                del g, out
+                g, out = tm.capture(lambda: grouped_mm_forward(L, x, glue_only=True))
+                row["glue_us"] = tm.time(g)
                 print(f"{T:>6} {'grouped_mm':<11} {us:>9.1f} {err if err is not None else float('nan'):>9.2e}  "
-                      f"{row['touched']} experts touched (shared incl.) {verdict(err)}")
+                      f"{row['touched']} experts touched (shared incl.); routing + sort + gather alone "
+                      f"{row['glue_us']:.1f} us {verdict(err)}")
                 del g, out
             except Exception as ex:  # report, go on
                 row = {"tokens": T, "peer": "grouped_mm", "error": repr(ex)[:300]}
@@ -474,11 +487,15 @@ def main():
                 row = {"tokens": T, "peer": "triton", "us": us, "rel_err": err, **touched(L, out[1]), "config": cfg,
                        "config_keys": "BLOCK_M,BLOCK_N,BLOCK_K,GROUP_M,num_warps,num_stages",
                        "configs_tried": len(sweep), "sweep": sweep}
+                del g, out, best
+                g, out = tm.capture(lambda: triton_forward(L, x, cfg, glue_only=True))
+                row["glue_us"] = tm.time(g)
                 print(f"{T:>6} {'triton':<11} {us:>9.1f} {err if err is not None else float('nan'):>9.2e}  "
-                      f"{row['touched']} experts touched, {cfg} best of {len(sweep)} {verdict(err)}")
+                      f"{row['touched']} experts touched, {cfg} best of {len(sweep)}; routing + moe_align alone "
+                      f"{row['glue_us']:.1f} us {verdict(err)}")
                 print("#   sweep: " + "; ".join(f"{c['config']} {c['us']:.1f}" if "us" in c else
                                              f"{c['config']} error" for c in sweep))
-                del g, out, best
+                del g, out
             res["rows"].append(row)
         if "ideal" in peers and T * L.k >= L.E * 8 and T * L.k % L.E == 0:
             fn, flops = ideal_graphs(L, T, dev)
