@@ -6,7 +6,6 @@
 # its first GEMM). nvidia-smi samples power and clocks every 200 ms (smi_trace.csv, phases.txt).
 # Binaries: prebuilt/bin.txz (compact Release builds of this tree, stripped).
 # Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r208_h200.sh
-# Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r208_h200.sh
 NAME=r208
 . bench/device_env.sh
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu --format=csv > "$R/smi.txt" 2>&1
