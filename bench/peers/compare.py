@@ -27,11 +27,13 @@ def main():
         for row in r["rows"]:
             if row.get("fused") == 1:
                 tp.setdefault(row["tokens"], []).append(row)
-    peers = {}
+    peers, shapes = {}, None
     for f in o.peers:
-        for row in json.load(open(f))["rows"]:
+        d = json.load(open(f))
+        shapes = shapes or d["shapes"]
+        for row in d["rows"]:
             peers.setdefault(row["tokens"], {})[row["peer"]] = row
-    H, I = 6144, 3072
+    H, I, slots = shapes["hidden"], shapes["inter"], shapes["topk"] + shapes["shared"]
     out = {"device": runs[0]["device"], "hbm_read_gbps": bw / 1e3, "gemm_bf16_tflops": rate / 1e6, "rows": []}
     print(f"# {runs[0]['device']}: HBM read {bw / 1e3:.0f} GB/s, cuBLAS bf16 {rate / 1e6:.0f} TFLOP/s (tpmoe's "
           "measurements in the same call); x = time / max(touched bytes / HBM read, FLOPs / cuBLAS rate)")
@@ -41,7 +43,7 @@ def main():
     for T in sorted(tp):
         t_us = statistics.median(r["total_us"] for r in tp[T])
         t_touch = tp[T][0]["experts_touched"]
-        flops = 2.0 * T * 5 * 3 * H * I
+        flops = 2.0 * T * slots * 3 * H * I
         row = {"tokens": T, "tpmoe_us": t_us, "tpmoe_touched": t_touch,
                "tpmoe_x": t_us / max(t_touch * 3 * H * I * 2 / bw, flops / rate)}
         cells = {}
