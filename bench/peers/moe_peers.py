@@ -21,8 +21,10 @@ layer; routing by torch ops: fp32 logits, sigmoid + bias top-k, renormalized, x 
 
 Timing, as bench moe's (bench/bench_moe.c, time_graph): each peer captured in one CUDA graph;
 per replay: synchronize, read 256 MB (the L2 flush, bench moe's default 'read'), start event,
-replay, end event; 2 warm-up replays, the median of --reps. Correctness: on --check sampled
-tokens each peer's output against an fp32 reference of the same routing (rel. RMS error).
+replay, end event; 2 warm-up replays, the median of --reps. Each layer's glue (what precedes its
+first GEMM: the routing, then the sort and gather or moe_align) is also captured and timed alone.
+Correctness: on --check sampled tokens each layer's output against an fp64 reference of the same
+routing (rel. RMS error, bound TOL). --profile-ideal names the kernels cuBLAS runs for 'ideal'.
 
 Usage: python3 bench/peers/moe_peers.py --tokens 1,8,32,128,1024,8192 --json peers.json
        (CPU self-check at tiny shapes: --cpu-selftest; Triton then runs in its interpreter)
@@ -30,7 +32,6 @@ Usage: python3 bench/peers/moe_peers.py --tokens 1,8,32,128,1024,8192 --json pee
 import argparse
 import copy
 import json
-import math
 import os
 import sys
 import time
@@ -147,7 +148,7 @@ class Layer:
         return ids, ws
 
     def reference(self, x, ids, ws, rows):
-        """fp32 output of tokens `rows` for the given routing (bf16 weights, fp32 math)."""
+        """fp64 output of tokens `rows` for the given routing (the bf16 weights, fp64 math)."""
         out = torch.zeros(len(rows), self.H, dtype=torch.float64, device=x.device)
         for i, t in enumerate(rows):
             xt = x[t].double()
@@ -519,7 +520,6 @@ def main():
                     print(f"#   {k['us']:9.1f} us x{k['calls']}  {k['name'][:150]}")
             res["rows"].append(row)
             del g, out
-        del x
         torch.cuda.empty_cache()
         if o.json:
             with open(o.json, "w") as f:
