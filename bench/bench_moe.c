@@ -79,7 +79,8 @@ typedef struct phase_times {
 typedef struct row {
     int fused, T, path, n_active, decode_kernel, pdl, down_kernel, gate_up_pairs, route_mode, shared_plan, prefill_gemm;
     int prefill_form; /* the own GEMM's form (prefill_cluster 0..3), -1 where it does not run */
-    int shared_overlap; /* the shared MLP ran beside the routing (plan printed with a '+') */
+    int shared_overlap; /* the shared MLP ran beside the routing (1, plan printed with a '+') or
+                         * beside the routed decode kernels (2, '~') */
     double bytes, flops, mem_floor_us, flop_floor_us, flop_floor_held_us;
     phase_times t;
     double max_rel_err;
@@ -491,6 +492,10 @@ static void *rank_main(void *argp) {
             S->r.prefill_gemm = tu.prefill_gemm;
             S->r.prefill_form = tpm_cuda_moe_prefill_form(m, T);
             S->r.shared_overlap = tpm_cuda_moe_overlaps_shared(m, T);
+            /* 2: the decode path's shared MLP beside the routed kernels (plan printed with a '~') */
+            if (!S->r.shared_overlap && tu.shared_overlap == 2 && S->r.path == TPM_MOE_PATH_DECODE &&
+                tu.decode_kernel != 1 && (S->r.shared_plan == TPM_MOE_SHARED_SPLIT || !S->r.fused))
+                S->r.shared_overlap = 2;
             free(yref);
         }
         /* timing: every rank runs the same sequence (NCCL calls match) */
@@ -503,7 +508,7 @@ static void *rank_main(void *argp) {
              * did not. --route-stop: the routing phase alone stops early (its outputs are
              * invalid, so only this timing uses it). */
             tpm_cuda_moe_tuning tr, tr0;
-            const int alone = ph == PH_ROUTE && (o->route_stop > 0 || S->r.shared_overlap);
+            const int alone = ph == PH_ROUTE && (o->route_stop > 0 || S->r.shared_overlap == 1);
             if (alone) {
                 if ((st = tpm_cuda_moe_get_tuning(m, &tr0)) != TPM_OK) goto done;
                 tr = tr0;
@@ -721,7 +726,8 @@ int cmd_bench_moe(int argc, char **argv) {
         snprintf(dk, sizeof dk, "%d%s%s%s", r->decode_kernel, r->pdl ? "p" : "",
                  r->down_kernel == 1 ? "s" : r->down_kernel == 2 ? "w" : r->down_kernel == 3 ? "n" : r->down_kernel == 4 ? "x" : "",
                  r->gate_up_pairs == 2 ? "g" : "");
-        snprintf(plan, sizeof plan, "%s%s", plan_name(r->shared_plan), r->shared_overlap ? "+" : "");
+        snprintf(plan, sizeof plan, "%s%s", plan_name(r->shared_plan),
+                 r->shared_overlap == 1 ? "+" : r->shared_overlap == 2 ? "~" : "");
         char gemm[32]; /* the own GEMM with its form where it runs: wgmma2 = persistent clusters */
         if (r->prefill_form >= 0) snprintf(gemm, sizeof gemm, "%s%d", gemm_name(r->prefill_gemm), r->prefill_form);
         else snprintf(gemm, sizeof gemm, "%s", gemm_name(r->prefill_gemm));

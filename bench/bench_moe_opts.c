@@ -90,7 +90,8 @@ static void usage(FILE *f) {
             "  --prefill-band N   wgmma prefill: a large expert's row tiles in bands of N (0: one band)\n"
             "                    (default: the layer's)\n"
             "  --shared-overlap B split / unfused shared plan: the shared MLP beside the\n"
-            "                    routing on a side stream (1) or after it (0) (default: the layer's)\n"
+            "                    routing on a side stream (1), after it (0), or on the decode path\n"
+            "                    beside the routed kernels (2) (default: the layer's)\n"
             "  --flush X         L2 flush before every replay: read 256 MB (default: clean lines, as\n"
             "                    after another layer's weights) or write them (dirty lines first\n"
             "                    written back: the rounds 1-4 default);\n"
@@ -259,7 +260,7 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--prefill-band")) {
             if (int_opt(a, v, 0, 1 << 20, &o->prefill_band)) return 2;
         } else if (!strcmp(a, "--shared-overlap")) {
-            if (int_opt(a, v, 0, 1, &o->shared_overlap)) return 2;
+            if (int_opt(a, v, 0, 2, &o->shared_overlap)) return 2;
         } else if (!strcmp(a, "--pdl")) {
             if (int_opt(a, v, 0, 1, &o->pdl)) return 2;
         } else if (!strcmp(a, "--flush")) {

@@ -534,8 +534,12 @@ static void bad_arguments(void **state) {
     tu.gate_up_pairs = -1;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.gate_up_pairs = 1;
-    tu.shared_overlap = 2;
+    tu.shared_overlap = 3;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.shared_overlap = -1;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.shared_overlap = 2;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     tu.shared_overlap = 1;
     tu.prefill_cluster = 4;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);

@@ -197,8 +197,8 @@ static uint16_t *run_stream(const tpm_moe_weights *w, const uint16_t *x, int T, 
  * and 2 (eager), then down_kernel 2 with the per-expert wait: pdl eager, pdl graph (replayed:
  * the counters reset), plain, then the gate_up loads in two register stages (gate_up_pipe) with
  * 2 row pairs per warp (pdl graph) and 1 (pdl eager). */
-enum { PDL_VARIANTS = 15 };
-static int pdl_variant_graph(int v) { return v == 3 || v == 5 || v == 7 || v == 8 || v == 11 || v == 13; }
+enum { PDL_VARIANTS = 17 };
+static int pdl_variant_graph(int v) { return v == 3 || v == 5 || v == 7 || v == 8 || v == 11 || v == 13 || v == 15; }
 static void tune_pdl_variant(tpm_cuda_moe_tuning *tu, int v, int split) {
     tu->decode_kernel = v == 0 ? 0 : 2;
     tu->pdl = v >= 2;
@@ -210,6 +210,10 @@ static void tune_pdl_variant(tpm_cuda_moe_tuning *tu, int v, int split) {
     if (v == 12) tu->pdl = 0;
     tu->shared_split_min = split ? 1 : 1 << 20;
     tu->shared_overlap = v > 0; /* the reference runs the shared MLP after the routing */
+    if (v >= 15) { /* the shared MLP beside the routed decode kernels (round 35), graph / eager */
+        tu->shared_overlap = 2;
+        tu->expert_wait = 1;
+    }
 }
 
 /* Decode kernel set 2 with programmatic dependent launch on a non-blocking
@@ -218,7 +222,8 @@ static void tune_pdl_variant(tpm_cuda_moe_tuning *tu, int v, int split) {
  * same bits as set 2 without it and as set 0, for the slot and split plans,
  * fused and unfused, with the output poisoned before every run. Set 0 runs
  * the split / unfused shared MLP after the routing, the others beside it on
- * a side stream (shared_overlap), captured into the graph too. */
+ * a side stream (shared_overlap 1), captured into the graph too; variants 15
+ * and 16 beside the routed decode kernels instead (shared_overlap 2). */
 static void pdl_equals_plain(void **state) {
     (void)state;
     const char *names[] = {"m3-mini", "gpt-oss-mini"};
@@ -240,7 +245,8 @@ static void pdl_equals_plain(void **state) {
                                             pdl_variant_graph(v), NULL);
                     for (int v = 1; v < PDL_VARIANTS; v++) assert_memory_equal(out[v], out[0], (size_t)T * H * 2);
                     printf("  %-17s T=%-3d fused %d split %d: set 2 (plain, pdl, pdl graph; down kernels 0..4, "
-                           "1 and 2 gate/up row pairs per warp, per-expert wait, gate_up in 2 stages) == set 0\n", p->name, T, fused,
+                           "1 and 2 gate/up row pairs per warp, per-expert wait, gate_up in 2 stages, the shared "
+                           "MLP beside the routing or the routed kernels) == set 0\n", p->name, T, fused,
                            split);
                     for (int v = 0; v < PDL_VARIANTS; v++) free(out[v]);
                 }

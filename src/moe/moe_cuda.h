@@ -103,7 +103,9 @@ typedef struct tpm_cuda_moe_tuning {
                             * call also issues the shared expert's dense MLP on a side stream,
                             * joined right after the routing launch, so the two overlap (the
                             * routing call then includes the shared MLP and the experts call
-                            * skips it); 0 = after it */
+                            * skips it); 0 = after it; 2 = on the decode path the experts call
+                            * issues it on the side stream beside the routed decode kernels
+                            * (joined before it returns; round 35), on the prefill path as 1 */
     int prefill_cluster;   /* prefill_gemm 3: -1 = by size (default: 3 below 4096 tokens, 2 from
                             * it, measured), 0 = one CTA per tile, 1 = 2-CTA clusters sharing
                             * each weight tile by multicast TMA (no faster), 2 = persistent
@@ -227,7 +229,7 @@ int tpm_cuda_moe_route_tc_shape(const tpm_cuda_moe *m, int T, int shape[4]);
 /* The shared-expert plan a call with T tokens runs (tpm_moe_shared_plan). */
 int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T);
 /* Whether a call of T tokens issues its shared MLP (split or unfused plan) beside the routing
- * (tuning.shared_overlap; not on the legacy NULL stream). */
+ * (tuning.shared_overlap 1, or 2 on the prefill path; not on the legacy NULL stream). */
 int tpm_cuda_moe_overlaps_shared(const tpm_cuda_moe *m, int T);
 /* The gate/up row pairs per warp k_gate_up2 runs with at T tokens: the tuning's 1 or 2, or by
  * size (0): 1 where this rank's experts have at most TPM_MOE_GUP1_MAX_ROWS (384) gate rows and

@@ -23,7 +23,10 @@
  * 9.0 device), while its cuBLAS variants read the per-expert offsets back (one sync).
  * tune.shared_overlap: the split / unfused shared MLP is issued by the routing call on a side stream
  * (aux[0], its own cuBLAS handle) beside the routing launch, joined right after it (the decode path
- * since round 6, the prefill path since round 17).
+ * since round 6, the prefill path since round 17). shared_overlap 2 (round 35), on the decode path:
+ * the experts call issues it on aux[0] beside the routed decode kernels instead (forked after the
+ * routing, joined before the experts call returns), so the routed weight stream need not wait for
+ * it; the prefill path treats 2 as 1.
  * TP: each rank holds an Il = inter/tp slice of every expert (shared
  * included); the partial bf16 outputs are summed by ncclAllReduce on the
  * same stream. The unfused baseline runs the shared expert as a dense cuBLAS
@@ -559,7 +562,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     if (t->prefill_gemm == TPM_MOE_GEMM_WGMMA && !m->wg.ready)
         return tpm_err(TPM_ERR_UNSUPPORTED, "prefill_gemm 3 (own wgmma GEMM) needs a 9.0 device, hidden %% 256 == 0 "
                                             "and inter/tp %% 128 == 0 (hidden %d, inter/tp %d)", m->d.H, m->d.Il);
-    TPM_ARG_CHECK(t->shared_overlap == 0 || t->shared_overlap == 1, "shared_overlap %d is not 0 or 1",
+    TPM_ARG_CHECK(t->shared_overlap >= 0 && t->shared_overlap <= 2, "shared_overlap %d is not 0, 1 or 2",
                   t->shared_overlap);
     TPM_ARG_CHECK(t->prefill_cluster >= -1 && t->prefill_cluster <= 3, "prefill_cluster %d is not -1, 0, 1, 2 or 3",
                   t->prefill_cluster);
@@ -751,7 +754,16 @@ int tpm_cuda_moe_prefill_form(const tpm_cuda_moe *m, int T) {
 
 int tpm_cuda_moe_overlaps_shared(const tpm_cuda_moe *m, int T) {
     if (!m || !m->tune.shared_overlap || !runs_shared_mlp(m, tpm_cuda_moe_shared_plan(m, T))) return 0;
-    return tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_PREFILL || m->tune.decode_kernel != 1;
+    if (tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_PREFILL) return 1;
+    return m->tune.decode_kernel != 1 && m->tune.shared_overlap == 1;
+}
+
+/* Whether the decode path's experts call issues the shared MLP beside the routed kernels
+ * (shared_overlap 2; not on the legacy NULL stream, whose implicit synchronisation would
+ * serialize the fork). */
+static int shared_beside_experts(const tpm_cuda_moe *m, int T, cudaStream_t s) {
+    return s != NULL && s != cudaStreamLegacy && m->tune.shared_overlap == 2 && m->tune.decode_kernel != 1 &&
+           tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE;
 }
 
 /* Whether this call's shared MLP overlaps the routing (tune.shared_overlap): not on the legacy
@@ -804,7 +816,8 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
     const tpm_moe_dev &d = m->d;
     const int issued = m->shared_issued == T; /* by the routing call, beside it */
     m->shared_issued = 0;
-    if (!d.fused && m->p->n_shared == 1 && d.ep_rank == 0 && !issued) {
+    const int beside = shared_beside_experts(m, T, s);
+    if (!d.fused && m->p->n_shared == 1 && d.ep_rank == 0 && !issued && !beside) {
         TPM_TRY(bind_blas(m, s));
         TPM_TRY(shared_mlp(m, m->blas, x, T, s));
     }
@@ -814,14 +827,28 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
         /* without EP the shared slot is the last touched expert, left out of the GEMV items; with
          * EP (d.shared_dense) the routing already dropped it */
         const int split = plan == TPM_MOE_SHARED_SPLIT && d.ep == 1;
-        if (d.fused && runs_shared_mlp(m, plan) && !issued) { /* the shared expert's dense GEMMs first */
+        const int mlp = !issued && (d.fused ? runs_shared_mlp(m, plan) : m->p->n_shared == 1 && d.ep_rank == 0);
+        if (mlp && beside) { /* fork: the dense shared MLP on aux stream 0 beside the routed kernels */
+            TPM_CUDA_TRY(cudaEventRecord(m->pf.ev_fork, s));
+            TPM_CUDA_TRY(cudaStreamWaitEvent(m->pf.aux[0], m->pf.ev_fork, 0));
+            TPM_TRY(shared_mlp(m, m->pf.blas_aux[0], x, T, m->pf.aux[0]));
+        } else if (d.fused && mlp) { /* the shared expert's dense GEMMs first */
             TPM_TRY(bind_blas(m, s));
             TPM_TRY(shared_mlp(m, m->blas, x, T, s));
         }
+        tpm_status st;
         if (m->tune.decode_kernel == 2)
-            return tpm_moe_launch_decode2(d, (const uint16_t *)x, T, split, use_pdl(m, s), m->tune.down_kernel,
-                                          tpm_cuda_moe_gate_up_pairs_for(m, T), m->tune.expert_wait, s);
-        return tpm_moe_launch_decode(d, (const uint16_t *)x, T, split, s);
+            st = tpm_moe_launch_decode2(d, (const uint16_t *)x, T, split, use_pdl(m, s), m->tune.down_kernel,
+                                        tpm_cuda_moe_gate_up_pairs_for(m, T), m->tune.expert_wait, s);
+        else
+            st = tpm_moe_launch_decode(d, (const uint16_t *)x, T, split, s);
+        if (mlp && beside) { /* join before the call returns: the combine reads the shared rows */
+            const cudaError_t e1 = cudaEventRecord(m->pf.ev_join[0], m->pf.aux[0]);
+            const cudaError_t e2 = e1 == cudaSuccess ? cudaStreamWaitEvent(s, m->pf.ev_join[0], 0) : e1;
+            if (st == TPM_OK && e2 != cudaSuccess)
+                st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_experts: shared MLP join: %s", cudaGetErrorString(e2));
+        }
+        return st;
     }
     if (m->tune.prefill_gemm == TPM_MOE_GEMM_WGMMA) {
         const int split = tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SPLIT;
