@@ -81,6 +81,7 @@ typedef struct row {
     int prefill_form; /* the own GEMM's form (prefill_cluster 0..3), -1 where it does not run */
     int shared_overlap; /* the shared MLP ran beside the routing (1, plan printed with a '+') or
                          * beside the routed decode kernels (2, '~') */
+    int shared_mma;     /* the shared slot on tensor cores (tuning.shared_mma; plan printed "slotm") */
     double bytes, flops, mem_floor_us, flop_floor_us, flop_floor_held_us;
     phase_times t;
     double max_rel_err;
@@ -489,6 +490,7 @@ static void *rank_main(void *argp) {
                 printf("# T=%d: routing mode 3 on %d x %d CTAs (%d clusters of 8 resident), <= %d chunks of 32 h each\n",
                        T, shp[0], shp[1], shp[2], shp[3]);
             S->r.shared_plan = tpm_cuda_moe_shared_plan(m, T);
+            S->r.shared_mma = tpm_cuda_moe_shared_mma(m, T);
             S->r.prefill_gemm = tu.prefill_gemm;
             S->r.prefill_form = tpm_cuda_moe_prefill_form(m, T);
             S->r.shared_overlap = tpm_cuda_moe_overlaps_shared(m, T);
@@ -726,7 +728,7 @@ int cmd_bench_moe(int argc, char **argv) {
         snprintf(dk, sizeof dk, "%d%s%s%s", r->decode_kernel, r->pdl ? "p" : "",
                  r->down_kernel == 1 ? "s" : r->down_kernel == 2 ? "w" : r->down_kernel == 3 ? "n" : r->down_kernel == 4 ? "x" : "",
                  r->gate_up_pairs == 2 ? "g" : "");
-        snprintf(plan, sizeof plan, "%s%s", plan_name(r->shared_plan),
+        snprintf(plan, sizeof plan, "%s%s%s", plan_name(r->shared_plan), r->shared_mma ? "m" : "",
                  r->shared_overlap == 1 ? "+" : r->shared_overlap == 2 ? "~" : "");
         char gemm[32]; /* the own GEMM with its form where it runs: wgmma2 = persistent clusters */
         if (r->prefill_form >= 0) snprintf(gemm, sizeof gemm, "%s%d", gemm_name(r->prefill_gemm), r->prefill_form);
@@ -781,6 +783,7 @@ int cmd_bench_moe(int argc, char **argv) {
             json_object_set_new(j, "route_mode", json_string(route_name(r->route_mode)));
             json_object_set_new(j, "shared_plan", json_string(plan_name(r->shared_plan)));
             json_object_set_new(j, "shared_overlap", json_integer(r->shared_overlap));
+            json_object_set_new(j, "shared_mma", json_integer(r->shared_mma));
             json_object_set_new(j, "prefill_gemm", json_string(gemm_name(r->prefill_gemm)));
             json_object_set_new(j, "prefill_form", json_integer(r->prefill_form));
             json_object_set_new(j, "experts_touched", json_integer(r->n_active));

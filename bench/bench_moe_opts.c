@@ -25,6 +25,7 @@ static void usage(FILE *f) {
             "                       [--trace-route N]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
             "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--gate-up-pipe 0|1] [--shared-overlap 0|1] [--prefill-cluster -1..3] [--prefill-band N] [--prefill-early N]\n"
+            "                       [--shared-mma N]\n"
             "                       [--prefill-down-early N]\n"
             "                       [--reps N] [--check N] [--gemm-hold S]\n"
             "                       [--seed S] [--json FILE]\n"
@@ -92,6 +93,8 @@ static void usage(FILE *f) {
             "  --shared-overlap B split / unfused shared plan: the shared MLP beside the\n"
             "                    routing on a side stream (1), after it (0), or on the decode path\n"
             "                    beside the routed kernels (2) (default: the layer's)\n"
+            "  --shared-mma N    fused slot plan, decode kernel set 2: the shared slot on tensor\n"
+            "                    cores from N tokens (0: never) (default: the layer's)\n"
             "  --flush X         L2 flush before every replay: read 256 MB (default: clean lines, as\n"
             "                    after another layer's weights) or write them (dirty lines first\n"
             "                    written back: the rounds 1-4 default);\n"
@@ -146,6 +149,7 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
     o->shared_split_min = o->prefill_gemm = o->pdl = o->shared_overlap = -1;
     o->prefill_cluster = -2; /* -2: the layer's default (-1 is "by size") */
     o->prefill_split_min = o->prefill_split_max = o->prefill_band = -1;
+    o->shared_mma = -1;
     o->trace = 0;
     o->trace_route = 0;
     for (int i = 1; i < argc; i++) {
@@ -261,6 +265,8 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
             if (int_opt(a, v, 0, 1 << 20, &o->prefill_band)) return 2;
         } else if (!strcmp(a, "--shared-overlap")) {
             if (int_opt(a, v, 0, 2, &o->shared_overlap)) return 2;
+        } else if (!strcmp(a, "--shared-mma")) {
+            if (int_opt(a, v, 0, 1 << 20, &o->shared_mma)) return 2;
         } else if (!strcmp(a, "--pdl")) {
             if (int_opt(a, v, 0, 1, &o->pdl)) return 2;
         } else if (!strcmp(a, "--flush")) {
@@ -308,6 +314,7 @@ tpm_status bench_moe_apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->shared_overlap >= 0) t.shared_overlap = o->shared_overlap;
     if (o->prefill_cluster >= -1) t.prefill_cluster = o->prefill_cluster;
     if (o->prefill_band >= 0) t.prefill_band = o->prefill_band;
+    if (o->shared_mma >= 0) t.shared_mma = o->shared_mma;
     return tpm_cuda_moe_set_tuning(m, &t);
 }
 

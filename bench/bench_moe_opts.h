@@ -27,6 +27,7 @@ typedef struct opts {
     int ar_tpmoe; /* TP all-reduce: 1 tpmoe's (default), 0 NCCL */
     int shared_split_min, prefill_gemm, pdl, shared_overlap, prefill_cluster, prefill_split_min, prefill_split_max; /* -1: the layer's default */
     int prefill_band;
+    int shared_mma;                                                /* -1: the layer's default */
     int trace;                                                     /* decode timeline replays (TPM_MOE_TRACE builds) */
     int trace_route;                                               /* routing-alone timeline replays (the same) */
     int flush;                                                     /* 0 write, 1 read */

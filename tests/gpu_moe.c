@@ -541,6 +541,10 @@ static void bad_arguments(void **state) {
     tu.shared_overlap = 2;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     tu.shared_overlap = 1;
+    tu.shared_mma = -1;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.shared_mma = 5;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     tu.prefill_cluster = 4;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.prefill_cluster = -2;

@@ -209,6 +209,7 @@ static void tune_pdl_variant(tpm_cuda_moe_tuning *tu, int v, int split) {
     if (v == 14) tu->gate_up_pairs = 1;
     if (v == 12) tu->pdl = 0;
     tu->shared_split_min = split ? 1 : 1 << 20;
+    tu->shared_mma = 0; /* the scalar shared slot: set 0's bits (shared_mma_forms checks the other) */
     tu->shared_overlap = v > 0; /* the reference runs the shared MLP after the routing */
     if (v >= 15) { /* the shared MLP beside the routed decode kernels (round 35), graph / eager */
         tu->shared_overlap = 2;
@@ -251,6 +252,67 @@ static void pdl_equals_plain(void **state) {
                     for (int v = 0; v < PDL_VARIANTS; v++) free(out[v]);
                 }
             }
+            free(x);
+        }
+        free_weights(&w);
+    }
+}
+
+/* shared_mma_forms' variants (set 2, the slot plan, the shared slot on tensor cores): plain,
+ * pdl eager, pdl graph, down_kernel 2 (eager) and 3, 4 (graph), the per-expert wait (graph),
+ * one gate/up row pair per warp (eager). */
+enum { SMMA_VARIANTS = 8 };
+static int smma_variant_graph(int v) { return v == 2 || v == 4 || v == 5 || v == 6; }
+static void tune_smma_variant(tpm_cuda_moe_tuning *tu, int v, int on) {
+    tu->decode_kernel = 2;
+    tu->shared_split_min = 1 << 20;
+    tu->shared_mma = on ? 3 : 0;
+    tu->pdl = v >= 1;
+    tu->down_kernel = v == 3 ? 2 : v == 4 ? 3 : v == 5 ? 4 : v == 6 ? 2 : 0;
+    tu->expert_wait = v == 6;
+    tu->gate_up_pairs = v == 7 ? 1 : 2;
+}
+
+/* The fused shared slot on tensor cores (tuning.shared_mma, decode kernel set 2): within 1e-2
+ * of the fp64 reference and of the scalar shared slot, and the same bits in every launch form
+ * (plain, pdl eager, pdl graph replayed twice, k_down2's shapes, the per-expert wait); 1-2 tokens
+ * keep the scalar slot; 3-32 tokens (one or two m-tiles of 16 tokens). */
+static void shared_mma_forms(void **state) {
+    (void)state;
+    const char *names[] = {"m3-mini", "deepseek-v3-mini"};
+    for (size_t pi = 0; pi < 2; pi++) {
+        const tpm_preset *p = tpm_preset_find(names[pi]);
+        const int H = p->hidden;
+        tpm_moe_weights w;
+        make_weights(p, 1500 + pi, &w);
+        const int Ts[] = {2, 3, 5, 8, 13, 17, 32};
+        for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
+            const int T = Ts[ti];
+            uint16_t *x = make_x(T, H, 1600 + T);
+            /* the reference check and the plan: run_gpu with the same tuning */
+            gpu_run r;
+            tune_decode_kernel = 2;
+            tune_shared_split_min = 1 << 20;
+            tune_shared_mma = 3;
+            run_gpu(&w, x, T, 1, TPM_MOE_PATH_DECODE, &r);
+            tune_decode_kernel = tune_shared_split_min = tune_shared_mma = -1;
+            assert_int_equal(last_plan, TPM_MOE_SHARED_SLOT);
+            const double e = check_run(&w, x, &r, 1, 4, 1e-2);
+            uint16_t *plain = run_stream(&w, x, T, 1, TPM_MOE_PATH_DECODE, tune_smma_variant, 0, 0, 0, NULL);
+            uint16_t *out[SMMA_VARIANTS];
+            for (int v = 0; v < SMMA_VARIANTS; v++)
+                out[v] = run_stream(&w, x, T, 1, TPM_MOE_PATH_DECODE, tune_smma_variant, v, 1, smma_variant_graph(v),
+                                    NULL);
+            assert_memory_equal(out[0], r.y, (size_t)T * H * 2);
+            for (int v = 1; v < SMMA_VARIANTS; v++) assert_memory_equal(out[v], out[0], (size_t)T * H * 2);
+            const double dd = rel_diff(out[0], plain, (size_t)T * H);
+            if (T < 3) assert_memory_equal(out[0], plain, (size_t)T * H * 2); /* below 3 tokens: scalar */
+            else assert_true(dd < 1e-2 && dd > 0.0); /* another summation order: near, not equal */
+            printf("  %-17s T=%-3d shared slot on tensor cores: rel err %.2e, vs the scalar slot %.2e; "
+                   "%d launch forms bit-equal\n", p->name, T, e, dd, SMMA_VARIANTS);
+            for (int v = 0; v < SMMA_VARIANTS; v++) free(out[v]);
+            free(plain);
+            free_run(&r);
             free(x);
         }
         free_weights(&w);
@@ -363,6 +425,7 @@ int main(void) {
         cmocka_unit_test(shared_split_plan),
         cmocka_unit_test(prefill_gemm_modes),
         cmocka_unit_test(pdl_equals_plain),
+        cmocka_unit_test(shared_mma_forms),
         cmocka_unit_test(prefill_overlap_equals_serial),
         cmocka_unit_test(prefill_early_equals_plain),
     };

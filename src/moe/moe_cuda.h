@@ -159,6 +159,12 @@ typedef struct tpm_cuda_moe_tuning {
                             * counter), so it starts on the SMs gate_up's last tiles leave idle
                             * (0 = never; default 4095: the persistent CTAs, measured); the same
                             * bits */
+    int shared_mma;        /* fused layer, decode kernel set 2, the slot plan without EP (down_kernel
+                            * other than 1): from this many tokens (at least 3) the shared slot's
+                            * gate_up and down items run on tensor cores (mma.sync, tokens as M;
+                            * moe_cuda_decode.cu) instead of the scalar GEMVs, whose multi-token
+                            * items are bound by instruction issue; 0 = never. Other bits than the
+                            * GEMVs (another summation order), the same in every run */
     int route_wide;        /* routing mode 1 from 9 up to this many tokens (at most 16): both
                             * 8-token tiles in one row of 512-thread blocks (one ticket; 16 warps
                             * select; the one-tile permutation) instead of two rows of 256-thread
@@ -226,6 +232,8 @@ tpm_status tpm_cuda_moe_trace_events(tpm_cuda_moe *m, double ev[TPM_MOE_TRACE_EV
 /* Mode 3's launch for T tokens: shape = {grid x (CTAs along H), token tiles, clusters of 8
  * resident at once, chunks of 32 h per CTA}; 0 if mode 3 cannot take T tokens. */
 int tpm_cuda_moe_route_tc_shape(const tpm_cuda_moe *m, int T, int shape[4]);
+/* Whether a call with T tokens runs the shared slot on tensor cores (tuning.shared_mma). */
+int tpm_cuda_moe_shared_mma(const tpm_cuda_moe *m, int T);
 /* The shared-expert plan a call with T tokens runs (tpm_moe_shared_plan). */
 int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T);
 /* Whether a call of T tokens issues its shared MLP (split or unfused plan) beside the routing

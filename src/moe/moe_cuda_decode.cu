@@ -62,6 +62,12 @@
  * k_gate_up2 grid (griddepcontrol.wait), zeroes ctr[0], and its last block
  * out (exit ticket ctr[7]) zeroes done[] for the next launch. The same bits
  * as the grid-wide wait (each row's arithmetic is unchanged).
+ * The shared slot on tensor cores (tpm_moe_dev.shared_mma, tuning.shared_mma; 3-32 tokens, the
+ * fused slot plan without EP, not with k_down4): the k_gate_up2 / k_down2 instantiations with
+ * SM = true run the shared slot's items (k_gate_up2's pre items, k_down2's first items) on
+ * mma.sync with the tokens as M (see "the shared slot on tensor cores" below), 4 row pairs / 8 down
+ * rows per warp; the routed items stay the GEMVs. k_down2's per-expert wait counts the shared
+ * slot's items in that form. Other bits than the scalar shared slot, the same in every run.
  * k_down4 (tuning down_kernel = 1, up to 8 tokens) replaces k_down2 with a
  * producer warp that copies each item's rows into a shared-memory ring with
  * cp.async.bulk (mbarrier full / empty per stage; see its comment). Same
@@ -69,6 +75,7 @@
  */
 #include "core/cuda_preload.h"
 #include "moe_cuda_kernels.h"
+#include "moe_cuda_decode_smma.cuh"
 
 namespace {
 
@@ -331,6 +338,9 @@ __global__ void __launch_bounds__(kThreads) k_down(tpm_moe_dev d, int skip) {
     }
 }
 
+/* MARK: the shared slot on tensor cores: moe_cuda_decode_smma.cuh */
+static_assert(kWarps == kSmmaWarps, "moe_cuda_decode_smma.cuh's items assume kWarps warps per block");
+
 /* MARK: kernel set 2 (programmatic dependent launch) */
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -349,8 +359,8 @@ __device__ __forceinline__ void pdl_trigger() {
  * Items from pre: the other active slots (active[0 .. n_active-1-nskip], the
  * highest first; nskip = 1 when the shared slot runs as the pre items or
  * dense), read only after the wait, with ld.global.cg. */
-template <int NT, int U, int RP, int PIPE = 0>
-__global__ void __launch_bounds__(kThreads, NT <= 2 ? (PIPE ? 2 : 4) : 1) k_gate_up2(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
+template <int NT, int U, int RP, int PIPE = 0, bool SM = false>
+__global__ void __launch_bounds__(kThreads, NT <= 2 ? (PIPE ? 2 : 4) : SM ? 2 : 1) k_gate_up2(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
                                                        int pre, int nskip, int fine) {
     __shared__ int s_item;
     __shared__ int s_tok[NT];
@@ -391,8 +401,14 @@ __global__ void __launch_bounds__(kThreads, NT <= 2 ? (PIPE ? 2 : 4) : 1) k_gate
             if (threadIdx.x < n) s_tok[threadIdx.x] = __ldcg(d.perm_tok + off + threadIdx.x);
         }
         __syncthreads();
-        const int i0 = (tile * kWarps + warp) * RP;
-        if (i0 < d.Il) gate_up_rows<NT, U, RP, PIPE != 0>(d, x, e, off, n, i0, s_tok, lane);
+        if (SM && NT >= 4 && item < pre) { /* the shared slot on tensor cores: 4 row pairs per warp */
+            const int i0 = (tile * kWarps + warp) * 4;
+            if constexpr (SM && NT >= 4)
+                if (i0 < d.Il) gate_up_mma<(NT + 15) / 16>(d, x, e, off, n, i0, s_tok, lane);
+        } else {
+            const int i0 = (tile * kWarps + warp) * RP;
+            if (i0 < d.Il) gate_up_rows<NT, U, RP, PIPE != 0>(d, x, e, off, n, i0, s_tok, lane);
+        }
         if (fine && lane == 0) __threadfence(); /* the act rows this warp wrote (lane 0 writes them) */
         __syncthreads(); /* s_tok / s_item reused by the next item */
         if (fine && threadIdx.x == 0) { /* release: one more finished gate_up tile of expert e */
@@ -416,21 +432,24 @@ constexpr int kSpinBound = 1 << 26; /* x __nanosleep(64): seconds; a bug, never 
  * loads that item's first weight chunk group before griddepcontrol.wait, so
  * the weight stream continues across the kernel boundary. act_f32 is read
  * only after the wait. */
-template <int NT, int U, int RD, bool FINE>
-__global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip, int gu_tiles) {
+template <int NT, int U, int RD, bool FINE, bool SM = false>
+__global__ void __launch_bounds__(kThreads, SM ? 2 : 1) k_down2(tpm_moe_dev d, int skip, int gu_tiles) {
     __shared__ int s_item, s_last;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int tiles = (d.H + kWarps * RD - 1) / (kWarps * RD);
     TPM_TRACE_MARK(d, 2, 0, (int)blockIdx.x);
     const int na = __ldcg(d.n_active) - skip; /* skip = 1: the shared slot (last active) runs dense */
-    const int total = na * tiles;
+    /* shared_mma: items 0 .. sh-1 are the shared slot's (active[na - 1]) in the tensor-core form,
+     * the other experts' scalar items follow */
+    const int sh = SM && NT >= 4 ? smma_down_items(d.H) : 0;
+    const int total = sh > 0 ? sh + (na - 1) * tiles : na * tiles;
     if (threadIdx.x == 0) s_item = atomicAdd(d.ctr + 1, 1);
     __syncthreads();
     int item = s_item;
     uint4 w[RD][U];
     bool have0 = false;
-    if (item < total) {
-        const int a = item / tiles, tile = item - a * tiles;
+    if ((!SM || item >= sh) && item < total) {
+        const int it = item - sh, a0 = it / tiles, tile = it - a0 * tiles, a = a0 + (sh > 0);
         const int e = __ldcg(d.active + na - 1 - a), h0 = (tile * kWarps + warp) * RD;
         if (h0 < d.H) {
             down_load<U, RD>(d, e, h0, lane, w);
@@ -444,15 +463,23 @@ __global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip, int
     }
     pdl_trigger();
     while (item < total) {
-        const int a = item / tiles, tile = item - a * tiles;
+        const bool smma = SM && item < sh;
+        int a = 0, tile = item;
+        if (!smma) {
+            const int it = item - sh;
+            a = it / tiles;
+            tile = it - a * tiles;
+            a += sh > 0;
+        }
         const int e = __ldcg(d.active + na - 1 - a);
         const int off = __ldcg(d.offsets + e);
         const int n = min(__ldcg(d.offsets + e + 1) - off, NT);
-        const int h0 = (tile * kWarps + warp) * RD;
+        const int h0 = (tile * kWarps + warp) * (smma ? 8 : RD);
         if constexpr (FINE) { /* acquire: every gate_up tile of expert e is done */
             if (threadIdx.x == 0) {
                 int spins = 0;
-                while (ld_acquire(d.done + e) < gu_tiles) {
+                const int need = SM && NT >= 4 && e == d.Es ? smma_gate_up_items(d.Il) : gu_tiles;
+                while (ld_acquire(d.done + e) < need) {
                     if (++spins > kSpinBound) {
                         atomicExch(d.ctr + 5, 1);
                         break;
@@ -462,7 +489,12 @@ __global__ void __launch_bounds__(kThreads) k_down2(tpm_moe_dev d, int skip, int
             }
             __syncthreads();
         }
-        if (h0 < d.H) down_rows<NT, U, RD, FINE>(d, e, off, n, h0, lane, w, have0);
+        if (SM && NT >= 4 && smma) {
+            if constexpr (SM && NT >= 4)
+                if (h0 < d.H) down_mma<(NT + 15) / 16>(d, e, off, n, h0, lane);
+        } else if (h0 < d.H) {
+            down_rows<NT, U, RD, FINE>(d, e, off, n, h0, lane, w, have0);
+        }
         have0 = false;
         __syncthreads(); /* s_item */
         if (threadIdx.x == 0) s_item = atomicAdd(d.ctr + 1, 1);
@@ -637,22 +669,41 @@ cudaError_t launch_ex(void (*k)(P...), int grid, bool pdl, cudaStream_t s, A... 
     return cudaLaunchKernelEx(&cfg, k, args...);
 }
 
+template <int NT, int U2, int RD, bool FINE, bool SM>
+tpm_status launch_down2_k(const tpm_moe_dev &d, int skip, bool pdl, cudaStream_t s, int gu_tiles) {
+    int b2 = 0;
+    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, k_down2<NT, U2, RD, FINE, SM>, kThreads, 0));
+    TPM_CUDA_TRY(launch_ex(k_down2<NT, U2, RD, FINE, SM>, d.sm_count * (b2 > 0 ? b2 : 1), pdl, s, d, skip, gu_tiles));
+    return TPM_OK;
+}
+
+/* d.shared_mma (3+ tokens): the instantiation with the shared slot's tensor-core items, its own
+ * kernel so that the plain GEMVs keep their registers (and blocks per SM) */
 template <int NT, int U2, int RD, bool FINE = false>
 tpm_status launch_down2(const tpm_moe_dev &d, int skip, bool pdl, cudaStream_t s, int gu_tiles = 0) {
-    int b2 = 0;
-    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, k_down2<NT, U2, RD, FINE>, kThreads, 0));
-    TPM_CUDA_TRY(launch_ex(k_down2<NT, U2, RD, FINE>, d.sm_count * (b2 > 0 ? b2 : 1), pdl, s, d, skip, gu_tiles));
-    return TPM_OK;
+    if constexpr (NT >= 4)
+        if (d.shared_mma && !skip) return launch_down2_k<NT, U2, RD, FINE, true>(d, skip, pdl, s, gu_tiles);
+    return launch_down2_k<NT, U2, RD, FINE, false>(d, skip, pdl, s, gu_tiles);
 }
 
 template <int NT, int U1, int RP, int PIPE = 0>
 tpm_status launch_gate_up2(const tpm_moe_dev &d, const uint16_t *x, int T, int skip, bool pdl, int fine,
                            cudaStream_t s) {
-    int b1 = 0;
-    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, k_gate_up2<NT, U1, RP, PIPE>, kThreads, 0));
     /* EP: the shared slot holds only this rank's tokens, found by the routing */
-    const int pre = d.fused && !skip && d.ep == 1 ? (d.Il + kWarps * RP - 1) / (kWarps * RP) : 0;
-    const int nskip = pre > 0 || skip ? 1 : 0; /* the shared slot: the last active one */
+    const bool pre_on = d.fused && !skip && d.ep == 1;
+    const int nskip = pre_on || skip ? 1 : 0; /* the shared slot: the last active one */
+    int b1 = 0;
+    if constexpr (NT >= 4 && !PIPE) {
+        if (pre_on && d.shared_mma) { /* the shared slot's items on tensor cores */
+            auto k = k_gate_up2<NT, U1, RP, PIPE, true>;
+            TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, k, kThreads, 0));
+            TPM_CUDA_TRY(launch_ex(k, d.sm_count * (b1 > 0 ? b1 : 1), pdl, s, d, x, T, smma_gate_up_items(d.Il), nskip,
+                                   fine));
+            return TPM_OK;
+        }
+    }
+    const int pre = pre_on ? (d.Il + kWarps * RP - 1) / (kWarps * RP) : 0;
+    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, k_gate_up2<NT, U1, RP, PIPE>, kThreads, 0));
     TPM_CUDA_TRY(
         launch_ex(k_gate_up2<NT, U1, RP, PIPE>, d.sm_count * (b1 > 0 ? b1 : 1), pdl, s, d, x, T, pre, nskip, fine));
     return TPM_OK;

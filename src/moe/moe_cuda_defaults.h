@@ -143,6 +143,19 @@
 #ifndef TPM_MOE_GATE_UP_PIPE
 #define TPM_MOE_GATE_UP_PIPE 1
 #endif
+/* The fused shared slot on tensor cores in decode kernel set 2's slot plan from this many tokens
+ * (tuning.shared_mma; round 36); 0 = never. r216 / r217 (ONE H100, m3 TP 1 fused, whole layer,
+ * us, two passes; the defaults (scalar slot at 3-4 tokens, split plan from 5) / slot plan on tensor
+ * cores / slot plan scalar):
+ *   tokens 3: 448.6-449.7 / 460.3-460.5 / 449.0-449.6   4: 590.5-591.7 / 600.8-601.6 / 591.5-591.7
+ *   tokens 5: 744.8-746.8 / 748.3-750.0 / 747.9-749.4   6: 885.0-887.8 / 890.1-890.4 / 893.6-894.5
+ *   tokens 8: 1099.3-1101.2 / 1104.0-1105.4 / 1117.4-1117.9
+ * TP 2's rank share (--shard 2), defaults / tensor cores: 4 tokens 310.2-310.3 / 313.6-313.9, 8
+ * tokens 569.5-570.4 / 577.8-577.9. Ahead of the scalar slot from 5 tokens, behind the split plan
+ * by 0.3-0.7% there and behind the scalar slot at 3-4 (its instantiations hold 2 blocks per SM,
+ * the plain GEMVs 3 at 4 tokens): off. Measured on an H100 only; the H200's decode layer sits
+ * further from its floor (1.08x at 8 tokens against the H100's 1.03x), so it waits for one. */
+#define TPM_MOE_SHARED_MMA 0
 /* Routing tickets: every thread fences (1) or a barrier and one acq_rel atomic (0). */
 #define TPM_MOE_ROUTE_FENCE 0
 

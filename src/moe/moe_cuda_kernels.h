@@ -45,6 +45,9 @@ struct tpm_moe_dev {
                               * [slot][block] %globaltimer marks of the decode path's launches */
     int gate_up_pipe;        /* this call, decode kernel 2 up to 2 tokens: k_gate_up2's weight loads
                               * in two register stages (tuning.gate_up_pipe) */
+    int shared_mma;          /* this call, decode kernel set 2 (k_down2), the fused slot plan without
+                              * EP, 3 or more tokens (tuning.shared_mma): the shared slot's gate_up and
+                              * down items on tensor cores (mma.sync, tokens as M) instead of the GEMVs */
     int shared_dense;        /* this call, fused layer's split plan (decode path, or EP): the shared
                               * expert runs as a dense MLP into sh_out (with EP on EP rank 0), added
                               * by the combine after the routed slots; with EP the routing sends

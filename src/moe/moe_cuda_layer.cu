@@ -269,6 +269,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_stop = 0;
     m->tune.route_experts = TPM_MOE_ROUTE_EXPERTS;
     m->tune.route_wide = TPM_MOE_ROUTE_WIDE;
+    m->tune.shared_mma = TPM_MOE_SHARED_MMA;
     m->tune.route_tc_min = TPM_MOE_ROUTE_TC_MIN;
     m->tune.route_tc_max = TPM_MOE_ROUTE_TC_MAX;
     m->tune.route_tc_clusters = 0;
@@ -445,6 +446,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   "route_experts %d is not 0 (by size), 8, 16 or 32", t->route_experts);
     TPM_ARG_CHECK(t->route_wide == 0 || (t->route_wide >= 9 && t->route_wide <= 16),
                   "route_wide %d is not 0 (never) or 9..16", t->route_wide);
+    TPM_ARG_CHECK(t->shared_mma >= 0, "shared_mma %d < 0", t->shared_mma);
     TPM_ARG_CHECK(t->route_tc_min >= 1 && t->route_tc_max >= 0, "route_tc_min %d < 1 or route_tc_max %d < 0",
                   t->route_tc_min, t->route_tc_max);
     TPM_ARG_CHECK(t->route_tc_loads >= 0 && t->route_tc_loads <= 2, "route_tc_loads %d is not 0, 1 or 2",
@@ -551,9 +553,19 @@ static int runs_shared_mlp(const tpm_cuda_moe *m, int plan) {
     return plan == TPM_MOE_SHARED_SPLIT && (m->d.ep == 1 || m->d.ep_rank == 0);
 }
 
+int tpm_cuda_moe_shared_mma(const tpm_cuda_moe *m, int T) {
+    if (!m || !m->d.fused || m->d.ep != 1 || m->tune.shared_mma <= 0 || T < 3 || T < m->tune.shared_mma) return 0;
+    if (tpm_cuda_moe_path_for(m, T) != TPM_MOE_PATH_DECODE || m->tune.decode_kernel != 2) return 0;
+    if (m->tune.down_kernel == 1 && T <= 8) return 0; /* k_down4 has no tensor-core items */
+    if (m->d.H % 32 || m->d.Il % 32) return 0;
+    return tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SLOT;
+}
+
 /* The per-call state of the dev struct (every launch of a forward copies it): the split plan
- * with the shared MLP dense into sh_out (decode path; with EP on either path). */
+ * with the shared MLP dense into sh_out (decode path; with EP on either path); the shared slot
+ * on tensor cores (decode path, slot plan). */
 static void set_call(tpm_cuda_moe *m, int T) {
+    m->d.shared_mma = tpm_cuda_moe_shared_mma(m, T);
     m->d.shared_dense = m->d.fused && tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SPLIT &&
                         (m->d.ep > 1 || tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE);
     m->d.route_fence = m->tune.route_fence;
