@@ -37,6 +37,7 @@
  */
 #include "core/cuda_preload.h"
 #include "moe_cuda_kernels.h"
+#include "moe_cuda_decode_smma.cuh" /* ld_stream, the mma and bf16 helpers */
 
 namespace {
 
@@ -47,45 +48,10 @@ constexpr int kChunk = 32;        /* k elements per warp step (two mma k-steps) 
 constexpr int kSpinBound = 1 << 22; /* x ~64 ns: ~0.3 s */
 constexpr int kMaxReadyWords = 9;   /* bitmask of experts seen complete: E1 <= 288 */
 
-__device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
-    uint4 r;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-                 : "l"(p));
-    return r;
-}
-
 __device__ __forceinline__ int ld_acquire(const int *p) {
     int v;
     asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
-}
-
-/* c += a (16 x 16, row) . b (16 x 8, col), bf16 in, fp32 accumulate */
-__device__ __forceinline__ void mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                    uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-/* Both k-steps of one 32-wide chunk: lo = row g, hi = row g + 8, b = x (8 elements). */
-__device__ __forceinline__ void mma_chunk(float (&c)[4], const uint4 &lo, const uint4 &hi, const uint4 &b) {
-    mma(c, lo.x, hi.x, lo.y, hi.y, b.x, b.y);
-    mma(c, lo.z, hi.z, lo.w, hi.w, b.z, b.w);
-}
-
-__device__ __forceinline__ uint32_t bf16x2(float a, float b) { /* a in the low half */
-    return (uint32_t)tpm_f32_to_bf16(a) | ((uint32_t)tpm_f32_to_bf16(b) << 16);
-}
-__device__ __forceinline__ float bfv(float a) { return tpm_bf16_to_f32(tpm_f32_to_bf16(a)); }
-
-/* hi / lo bf16 pairs of 8 fp32 values (elements 0..7 of a chunk). */
-__device__ __forceinline__ void split8(const float4 &a, const float4 &b, uint4 &hi, uint4 &lo) {
-    hi = make_uint4(bf16x2(a.x, a.y), bf16x2(a.z, a.w), bf16x2(b.x, b.y), bf16x2(b.z, b.w));
-    lo = make_uint4(bf16x2(a.x - bfv(a.x), a.y - bfv(a.y)), bf16x2(a.z - bfv(a.z), a.w - bfv(a.w)),
-                    bf16x2(b.x - bfv(b.x), b.y - bfv(b.y)), bf16x2(b.z - bfv(b.z), b.w - bfv(b.w)));
 }
 
 struct item_t {
@@ -173,8 +139,8 @@ __global__ void __launch_bounds__(kThreads, 2) k_decode_mma(tpm_moe_dev d, const
 #pragma unroll
                         for (int nt = 0; nt < NTL; nt++) {
                             const uint4 b = xr[nt] ? __ldg(xr[nt] + 4 * c + q) : make_uint4(0u, 0u, 0u, 0u);
-                            mma_chunk(cg[nt], a[u][0], a[u][1], b);
-                            mma_chunk(cu[nt], a[u][2], a[u][3], b);
+                            mma_chunk_t(cg[nt], a[u][0], a[u][1], b);
+                            mma_chunk_t(cu[nt], a[u][2], a[u][3], b);
                         }
                     }
                 }
@@ -254,10 +220,10 @@ __global__ void __launch_bounds__(kThreads, 2) k_decode_mma(tpm_moe_dev d, const
                             uint4 bh = make_uint4(0u, 0u, 0u, 0u), bl = bh;
                             if (ar[nt]) {
                                 const float4 *p = reinterpret_cast<const float4 *>(ar[nt] + c * kChunk + 8 * q);
-                                split8(__ldcg(p), __ldcg(p + 1), bh, bl);
+                                split_hi_lo(__ldcg(p), __ldcg(p + 1), bh, bl);
                             }
-                            mma_chunk(cc[nt], a[u][0], a[u][1], bh);
-                            mma_chunk(cc[nt], a[u][0], a[u][1], bl);
+                            mma_chunk_t(cc[nt], a[u][0], a[u][1], bh);
+                            mma_chunk_t(cc[nt], a[u][0], a[u][1], bl);
                         }
                     }
                 }

@@ -2,7 +2,9 @@
  * moe_cuda_decode_smma.cuh - decode kernel set 2's fused shared slot on tensor cores
  * (tpm_moe_dev.shared_mma, tuning.shared_mma): the per-warp gate_up and down items that
  * moe_cuda_decode.cu's k_gate_up2 / k_down2 run for the shared slot in their SM = true
- * instantiations. Internal: included by moe_cuda_decode.cu only.
+ * instantiations, and the helpers they share with the decode kernels (ld_stream, the streaming
+ * 16-byte load) and with moe_cuda_decode_mma.cu (mma16816, mma_chunk_t, split_hi_lo). Internal:
+ * included by those two .cu files only.
  *
  * The fused shared slot holds every token, so on the scalar GEMVs of moe_cuda_decode.cu its items are bound by
  * instruction issue from a few tokens on (per 16-byte weight load, NT x loads and 8 NT FMAs). Its
@@ -28,7 +30,7 @@ namespace {
 
 constexpr int kSmmaWarps = 8; /* warps per block of k_gate_up2 / k_down2 */
 
-__device__ __forceinline__ uint4 smma_ld_stream(const uint4 *p) {
+__device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
     uint4 r;
     asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
         : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
@@ -70,6 +72,31 @@ __device__ __forceinline__ void split_hi_lo(const float4 &a, const float4 &b, ui
                     pack_bf16x2(b.z - bf16_round(b.z), b.w - bf16_round(b.w)));
 }
 
+/* The chunks 0 .. nc-1 of a lane's weight row (wr: its first 16 bytes; chunk c at wr + 4c) in two
+ * register stages of kSmU: the next stage's loads go out before the current stage's chunks run
+ * f(w, c), so the warp always has loads in flight; chunks in increasing order. */
+template <class F>
+__device__ __forceinline__ void stream_chunks(const uint4 *wr, int nc, F f) {
+    auto load = [&](uint4 (&w)[kSmU], int cb) {
+#pragma unroll
+        for (int u = 0; u < kSmU; u++)
+            if (cb + u < nc) w[u] = ld_stream(wr + 4 * (cb + u));
+    };
+    auto run = [&](const uint4 (&w)[kSmU], int cb) {
+#pragma unroll
+        for (int u = 0; u < kSmU; u++)
+            if (cb + u < nc) f(w[u], cb + u);
+    };
+    uint4 wa[kSmU], wb[kSmU];
+    load(wa, 0);
+    for (int c0 = 0; c0 < nc; c0 += 2 * kSmU) { /* stage a holds c0, stage b c0 + kSmU */
+        load(wb, c0 + kSmU);
+        run(wa, c0);
+        load(wa, c0 + 2 * kSmU);
+        run(wb, c0 + kSmU);
+    }
+}
+
 /* gate rows i0 .. i0+3 and the same up rows of expert e for its n tokens (s_tok), swiglu epilogue
  * into act_f32[off + j][i]; one warp; MT m-tiles of 16 tokens. Needs H % 32 == 0. */
 template <int MT>
@@ -91,31 +118,14 @@ __device__ __forceinline__ void gate_up_mma(const tpm_moe_dev &d, const uint16_t
 #pragma unroll
     for (int m = 0; m < MT; m++) c[m][0] = c[m][1] = c[m][2] = c[m][3] = 0.0f;
     const uint4 z = make_uint4(0u, 0u, 0u, 0u);
-    auto load = [&](uint4 (&w)[kSmU], int cb) {
+    stream_chunks(wr, nc, [&](const uint4 &w, int ch) {
 #pragma unroll
-        for (int u = 0; u < kSmU; u++)
-            if (cb + u < nc) w[u] = smma_ld_stream(wr + 4 * (cb + u));
-    };
-    auto run = [&](const uint4 (&w)[kSmU], int cb) {
-#pragma unroll
-        for (int u = 0; u < kSmU; u++)
-            if (cb + u < nc) {
-#pragma unroll
-                for (int m = 0; m < MT; m++) {
-                    const uint4 xa = xr[m][0] ? __ldg(xr[m][0] + 4 * (cb + u)) : z;
-                    const uint4 xb = xr[m][1] ? __ldg(xr[m][1] + 4 * (cb + u)) : z;
-                    mma_chunk_t(c[m], xa, xb, w[u]);
-                }
-            }
-    };
-    uint4 wa[kSmU], wb[kSmU];
-    load(wa, 0);
-    for (int c0 = 0; c0 < nc; c0 += 2 * kSmU) { /* stage a holds c0, stage b c0 + kSmU */
-        load(wb, c0 + kSmU);
-        run(wa, c0);
-        load(wa, c0 + 2 * kSmU);
-        run(wb, c0 + kSmU);
-    }
+        for (int m = 0; m < MT; m++) {
+            const uint4 xa = xr[m][0] ? __ldg(xr[m][0] + 4 * ch) : z;
+            const uint4 xb = xr[m][1] ? __ldg(xr[m][1] + 4 * ch) : z;
+            mma_chunk_t(c[m], xa, xb, w);
+        }
+    });
     const int i = i0 + q;
     if (i >= Il) return;
     const float bg = d.b13 ? d.b13[(size_t)e * 2 * Il + i] : 0.0f;
@@ -150,33 +160,16 @@ __device__ __forceinline__ void down_mma(const tpm_moe_dev &d, int e, int off, i
 #pragma unroll
     for (int m = 0; m < MT; m++) c[m][0] = c[m][1] = c[m][2] = c[m][3] = 0.0f;
     const uint4 z = make_uint4(0u, 0u, 0u, 0u);
-    auto load = [&](uint4 (&w)[kSmU], int cb) {
+    stream_chunks(wr, nc, [&](const uint4 &w, int ch) {
 #pragma unroll
-        for (int u = 0; u < kSmU; u++)
-            if (cb + u < nc) w[u] = smma_ld_stream(wr + 4 * (cb + u));
-    };
-    auto run = [&](const uint4 (&w)[kSmU], int cb) {
-#pragma unroll
-        for (int u = 0; u < kSmU; u++)
-            if (cb + u < nc) {
-#pragma unroll
-                for (int m = 0; m < MT; m++) {
-                    uint4 ha = z, la = z, hb = z, lb = z;
-                    if (ar[m][0]) split_hi_lo(__ldcg(ar[m][0] + 8 * (cb + u)), __ldcg(ar[m][0] + 8 * (cb + u) + 1), ha, la);
-                    if (ar[m][1]) split_hi_lo(__ldcg(ar[m][1] + 8 * (cb + u)), __ldcg(ar[m][1] + 8 * (cb + u) + 1), hb, lb);
-                    mma_chunk_t(c[m], ha, hb, w[u]);
-                    mma_chunk_t(c[m], la, lb, w[u]);
-                }
-            }
-    };
-    uint4 wa[kSmU], wb[kSmU];
-    load(wa, 0);
-    for (int c0 = 0; c0 < nc; c0 += 2 * kSmU) {
-        load(wb, c0 + kSmU);
-        run(wa, c0);
-        load(wa, c0 + 2 * kSmU);
-        run(wb, c0 + kSmU);
-    }
+        for (int m = 0; m < MT; m++) {
+            uint4 ha = z, la = z, hb = z, lb = z;
+            if (ar[m][0]) split_hi_lo(__ldcg(ar[m][0] + 8 * ch), __ldcg(ar[m][0] + 8 * ch + 1), ha, la);
+            if (ar[m][1]) split_hi_lo(__ldcg(ar[m][1] + 8 * ch), __ldcg(ar[m][1] + 8 * ch + 1), hb, lb);
+            mma_chunk_t(c[m], ha, hb, w);
+            mma_chunk_t(c[m], la, lb, w);
+        }
+    });
     const int h = h0 + 2 * q;
     if (h >= H) return;
 #pragma unroll
