@@ -653,6 +653,23 @@ static tpm_status shared_mlp_for(tpm_cuda_moe *m, void *h, const void *x, int T,
     return shared_mlp(m, h, x, T, s);
 }
 
+/* Fork aux stream 0 off s (it runs what is queued on it after what s has queued so far). */
+static tpm_status aux_fork(tpm_cuda_moe *m, cudaStream_t s) {
+    TPM_CUDA_TRY(cudaEventRecord(m->pf.ev_fork, s));
+    TPM_CUDA_TRY(cudaStreamWaitEvent(m->pf.aux[0], m->pf.ev_fork, 0));
+    return TPM_OK;
+}
+
+/* Join aux stream 0 back into s, also after a failed launch (a stream capture must not be left
+ * forked); returns st, or the join's error where st is TPM_OK. */
+static tpm_status aux_join(tpm_cuda_moe *m, cudaStream_t s, tpm_status st, const char *fn) {
+    const cudaError_t e1 = cudaEventRecord(m->pf.ev_join[0], m->pf.aux[0]);
+    const cudaError_t e2 = e1 == cudaSuccess ? cudaStreamWaitEvent(s, m->pf.ev_join[0], 0) : e1;
+    if (st == TPM_OK && e2 != cudaSuccess)
+        return tpm_err(TPM_ERR_CUDA, "%s: shared MLP join: %s", fn, cudaGetErrorString(e2));
+    return st;
+}
+
 tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *stream) {
     TPM_TRY(check_call(m, x, T));
     TPM_CUDA_TRY(cudaSetDevice(m->desc.device));
@@ -661,24 +678,23 @@ tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *strea
     const int mode = route_mode_x(m, x, T);
     m->shared_issued = 0;
     const int ovl = overlap_shared(m, T, s);
+    tpm_status st = TPM_OK;
     if (ovl) { /* fork: the shared MLP on aux stream 0 beside the routing launch */
-        TPM_CUDA_TRY(cudaEventRecord(m->pf.ev_fork, s));
-        TPM_CUDA_TRY(cudaStreamWaitEvent(m->pf.aux[0], m->pf.ev_fork, 0));
-        TPM_TRY(shared_mlp_for(m, m->pf.blas_aux[0], x, T, m->pf.aux[0]));
+        TPM_TRY(aux_fork(m, s));
+        st = shared_mlp_for(m, m->pf.blas_aux[0], x, T, m->pf.aux[0]);
     }
-    if (mode == 2) TPM_TRY(bind_blas(m, s));
-    if (mode == 3)
-        TPM_TRY(tpm_moe_launch_route_tc(m->d, (const uint16_t *)x, T, m->tune.route_tc_clusters,
-                                        m->tune.route_tc_loads, m->tune.route_stop, s));
-    else
-        TPM_TRY(tpm_moe_launch_route(m->d, m->blas, (const uint16_t *)x, T, mode, m->tune.route_stop,
-                                      tpm_cuda_moe_route_experts_for(m, T) / 8, m->tune.route_wide, s));
+    if (st == TPM_OK && mode == 2) st = bind_blas(m, s);
+    if (st == TPM_OK && mode == 3)
+        st = tpm_moe_launch_route_tc(m->d, (const uint16_t *)x, T, m->tune.route_tc_clusters, m->tune.route_tc_loads,
+                                     m->tune.route_stop, s);
+    else if (st == TPM_OK)
+        st = tpm_moe_launch_route(m->d, m->blas, (const uint16_t *)x, T, mode, m->tune.route_stop,
+                                  tpm_cuda_moe_route_experts_for(m, T) / 8, m->tune.route_wide, s);
     if (ovl) { /* join before the experts (which do not read the shared rows, but a phase must join) */
-        TPM_CUDA_TRY(cudaEventRecord(m->pf.ev_join[0], m->pf.aux[0]));
-        TPM_CUDA_TRY(cudaStreamWaitEvent(s, m->pf.ev_join[0], 0));
-        m->shared_issued = T;
+        st = aux_join(m, s, st, "tpm_cuda_moe_route");
+        if (st == TPM_OK) m->shared_issued = T;
     }
-    return TPM_OK;
+    return st;
 }
 
 tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *stream) {
@@ -701,26 +717,21 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
          * EP (d.shared_dense) the routing already dropped it */
         const int split = plan == TPM_MOE_SHARED_SPLIT && d.ep == 1;
         const int mlp = !issued && (d.fused ? runs_shared_mlp(m, plan) : m->p->n_shared == 1 && d.ep_rank == 0);
+        tpm_status st = TPM_OK;
         if (mlp && beside) { /* fork: the dense shared MLP on aux stream 0 beside the routed kernels */
-            TPM_CUDA_TRY(cudaEventRecord(m->pf.ev_fork, s));
-            TPM_CUDA_TRY(cudaStreamWaitEvent(m->pf.aux[0], m->pf.ev_fork, 0));
-            TPM_TRY(shared_mlp(m, m->pf.blas_aux[0], x, T, m->pf.aux[0]));
+            TPM_TRY(aux_fork(m, s));
+            st = shared_mlp(m, m->pf.blas_aux[0], x, T, m->pf.aux[0]);
         } else if (d.fused && mlp) { /* the shared expert's dense GEMMs first */
             TPM_TRY(bind_blas(m, s));
             TPM_TRY(shared_mlp(m, m->blas, x, T, s));
         }
-        tpm_status st;
-        if (m->tune.decode_kernel == 2)
+        if (st == TPM_OK && m->tune.decode_kernel == 2)
             st = tpm_moe_launch_decode2(d, (const uint16_t *)x, T, split, use_pdl(m, s), m->tune.down_kernel,
                                         tpm_cuda_moe_gate_up_pairs_for(m, T), m->tune.expert_wait, s);
-        else
+        else if (st == TPM_OK)
             st = tpm_moe_launch_decode(d, (const uint16_t *)x, T, split, s);
-        if (mlp && beside) { /* join before the call returns: the combine reads the shared rows */
-            const cudaError_t e1 = cudaEventRecord(m->pf.ev_join[0], m->pf.aux[0]);
-            const cudaError_t e2 = e1 == cudaSuccess ? cudaStreamWaitEvent(s, m->pf.ev_join[0], 0) : e1;
-            if (st == TPM_OK && e2 != cudaSuccess)
-                st = tpm_err(TPM_ERR_CUDA, "tpm_cuda_moe_experts: shared MLP join: %s", cudaGetErrorString(e2));
-        }
+        /* join before the call returns: the combine reads the shared rows */
+        if (mlp && beside) st = aux_join(m, s, st, "tpm_cuda_moe_experts");
         return st;
     }
     if (m->tune.prefill_gemm == TPM_MOE_GEMM_WGMMA) {
