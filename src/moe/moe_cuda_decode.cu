@@ -65,7 +65,7 @@
  * The shared slot on tensor cores (tpm_moe_dev.shared_mma, tuning.shared_mma; 3-32 tokens, the
  * fused slot plan without EP, not with k_down4): the k_gate_up2 / k_down2 instantiations with
  * SM = true run the shared slot's items (k_gate_up2's pre items, k_down2's first items) on
- * mma.sync with the tokens as M (see "the shared slot on tensor cores" below), 4 row pairs / 8 down
+ * mma.sync with the tokens as M (moe_cuda_decode_smma.cuh), 4 row pairs / 8 down
  * rows per warp; the routed items stay the GEMVs. k_down2's per-expert wait counts the shared
  * slot's items in that form. Other bits than the scalar shared slot, the same in every run.
  * k_down4 (tuning down_kernel = 1, up to 8 tokens) replaces k_down2 with a
