@@ -24,7 +24,7 @@ static void usage(FILE *f) {
             "                       [--route-tc-loads ring|direct|pipe] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
             "                       [--trace-route N]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
-            "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--gate-up-pipe 0|1] [--shared-overlap 0|1] [--prefill-cluster -1..4] [--prefill-band N] [--prefill-early N]\n"
+            "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--gate-up-pipe 0|1] [--shared-overlap 0|1] [--prefill-cluster -1..3] [--prefill-band N] [--prefill-early N]\n"
             "                       [--shared-mma N]\n"
             "                       [--prefill-down-early N]\n"
             "                       [--reps N] [--check N] [--gemm-hold S]\n"
@@ -87,8 +87,7 @@ static void usage(FILE *f) {
             "                    tpmoe's own wgmma/TMA grouped kernel (wgmma; the default where it runs)\n"
             "  --prefill-cluster C wgmma prefill: by size (-1), one CTA per tile (0), 2-CTA clusters\n"
             "                    sharing each weight tile by multicast (1), persistent 2-CTA\n"
-            "                    clusters (2), persistent CTAs (3), persistent 4-CTA clusters\n"
-            "                    (4) (default: the layer's)\n"
+            "                    clusters (2), persistent CTAs (3) (default: the layer's)\n"
             "  --prefill-band N   wgmma prefill: a large expert's row tiles in bands of N (0: one band)\n"
             "                    (default: the layer's)\n"
             "  --shared-overlap B split / unfused shared plan: the shared MLP beside the\n"
@@ -261,7 +260,7 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
             else if (!strcmp(v, "wgmma")) o->prefill_gemm = TPM_MOE_GEMM_WGMMA;
             else return cli_usage_error("bench moe", "--prefill-gemm: '%s' is not loop, grouped, streams or wgmma", v);
         } else if (!strcmp(a, "--prefill-cluster")) {
-            if (int_opt(a, v, -1, 4, &o->prefill_cluster)) return 2;
+            if (int_opt(a, v, -1, 3, &o->prefill_cluster)) return 2;
         } else if (!strcmp(a, "--prefill-band")) {
             if (int_opt(a, v, 0, 1 << 20, &o->prefill_band)) return 2;
         } else if (!strcmp(a, "--shared-overlap")) {

@@ -545,7 +545,7 @@ static void bad_arguments(void **state) {
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.shared_mma = 5;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
-    tu.prefill_cluster = 5;
+    tu.prefill_cluster = 4;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.prefill_cluster = -2;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);

@@ -94,22 +94,16 @@ static void shared_split_plan(void **state) {
 
 static void prefill_gemm_modes(void **state) {
     (void)state;
-    const char *names[] = {"m3-mini", "gpt-oss-mini", "m3-mini", "m3-mini"};
+    const char *names[] = {"m3-mini", "gpt-oss-mini", "m3-mini"};
     /* the third: m3-mini with hidden 768 and inter 384, so both GEMMs have an odd count of
      * weight blocks (3 of 128 gate rows, 3 of 256 down rows): the persistent clustered
-     * kernel's last odd item has a CTA without a block; the fourth: hidden 1024 and inter 512,
-     * 4 weight blocks in both GEMMs, so the 4-CTA clusters (form 4) run their quads (on the
-     * others form 4 runs as 2) */
+     * kernel's last odd item has a CTA without a block */
     tpm_preset odd = *tpm_preset_find("m3-mini");
     odd.name = "m3-mini-odd";
     odd.hidden = 768;
     odd.inter = odd.shared_inter = 384;
-    tpm_preset wide = *tpm_preset_find("m3-mini");
-    wide.name = "m3-mini-wide";
-    wide.hidden = 1024;
-    wide.inter = wide.shared_inter = 512;
-    for (size_t pi = 0; pi < 4; pi++) {
-        const tpm_preset *p = pi == 2 ? &odd : pi == 3 ? &wide : tpm_preset_find(names[pi]);
+    for (size_t pi = 0; pi < 3; pi++) {
+        const tpm_preset *p = pi == 2 ? &odd : tpm_preset_find(names[pi]);
         tpm_moe_weights w;
         make_weights(p, 800 + pi, &w);
         const int Ts[] = {1, 9, 33, 300, 2049, 5000};
@@ -119,11 +113,10 @@ static void prefill_gemm_modes(void **state) {
             /* 0-2: cuBLAS; 3: wgmma (the default); 4-7: wgmma with prefill_cluster 0-3 (one CTA
              * per tile, clusters, persistent clusters, persistent CTAs) and no bands; 8-10:
              * prefill_cluster 0, 2, 3 in bands of 2 / 2 / 3 row tiles (T = 5000: the shared slot's
-             * 40 row tiles and the routed experts' ~5 in several bands, the last one partial);
-             * 11, 12: prefill_cluster 4 (persistent 4-CTA clusters) without bands and in bands of 4 */
-            gpu_run r[13];
-            const int ng = sm90_device() ? 13 : 3;
-            static const int bcl[5] = {0, 2, 3, 4, 4}, bband[5] = {2, 2, 3, 0, 4};
+             * 40 row tiles and the routed experts' ~5 in several bands, the last one partial) */
+            gpu_run r[11];
+            const int ng = sm90_device() ? 11 : 3;
+            static const int bcl[3] = {0, 2, 3}, bband[3] = {2, 2, 3};
             for (int g = 0; g < ng; g++) {
                 tune_prefill_gemm = g < 3 ? g : 3;
                 tune_prefill_cluster = g < 4 ? -1 : g < 8 ? g - 4 : bcl[g - 8];

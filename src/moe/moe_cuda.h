@@ -110,11 +110,8 @@ typedef struct tpm_cuda_moe_tuning {
                             * it, measured), 0 = one CTA per tile, 1 = 2-CTA clusters sharing
                             * each weight tile by multicast TMA (no faster), 2 = persistent
                             * 2-CTA clusters (row-tile pairs sharing the weight tile, odd last
-                            * row tiles sharing the A tile), 3 = persistent CTAs, 4 = persistent
-                            * 4-CTA clusters (two pairs; a row-tile pair over two weight blocks
-                            * also shares its A tile; a GEMM whose weight blocks do not come in
-                            * fours runs as 2); the persistent forms take their tiles from a
-                            * counter; all the same bits */
+                            * row tiles sharing the A tile), 3 = persistent CTAs; both persistent
+                            * forms take their tiles from a counter; all the same bits */
     int prefill_split_min; /* fused layer, prefill with prefill_gemm 3: from this many tokens the
                             * shared slot runs as dense cuBLAS GEMMs (TPM_MOE_SHARED_SPLIT),
                             * its rows where the slot's would be, the routed experts in the

@@ -197,19 +197,18 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, u
 #ifdef TPM_WG_DEVICE
 /* Release stage s: in this CTA, and with clusters in the other one too (its producer's
  * multicast overwrites the stage in both). */
-template <bool CL, bool Q = false>
+template <bool CL>
 __device__ __forceinline__ void release(uint64_t *empty, int s, uint32_t rank, int lane) {
     if (lane == 0) {
         mbar_arrive(&empty[s]);
         if (CL) mbar_arrive_cluster(&empty[s], rank ^ 1u);
-        if (Q) mbar_arrive_cluster(&empty[s], rank ^ 2u); /* the cross pair (quads: our A half) */
     }
 }
 
 /* One tile's mainloop and epilogue for consumer warpgroup c. g0: the ring use of the tile's
  * first stage (0 in the one-tile-per-CTA kernel; the CTA's running count in the persistent
  * one, which also releases the tile's last stage: the producer refills it for the next tile). */
-template <bool ACT, bool CL, bool Q = false>
+template <bool ACT, bool CL>
 __device__ __forceinline__ void consume(const wg_args &a, unsigned char *smem, uint64_t *full, uint64_t *empty,
                                         uint32_t rank, int c, int row0, int nvalid, int e, int wb, int g0 = 0,
                                         bool release_last = false) {
@@ -225,10 +224,10 @@ __device__ __forceinline__ void consume(const wg_args &a, unsigned char *smem, u
             wgmma_m64n256k16(d, desc(st + c * 64 * 128 + kk * 32), desc(st + A_BYTES + kk * 32), (kb | kk) != 0);
         wg_commit();
         wg_wait<1>(); /* the previous stage's wgmmas are done: release it */
-        if (kb > 0) release<CL, Q>(empty, (g - 1) % ST, rank, lane);
+        if (kb > 0) release<CL>(empty, (g - 1) % ST, rank, lane);
     }
     wg_wait<0>();
-    if (release_last) release<CL, Q>(empty, (g0 + KB - 1) % ST, rank, lane);
+    if (release_last) release<CL>(empty, (g0 + KB - 1) % ST, rank, lane);
 #pragma unroll
     for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
 
@@ -384,26 +383,14 @@ struct wg_item {
     int odd;         /* CL: the A-shared kind */
 };
 
-/* A tile-table or offsets entry: from the CTA's shared-memory copy (S) or through L2. */
-template <bool S>
-__device__ __forceinline__ int ld_tab(const int32_t *p) {
-    if constexpr (S) return *p;
-    else return __ldcg(p);
-}
-
-template <bool CL, bool S = false>
+template <bool CL>
 __device__ __forceinline__ long long items_before(const wg_args &a, int q) {
-    return CL ? (long long)a.nb * ld_tab<S>(a.rtp + q) + (long long)((a.nb + 1) >> 1) * ld_tab<S>(a.rtp + a.E1 + 1 + q)
-              : (long long)a.nb * ld_tab<S>(a.rtp + q);
+    return CL ? (long long)a.nb * __ldcg(a.rtp + q) + (long long)((a.nb + 1) >> 1) * __ldcg(a.rtp + a.E1 + 1 + q)
+              : (long long)a.nb * __ldcg(a.rtp + q);
 }
 
-/* Item `local` of expert e (n_e rows from A row off) for CTA `rank` of a pair. Q (the 4-CTA
- * clusters, nb % 4 == 0): the same items in another order, so that items 2 m and 2 m + 1 (the
- * two pairs of one cluster) are the same row-tile pair over weight blocks 2 i and 2 i + 1 (a
- * quad), or two odd items: inside a band, by groups of four weight blocks 4 jj .. 4 jj + 3,
- * the pairs of blocks (4 jj, 4 jj + 1) alternating by row-tile pair, then those of
- * (4 jj + 2, 4 jj + 3), then (last band) the odd items of block pairs 2 jj and 2 jj + 1. */
-template <bool CL, bool Q = false>
+/* Item `local` of expert e (n_e rows from A row off) for CTA `rank`. */
+template <bool CL>
 __device__ __forceinline__ wg_item item_of(const wg_args &a, int e, int local, int off, int n_e, uint32_t rank) {
     wg_item r;
     r.e = e;
@@ -417,20 +404,6 @@ __device__ __forceinline__ wg_item item_of(const wg_args &a, int e, int local, i
         const int b = bp > 0 ? min(local / (bp * a.nb), nbands - 1) : 0;
         const int L = local - b * bp * a.nb, last = b == nbands - 1;
         const int np = last ? npa - b * bp : bp, od = last ? rtc & 1 : 0, G = 2 * np + od;
-        if (Q) {
-            const int G4 = 4 * np + 2 * od, jj = L / G4, q4 = L - jj * G4;
-            if (q4 < 4 * np) {
-                const int hf = q4 >= 2 * np, qq = q4 - 2 * np * hf;
-                r.wb = 4 * jj + 2 * hf + (qq & 1);
-                r.rt = 2 * (b * bp + (qq >> 1)) + (int)rank;
-            } else {
-                r.odd = 1;
-                r.rt = rtc - 1;
-                r.wb = 2 * (2 * jj + q4 - 4 * np) + (int)rank;
-            }
-            r.arow = off + r.rt * BM + (r.odd ? 64 * (int)rank : 0);
-            return r;
-        }
         int j = L / G, q = L - j * G;
         if (j >= (a.nb >> 1)) { /* odd block count: the last group, block nb - 1 only */
             j = a.nb >> 1;
@@ -452,25 +425,16 @@ __device__ __forceinline__ wg_item item_of(const wg_args &a, int e, int local, i
     return r;
 }
 
-/* S: a.rtp and a.offsets point at the CTA's shared-memory copies (k_wg_gemm_p's s_tab): the
- * binary search's eight dependent loads then cost no L2 round trips at an item boundary. */
-template <bool CL, bool Q = false, bool S = false>
+template <bool CL>
 __device__ __forceinline__ wg_item decode_item(const wg_args &a, long long it, uint32_t rank) {
     int lo = 0, hi = a.E1;
     while (hi - lo > 1) {
         const int mid = (lo + hi) >> 1;
-        if (items_before<CL, S>(a, mid) <= it) lo = mid;
+        if (items_before<CL>(a, mid) <= it) lo = mid;
         else hi = mid;
     }
-    const int e = a.E1 - 1 - lo, off = ld_tab<S>(a.offsets + e);
-    return item_of<CL, Q>(a, e, (int)(it - items_before<CL, S>(a, lo)), off, ld_tab<S>(a.offsets + e + 1) - off, rank);
-}
-
-/* decode_item from the shared-memory copies (as) where the launch staged them, else from L2 */
-template <bool CL, bool Q>
-__device__ __forceinline__ wg_item decode_item_x(const wg_args &a, const wg_args &as, bool staged, long long it,
-                                                 uint32_t rank) {
-    return staged ? decode_item<CL, Q, true>(as, it, rank) : decode_item<CL, Q, false>(a, it, rank);
+    const int e = a.E1 - 1 - lo, off = __ldcg(a.offsets + e);
+    return item_of<CL>(a, e, (int)(it - items_before<CL>(a, lo)), off, __ldcg(a.offsets + e + 1) - off, rank);
 }
 
 /* Early items (a.early_items > 0): the fused shared slot's items, decoded without the routing's
@@ -499,7 +463,7 @@ __device__ __forceinline__ void wait_gate_up(const wg_args &a, int e) {
 }
 #endif
 
-template <bool ACT, bool CL, bool Q = false>
+template <bool ACT, bool CL>
 __global__ void __launch_bounds__(kThreads, 1)
     k_wg_gemm_p(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap ta64,
                 const __grid_constant__ CUtensorMap tb, const __grid_constant__ CUtensorMap tx,
@@ -508,28 +472,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) uint64_t full[ST], empty[ST], qfull[2], qempty[2];
     __shared__ int item_q[2];
-    __shared__ int32_t s_tab[3 * (512 + 1)]; /* the tile table (2 (E1 + 1)) and the offsets (E1 + 1) */
     unsigned char *smem = reinterpret_cast<unsigned char *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const uint32_t rank = CL ? cluster_rank() : 0u;
-    /* Q: pair h = rank / 2 of the 4-CTA cluster runs item it + h of the two the taker took; rk
-     * is the CTA's rank inside its pair (the items' own notion of rank) */
-    const uint32_t rk = Q ? rank & 1u : rank;
-    const int h = Q ? (int)(rank >> 1) : 0;
     /* early: the item total is known only after the wait (the tile table is built by then) */
-    const bool early = !Q && ACT && a.ctr_exit != nullptr;
+    const bool early = ACT && a.ctr_exit != nullptr;
     long long total = early ? -1 : items_before<CL>(a, a.E1);
     if (total == 0) return; /* the same for every CTA, before any barrier */
-    /* Outside the early launch the tile table and the offsets are complete when the launch
-     * starts (stream order, or a chained down launch's CTAs start after gate_up's waited for
-     * them): the CTA copies them into shared memory once, and every decode reads them there */
-    const bool staged = !early && a.E1 <= 512;
-    wg_args as = a;
-    if (staged) {
-        for (int i = threadIdx.x; i < 2 * (a.E1 + 1); i += blockDim.x) s_tab[i] = __ldcg(a.rtp + i);
-        for (int i = threadIdx.x; i <= a.E1; i += blockDim.x) s_tab[2 * (a.E1 + 1) + i] = __ldcg(a.offsets + i);
-        as.rtp = s_tab;
-        as.offsets = s_tab + 2 * (a.E1 + 1);
-    }
     /* a down launch chained to this one (prefill_down_early) may launch once every CTA here has
      * started: its CTAs (one per SM, as ours) then take the SMs our CTAs leave as they run out
      * of items, by which time the tile table and the routing's outputs are complete (an exiting
@@ -541,13 +489,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0) {
         for (int s = 0; s < ST; s++) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], Q ? 24 : CL ? 16 : 8); /* Q: the consumer warps of our pair and the cross CTA */
+            mbar_init(&empty[s], CL ? 16 : 8);
         }
         for (int i = 0; i < 2; i++) {
             mbar_init(&qfull[i], 1);
-            /* CL: rank 0's, read by both CTAs' consumers and rank 1's producer (Q: all four CTAs'
-             * consumers and ranks 1-3's producers) */
-            mbar_init(&qempty[i], Q ? 35 : CL ? 17 : 8);
+            mbar_init(&qempty[i], CL ? 17 : 8); /* CL: rank 0's, read by both CTAs' consumers and rank 1's producer */
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -567,7 +513,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                         if (CL) mbar_wait_cl(&qempty[slot], ((n >> 1) - 1) & 1);
                         else mbar_wait(&qempty[slot], ((n >> 1) - 1) & 1);
                     }
-                    it = atomicAdd(a.ctr, Q ? 2 : 1);
+                    it = atomicAdd(a.ctr, 1);
                     if (!early || it >= a.early_items) {
                         if (total < 0) { /* early: the first item past the shared slot's */
                             grid_dep_wait();
@@ -576,8 +522,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                         if (it >= total) it = -1; /* the end, for every reader */
                     }
                     item_q[slot] = (int)it;
-                    if (CL)
-                        for (uint32_t rr = 1; rr < (Q ? 4u : 2u); rr++) put_cluster(&item_q[slot], (int)it, &qfull[slot], rr);
+                    if (CL) put_cluster(&item_q[slot], (int)it, &qfull[slot], 1u);
                     mbar_arrive(&qfull[slot]);
                 } else { /* CL rank 1: the item rank 0 took */
                     mbar_wait_cl(&qfull[slot], (n >> 1) & 1);
@@ -590,44 +535,17 @@ __global__ void __launch_bounds__(kThreads, 1)
                 }
                 if (it < 0) break;
                 const bool sh = early && it < a.early_items;
-                /* Q: our pair's item (none past the end: the pair only keeps the ring's pace) and
-                 * whether the other pair's makes a quad with it (the same row tiles of the same
-                 * expert, the neighbouring weight block): then each CTA loads one 64-row half of
-                 * its A tile into itself and the cross CTA (rank ^ 2), which has the same rows */
-                const bool have = !Q || it + h < total;
-                wg_item w = {0, 0, -1, 0, 0};
-                bool quad = false;
-                if (have) w = sh ? early_item<CL>(a, it, rank) : decode_item_x<CL, Q>(a, as, staged, it + h, rk);
-                if (Q && have && it + (h ^ 1) < total && !w.odd) {
-                    const wg_item o = decode_item_x<CL, Q>(a, as, staged, it + (h ^ 1), rk);
-                    quad = !o.odd && o.e == w.e && o.rt == w.rt && o.wb >= 0 && w.wb >= 0;
-                }
+                const wg_item w = sh ? early_item<CL>(a, it, rank) : decode_item<CL>(a, it, rank);
                 const CUtensorMap *tam = sh ? &tx : &ta, *tam64 = sh ? &tx64 : &ta64;
-                if (!ACT && a.gdone && have) wait_gate_up(a, w.e);
+                if (!ACT && a.gdone) wait_gate_up(a, w.e);
                 const int brow0 = w.wb >= 0 ? w.e * a.wrows + w.wb * a.nb_rows : 0, brow1 = brow0 + a.bhalf;
-                const uint32_t bytes = !have ? 0u : CL && w.odd && w.wb < 0 ? (uint32_t)A_BYTES : (uint32_t)STAGE_BYTES;
-                const uint16_t pm = (uint16_t)(3u << (2 * h)); /* our pair */
-                const uint16_t xm = (uint16_t)((1u << rk) | (1u << (rk + 2))); /* Q: the CTAs of our rows */
+                const uint32_t bytes = CL && w.odd && w.wb < 0 ? (uint32_t)A_BYTES : (uint32_t)STAGE_BYTES;
                 for (int kb = 0; kb < KB; kb++, g++) {
                     const int s = g % ST;
                     if (g >= ST) mbar_wait(&empty[s], ((g / ST) - 1) & 1);
                     unsigned char *st = smem + (size_t)s * STAGE_BYTES;
                     mbar_expect_tx(&full[s], bytes);
-                    if (!have) {
-                        /* nothing to load: the stage completes on the arrival alone */
-                    } else if (Q && quad) { /* A: our half into both CTAs of our rows; B: our half into our pair */
-                        tma_2d_mc(st + h * (A_BYTES / 2), tam64, kb * BK, w.arow + 64 * h, &full[s], xm);
-                        tma_2d_mc(st + A_BYTES + rk * BH_BYTES, &tb, kb * BK, rk ? brow1 : brow0, &full[s], pm);
-                    } else if (Q && !w.odd) {
-                        tma_2d(st, tam, kb * BK, w.arow, &full[s]);
-                        tma_2d_mc(st + A_BYTES + rk * BH_BYTES, &tb, kb * BK, rk ? brow1 : brow0, &full[s], pm);
-                    } else if (Q) {
-                        tma_2d_mc(st + rk * (A_BYTES / 2), tam64, kb * BK, w.arow, &full[s], pm);
-                        if (w.wb >= 0) {
-                            tma_2d(st + A_BYTES, &tb, kb * BK, brow0, &full[s]);
-                            tma_2d(st + A_BYTES + BH_BYTES, &tb, kb * BK, brow1, &full[s]);
-                        }
-                    } else if (!CL) {
+                    if (!CL) {
                         tma_2d(st, tam, kb * BK, w.arow, &full[s]);
                         tma_2d(st + A_BYTES, &tb, kb * BK, brow0, &full[s]);
                         tma_2d(st + A_BYTES + BH_BYTES, &tb, kb * BK, brow1, &full[s]);
@@ -679,18 +597,16 @@ __global__ void __launch_bounds__(kThreads, 1)
                 grid_dep_wait();
                 waited = true;
             }
-            const bool have = !Q || it + h < total; /* Q: past the end our pair keeps the ring's pace */
-            wg_item w = {0, 0, -1, 0, 0};
-            if (have) w = sh ? early_item<CL>(a, it, rank) : decode_item_x<CL, Q>(a, as, staged, it + h, rk);
-            const int off = sh ? a.early_off : staged ? as.offsets[w.e] : __ldcg(a.offsets + w.e);
-            const int n_e = sh ? a.early_n : (staged ? as.offsets[w.e + 1] : __ldcg(a.offsets + w.e + 1)) - off;
+            const wg_item w = sh ? early_item<CL>(a, it, rank) : decode_item<CL>(a, it, rank);
+            const int off = sh ? a.early_off : __ldcg(a.offsets + w.e);
+            const int n_e = sh ? a.early_n : __ldcg(a.offsets + w.e + 1) - off;
             const int row0 = off + w.rt * BM, nvalid = min(BM, n_e - w.rt * BM);
             if (w.wb >= 0 && nvalid > 64 * c) {
-                consume<ACT, CL, Q>(a, smem, full, empty, rank, c, row0, nvalid, w.e, w.wb, g, true);
+                consume<ACT, CL>(a, smem, full, empty, rank, c, row0, nvalid, w.e, w.wb, g, true);
             } else {
                 for (int kb = 0; kb < KB; kb++) {
                     mbar_wait(&full[(g + kb) % ST], ((g + kb) / ST) & 1);
-                    release<CL, Q>(empty, (g + kb) % ST, rank, lane);
+                    release<CL>(empty, (g + kb) % ST, rank, lane);
                 }
             }
             if (ACT && a.gdone && w.wb >= 0) { /* this warpgroup's part of the tile is stored */
@@ -771,12 +687,11 @@ tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ct
     TPM_TRY(make_map(&m[4], d.xp, (uint64_t)max_rows, (uint64_t)d.H, 64));    /* A halves (persistent, odd items) */
     TPM_TRY(make_map(&m[5], d.act_bf, (uint64_t)max_rows, (uint64_t)d.Il, 64));
     memcpy(c->maps, m, sizeof m);
-    const void *fns[10] = {(const void *)k_wg_gemm<true, false>,         (const void *)k_wg_gemm<false, false>,
-                           (const void *)k_wg_gemm<true, true>,          (const void *)k_wg_gemm<false, true>,
-                           (const void *)k_wg_gemm_p<true, false>,       (const void *)k_wg_gemm_p<false, false>,
-                           (const void *)k_wg_gemm_p<true, true>,        (const void *)k_wg_gemm_p<false, true>,
-                           (const void *)k_wg_gemm_p<true, true, true>, (const void *)k_wg_gemm_p<false, true, true>};
-    for (int i = 0; i < 10; i++)
+    const void *fns[8] = {(const void *)k_wg_gemm<true, false>,   (const void *)k_wg_gemm<false, false>,
+                          (const void *)k_wg_gemm<true, true>,    (const void *)k_wg_gemm<false, true>,
+                          (const void *)k_wg_gemm_p<true, false>, (const void *)k_wg_gemm_p<false, false>,
+                          (const void *)k_wg_gemm_p<true, true>,  (const void *)k_wg_gemm_p<false, true>};
+    for (int i = 0; i < 8; i++)
         TPM_CUDA_TRY(cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
     /* the persistent grids: as many CTAs (clusters of two) as are resident at once, so the
      * static item schedule never leaves a CTA waiting for a second wave */
@@ -800,11 +715,6 @@ tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ct
     int ncl = 0;
     TPM_CUDA_TRY(cudaOccupancyMaxActiveClusters(&ncl, (const void *)k_wg_gemm_p<true, true>, &cfg));
     c->grid_pc = 2 * (ncl > 0 ? ncl : 1);
-    at[0].val.clusterDim.x = 4; /* form 4: 4-CTA clusters (quads) */
-    cfg.gridDim = dim3((unsigned)(4 * (c->grid_p / 4)));
-    ncl = 0;
-    TPM_CUDA_TRY(cudaOccupancyMaxActiveClusters(&ncl, (const void *)k_wg_gemm_p<true, true, true>, &cfg));
-    c->grid_pq = 4 * (ncl > 0 ? ncl : 1);
     c->ready = 1;
     return TPM_OK;
 }
@@ -814,8 +724,7 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
                                  cudaStream_t s) {
     TPM_ASSERT(c.ready && c.rtp);
     const long long rows = (long long)T * d.K;
-    const int cl = cluster == 1 || cluster == 2 || cluster == 4, persist = cluster >= 2;
-    if (cluster == 4) early = down_early = 0; /* the 4-CTA form runs the plain chain */
+    const int cl = cluster == 1 || cluster == 2, persist = cluster >= 2;
     const int skip = skip_shared && d.fused;
     /* early: the shared slot's gate_up items start before the routing's outputs exist (see the
      * top of the file); its A rows come from x itself through a per-call map */
@@ -886,10 +795,7 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
         g.early_items = 0;
         if (persist) { /* one launch of resident CTAs taking items from the list */
             const bool ea = early && mat == 0, dn = down_early && mat == 1;
-            /* form 4: quads need weight blocks in fours; else this GEMM runs as form 2 */
-            const bool q = cluster == 4 && g.nb % 4 == 0;
-            at[0].val.clusterDim.x = q ? 4 : 2;
-            cfg.gridDim = dim3((unsigned)(q ? c.grid_pq : cl ? c.grid_pc : c.grid_p));
+            cfg.gridDim = dim3((unsigned)(cl ? c.grid_pc : c.grid_p));
             /* attributes: [cluster] [pdl]: cl and ea / dn pick a window of at[] */
             cfg.attrs = cl ? at : at + 1;
             cfg.numAttrs = (cl ? 1 : 0) + (ea || dn ? 1 : 0);
@@ -907,9 +813,8 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
                 g.early_n = T;
             }
             void (*fn)(CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, wg_args) =
-                q    ? (mat ? k_wg_gemm_p<false, true, true> : k_wg_gemm_p<true, true, true>)
-                : cl ? (mat ? k_wg_gemm_p<false, true> : k_wg_gemm_p<true, true>)
-                     : (mat ? k_wg_gemm_p<false, false> : k_wg_gemm_p<true, false>);
+                cl ? (mat ? k_wg_gemm_p<false, true> : k_wg_gemm_p<true, true>)
+                   : (mat ? k_wg_gemm_p<false, false> : k_wg_gemm_p<true, false>);
             TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, fn, ma, m64, mb, ea ? mx : ma, ea ? mx64 : m64, g));
             g.ctr_exit = nullptr;
             g.early_items = 0;

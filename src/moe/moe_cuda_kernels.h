@@ -109,8 +109,7 @@ struct tpm_moe_wg_ctx {
                                              * item counters, the early gate_up launch's item and exit
                                              * counters, gate_up's stored tiles per expert and the
                                              * down CTAs done (prefill_down_early) */
-    int grid_p, grid_pc, grid_pq;           /* persistent grids: resident CTAs, CTAs of resident 2- and
-                                             * 4-clusters */
+    int grid_p, grid_pc;                    /* persistent grids: resident CTAs, CTAs of resident 2-clusters */
     int ready;
 };
 

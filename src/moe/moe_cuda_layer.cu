@@ -426,8 +426,8 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                                             "and inter/tp %% 128 == 0 (hidden %d, inter/tp %d)", m->d.H, m->d.Il);
     TPM_ARG_CHECK(t->shared_overlap >= 0 && t->shared_overlap <= 2, "shared_overlap %d is not 0, 1 or 2",
                   t->shared_overlap);
-    TPM_ARG_CHECK(t->prefill_cluster >= -1 && t->prefill_cluster <= 4,
-                  "prefill_cluster %d is not -1, 0, 1, 2, 3 or 4", t->prefill_cluster);
+    TPM_ARG_CHECK(t->prefill_cluster >= -1 && t->prefill_cluster <= 3, "prefill_cluster %d is not -1, 0, 1, 2 or 3",
+                  t->prefill_cluster);
     TPM_ARG_CHECK(t->prefill_split_min >= 1, "prefill_split_min %d < 1", t->prefill_split_min);
     TPM_ARG_CHECK(t->prefill_split_max >= 0, "prefill_split_max %d < 0", t->prefill_split_max);
     TPM_ARG_CHECK(t->prefill_band >= 0, "prefill_band %d < 0", t->prefill_band);

@@ -75,13 +75,12 @@ __device__ __forceinline__ void tma_2d(void *dst, const CUtensorMap *map, int c0
                  : "memory");
 }
 
-/* The same box written at the same offset of the cluster's CTAs in mask (default 0b11: both
- * CTAs of a pair); each destination CTA's mbarrier at bar's offset receives the bytes. */
-__device__ __forceinline__ void tma_2d_mc(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t *bar,
-                                          uint16_t mask = 3) {
+/* The same box written at the same offset of both CTAs of the cluster (ctaMask 0b11); each
+ * destination CTA's mbarrier at bar's offset receives the transaction bytes. */
+__device__ __forceinline__ void tma_2d_mc(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t *bar) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                  ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_u32(dst)),
-                 "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_u32(bar)), "h"(mask)
+                 "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_u32(bar)), "h"((uint16_t)3)
                  : "memory");
 }
 /* Arrive on the mbarrier at b's offset in CTA `rank` of the cluster. */
