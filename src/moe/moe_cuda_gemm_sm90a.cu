@@ -126,10 +126,6 @@ constexpr int BM = 128, ST = 4; /* rows per tile, stages (BK, k per stage: moe_c
 constexpr int A_BYTES = BM * BK * 2, BH_BYTES = 128 * BK * 2, STAGE_BYTES = A_BYTES + 2 * BH_BYTES;
 constexpr int kThreads = 384;
 constexpr int SMEM_BYTES = ST * STAGE_BYTES + 1024; /* + alignment slack (1024-byte swizzle atoms) */
-/* The persistent kernel's two rings: SA stages of A (L2 hits, mostly) and SB of the weights
- * (DRAM, mostly), each with its own barriers, so more weight bytes are in flight. */
-constexpr int SA = 3, SB = 5, B_BYTES = 2 * BH_BYTES;
-constexpr int SMEM_P_BYTES = SA * A_BYTES + SB * B_BYTES + 1024;
 
 struct wg_args {
     const int32_t *offsets; /* [E1 + 1] permuted row offsets (routing) */
@@ -212,58 +208,26 @@ __device__ __forceinline__ void release(uint64_t *empty, int s, uint32_t rank, i
 /* One tile's mainloop and epilogue for consumer warpgroup c. g0: the ring use of the tile's
  * first stage (0 in the one-tile-per-CTA kernel; the CTA's running count in the persistent
  * one, which also releases the tile's last stage: the producer refills it for the next tile). */
-/* The stages a consumer reads: SPLIT (the persistent kernel) two rings, A's in SA stages at
- * smem and the weights' in SB stages after them, each with its own full / empty barriers; else one
- * ring of ST stages of A and B together (fullA / emptyA; fullB, emptyB unused). */
-template <bool SPLIT>
-struct wg_ring {
-    unsigned char *smem;
-    uint64_t *fullA, *emptyA, *fullB, *emptyB;
-    __device__ __forceinline__ unsigned char *a(int g) const {
-        return SPLIT ? smem + (size_t)(g % SA) * A_BYTES : smem + (size_t)(g % ST) * STAGE_BYTES;
-    }
-    __device__ __forceinline__ unsigned char *b(int g) const {
-        return SPLIT ? smem + (size_t)SA * A_BYTES + (size_t)(g % SB) * B_BYTES
-                     : smem + (size_t)(g % ST) * STAGE_BYTES + A_BYTES;
-    }
-    __device__ __forceinline__ void wait(int g) const {
-        if (SPLIT) {
-            mbar_wait(&fullA[g % SA], (g / SA) & 1);
-            mbar_wait(&fullB[g % SB], (g / SB) & 1);
-        } else {
-            mbar_wait(&fullA[g % ST], (g / ST) & 1);
-        }
-    }
-    template <bool CL>
-    __device__ __forceinline__ void release(int g, uint32_t rank, int lane) const {
-        if (SPLIT) {
-            ::release<CL>(emptyA, g % SA, rank, lane);
-            ::release<CL>(emptyB, g % SB, rank, lane);
-        } else {
-            ::release<CL>(emptyA, g % ST, rank, lane);
-        }
-    }
-};
-
-template <bool ACT, bool CL, bool SPLIT = false>
-__device__ __forceinline__ void consume(const wg_args &a, const wg_ring<SPLIT> &r, uint32_t rank, int c, int row0,
-                                        int nvalid, int e, int wb, int g0 = 0, bool release_last = false) {
+template <bool ACT, bool CL>
+__device__ __forceinline__ void consume(const wg_args &a, unsigned char *smem, uint64_t *full, uint64_t *empty,
+                                        uint32_t rank, int c, int row0, int nvalid, int e, int wb, int g0 = 0,
+                                        bool release_last = false) {
     const int lane = threadIdx.x & 31, w4 = (threadIdx.x >> 5) & 3, KB = a.K / BK;
     float d[128];
     for (int kb = 0; kb < KB; kb++) {
-        const int g = g0 + kb;
-        r.wait(g);
-        unsigned char *sa = r.a(g), *sb = r.b(g);
+        const int g = g0 + kb, s = g % ST;
+        mbar_wait(&full[s], (g / ST) & 1);
+        unsigned char *st = smem + (size_t)s * STAGE_BYTES;
         wg_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / 16; kk++)
-            wgmma_m64n256k16(d, desc(sa + c * 64 * 128 + kk * 32), desc(sb + kk * 32), (kb | kk) != 0);
+            wgmma_m64n256k16(d, desc(st + c * 64 * 128 + kk * 32), desc(st + A_BYTES + kk * 32), (kb | kk) != 0);
         wg_commit();
         wg_wait<1>(); /* the previous stage's wgmmas are done: release it */
-        if (kb > 0) r.template release<CL>(g - 1, rank, lane);
+        if (kb > 0) release<CL>(empty, (g - 1) % ST, rank, lane);
     }
     wg_wait<0>();
-    if (release_last) r.template release<CL>(g0 + KB - 1, rank, lane);
+    if (release_last) release<CL>(empty, (g0 + KB - 1) % ST, rank, lane);
 #pragma unroll
     for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
 
@@ -364,8 +328,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     } else { /* consumers: warpgroup c owns rows 64 c .. 64 c + 63 of the tile */
         const int c = wg - 1;
         if (nvalid > 64 * c) {
-            const wg_ring<false> ring = {smem, full, empty, nullptr, nullptr};
-            consume<ACT, CL>(a, ring, rank, c, row0, nvalid, e, wb);
+            consume<ACT, CL>(a, smem, full, empty, rank, c, row0, nvalid, e, wb);
         } else { /* none of this warpgroup's rows are stored: release the stages only */
             const int lane = threadIdx.x & 31;
             for (int kb = 0; kb < KB; kb++) {
@@ -507,10 +470,9 @@ __global__ void __launch_bounds__(kThreads, 1)
                 const __grid_constant__ CUtensorMap tx64, const wg_args a) {
 #ifdef TPM_WG_DEVICE
     extern __shared__ unsigned char smem_raw[];
-    __shared__ __align__(8) uint64_t fullA[SA], emptyA[SA], fullB[SB], emptyB[SB], qfull[2], qempty[2];
+    __shared__ __align__(8) uint64_t full[ST], empty[ST], qfull[2], qempty[2];
     __shared__ int item_q[2];
     unsigned char *smem = reinterpret_cast<unsigned char *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-    const wg_ring<true> ring = {smem, fullA, emptyA, fullB, emptyB};
     const uint32_t rank = CL ? cluster_rank() : 0u;
     /* early: the item total is known only after the wait (the tile table is built by then) */
     const bool early = ACT && a.ctr_exit != nullptr;
@@ -525,20 +487,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     const bool taker = rank == 0;
 
     if (threadIdx.x == 0) {
-        /* every consumer warp of the CTA (CL: of both CTAs) releases every stage of both rings */
-        for (int s = 0; s < SA; s++) {
-            mbar_init(&fullA[s], 1);
-            mbar_init(&emptyA[s], CL ? 16 : 8);
-        }
-        for (int s = 0; s < SB; s++) {
-            mbar_init(&fullB[s], 1);
-            mbar_init(&emptyB[s], CL ? 16 : 8);
+        for (int s = 0; s < ST; s++) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], CL ? 16 : 8);
         }
         for (int i = 0; i < 2; i++) {
             mbar_init(&qfull[i], 1);
-            /* the consumers (CL: of both CTAs), the A producer (CL: both CTAs') and, CL, rank 1's
-             * weight producer */
-            mbar_init(&qempty[i], CL ? 19 : 9);
+            mbar_init(&qempty[i], CL ? 17 : 8); /* CL: rank 0's, read by both CTAs' consumers and rank 1's producer */
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -546,15 +501,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (CL) cluster_sync();
 
     const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0);
-    if (wg == 0) { /* producers: thread 0 the weights (rank 0: also the taker), thread 32 the A rows */
-        const bool pB = threadIdx.x == 0, pA = threadIdx.x == 32;
-        if (pB || pA) {
+    if (wg == 0) { /* producer */
+        if (threadIdx.x == 0) {
             int g = 0;
-            bool pwaited = !early; /* a reader: the routing's outputs are visible (it decodes too) */
+            bool pwaited = !early; /* CL rank 1: the routing's outputs are visible (it decodes too) */
             for (int n = 0;; n++) {
                 const int slot = n & 1;
                 long long it;
-                if (pB && taker) {
+                if (taker) {
                     if (n >= 2) {
                         if (CL) mbar_wait_cl(&qempty[slot], ((n >> 1) - 1) & 1);
                         else mbar_wait(&qempty[slot], ((n >> 1) - 1) & 1);
@@ -570,12 +524,10 @@ __global__ void __launch_bounds__(kThreads, 1)
                     item_q[slot] = (int)it;
                     if (CL) put_cluster(&item_q[slot], (int)it, &qfull[slot], 1u);
                     mbar_arrive(&qfull[slot]);
-                } else { /* a reader: the item the taker (CL: rank 0's) took */
-                    if (CL) mbar_wait_cl(&qfull[slot], (n >> 1) & 1);
-                    else mbar_wait(&qfull[slot], (n >> 1) & 1);
+                } else { /* CL rank 1: the item rank 0 took */
+                    mbar_wait_cl(&qfull[slot], (n >> 1) & 1);
                     it = item_q[slot];
-                    if (CL) arrive_cluster_rel(&qempty[slot], 0u);
-                    else mbar_arrive(&qempty[slot]);
+                    arrive_cluster_rel(&qempty[slot], 0u);
                     if (!pwaited && it >= a.early_items) { /* early: its first item past the slot's */
                         grid_dep_wait();
                         pwaited = true;
@@ -584,42 +536,39 @@ __global__ void __launch_bounds__(kThreads, 1)
                 if (it < 0) break;
                 const bool sh = early && it < a.early_items;
                 const wg_item w = sh ? early_item<CL>(a, it, rank) : decode_item<CL>(a, it, rank);
-                if (pA) { /* A: own tile, or CL odd: this CTA's half into both */
-                    const CUtensorMap *tam = sh ? &tx : &ta, *tam64 = sh ? &tx64 : &ta64;
-                    if (!ACT && a.gdone) wait_gate_up(a, w.e);
-                    for (int kb = 0; kb < KB; kb++, g++) {
-                        const int s = g % SA;
-                        if (g >= SA) mbar_wait(&emptyA[s], ((g / SA) - 1) & 1);
-                        unsigned char *st = ring.a(g);
-                        mbar_expect_tx(&fullA[s], A_BYTES);
-                        if (CL && w.odd) tma_2d_mc(st + rank * (A_BYTES / 2), tam64, kb * BK, w.arow, &fullA[s]);
-                        else tma_2d(st, tam, kb * BK, w.arow, &fullA[s]);
-                    }
-                } else { /* the weights: own block, or CL pair: this CTA's half into both */
-                    const int brow0 = w.wb >= 0 ? w.e * a.wrows + w.wb * a.nb_rows : 0, brow1 = brow0 + a.bhalf;
-                    const uint32_t bytes = CL && w.odd && w.wb < 0 ? 0u : (uint32_t)B_BYTES;
-                    for (int kb = 0; kb < KB; kb++, g++) {
-                        const int s = g % SB;
-                        if (g >= SB) mbar_wait(&emptyB[s], ((g / SB) - 1) & 1);
-                        unsigned char *st = ring.b(g);
-                        mbar_expect_tx(&fullB[s], bytes);
-                        if (CL && !w.odd) {
-                            tma_2d_mc(st + rank * BH_BYTES, &tb, kb * BK, rank ? brow1 : brow0, &fullB[s]);
-                        } else if (w.wb >= 0) {
-                            tma_2d(st, &tb, kb * BK, brow0, &fullB[s]);
-                            tma_2d(st + BH_BYTES, &tb, kb * BK, brow1, &fullB[s]);
+                const CUtensorMap *tam = sh ? &tx : &ta, *tam64 = sh ? &tx64 : &ta64;
+                if (!ACT && a.gdone) wait_gate_up(a, w.e);
+                const int brow0 = w.wb >= 0 ? w.e * a.wrows + w.wb * a.nb_rows : 0, brow1 = brow0 + a.bhalf;
+                const uint32_t bytes = CL && w.odd && w.wb < 0 ? (uint32_t)A_BYTES : (uint32_t)STAGE_BYTES;
+                for (int kb = 0; kb < KB; kb++, g++) {
+                    const int s = g % ST;
+                    if (g >= ST) mbar_wait(&empty[s], ((g / ST) - 1) & 1);
+                    unsigned char *st = smem + (size_t)s * STAGE_BYTES;
+                    mbar_expect_tx(&full[s], bytes);
+                    if (!CL) {
+                        tma_2d(st, tam, kb * BK, w.arow, &full[s]);
+                        tma_2d(st + A_BYTES, &tb, kb * BK, brow0, &full[s]);
+                        tma_2d(st + A_BYTES + BH_BYTES, &tb, kb * BK, brow1, &full[s]);
+                    } else if (!w.odd) { /* own A tile; this CTA's half of B into both */
+                        tma_2d(st, tam, kb * BK, w.arow, &full[s]);
+                        tma_2d_mc(st + A_BYTES + rank * BH_BYTES, &tb, kb * BK, rank ? brow1 : brow0, &full[s]);
+                    } else { /* this CTA's half of A into both; own weight block */
+                        tma_2d_mc(st + rank * (A_BYTES / 2), tam64, kb * BK, w.arow, &full[s]);
+                        if (w.wb >= 0) {
+                            tma_2d(st + A_BYTES, &tb, kb * BK, brow0, &full[s]);
+                            tma_2d(st + A_BYTES + BH_BYTES, &tb, kb * BK, brow1, &full[s]);
                         }
                     }
                 }
             }
-            if (pA && !ACT && a.gdone) { /* down: the last CTA done waiting zeroes the counts */
+            if (!ACT && a.gdone) { /* down: the last CTA done waiting zeroes the counts */
                 __threadfence();
                 if (atomicAdd(a.gdone + a.E1, 1) == (int)gridDim.x - 1) {
                     for (int q = 0; q <= a.E1; q++) a.gdone[q] = 0;
                     __threadfence();
                 }
             }
-            if (pB && early) { /* the last CTA done taking items zeroes the counters for the next launch */
+            if (early) { /* the last CTA done taking items zeroes the counters for the next launch */
                 __threadfence();
                 if (atomicAdd(a.ctr_exit, 1) == (int)gridDim.x - 1) {
                     *a.ctr = 0;
@@ -653,11 +602,11 @@ __global__ void __launch_bounds__(kThreads, 1)
             const int n_e = sh ? a.early_n : __ldcg(a.offsets + w.e + 1) - off;
             const int row0 = off + w.rt * BM, nvalid = min(BM, n_e - w.rt * BM);
             if (w.wb >= 0 && nvalid > 64 * c) {
-                consume<ACT, CL, true>(a, ring, rank, c, row0, nvalid, w.e, w.wb, g, true);
+                consume<ACT, CL>(a, smem, full, empty, rank, c, row0, nvalid, w.e, w.wb, g, true);
             } else {
                 for (int kb = 0; kb < KB; kb++) {
-                    ring.wait(g + kb);
-                    ring.template release<CL>(g + kb, rank, lane);
+                    mbar_wait(&full[(g + kb) % ST], ((g + kb) / ST) & 1);
+                    release<CL>(empty, (g + kb) % ST, rank, lane);
                 }
             }
             if (ACT && a.gdone && w.wb >= 0) { /* this warpgroup's part of the tile is stored */
@@ -742,15 +691,15 @@ tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ct
                           (const void *)k_wg_gemm<true, true>,    (const void *)k_wg_gemm<false, true>,
                           (const void *)k_wg_gemm_p<true, false>, (const void *)k_wg_gemm_p<false, false>,
                           (const void *)k_wg_gemm_p<true, true>,  (const void *)k_wg_gemm_p<false, true>};
-    for (int i = 0; i < 8; i++) /* 0-3: one ring of ST stages; 4-7 (persistent): the A and weight rings */
-        TPM_CUDA_TRY(cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize, i < 4 ? SMEM_BYTES : SMEM_P_BYTES));
+    for (int i = 0; i < 8; i++)
+        TPM_CUDA_TRY(cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
     /* the persistent grids: as many CTAs (clusters of two) as are resident at once, so the
      * static item schedule never leaves a CTA waiting for a second wave */
     int dev = 0, nsm = 0;
     TPM_CUDA_TRY(cudaGetDevice(&dev));
     TPM_CUDA_TRY(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
     int per_sm = 0;
-    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_wg_gemm_p<true, false>, kThreads, SMEM_P_BYTES));
+    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_wg_gemm_p<true, false>, kThreads, SMEM_BYTES));
     c->grid_p = nsm * (per_sm > 0 ? per_sm : 1);
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute at[1];
@@ -760,7 +709,7 @@ tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ct
     at[0].val.clusterDim.z = 1;
     cfg.gridDim = dim3((unsigned)(2 * (c->grid_p / 2)));
     cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = SMEM_P_BYTES;
+    cfg.dynamicSmemBytes = SMEM_BYTES;
     cfg.attrs = at;
     cfg.numAttrs = 1;
     int ncl = 0;
@@ -844,7 +793,6 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
         g.tail = 0;
         g.ctr = c.rtp + 2 * (d.E1 + 1) + mat;
         g.early_items = 0;
-        cfg.dynamicSmemBytes = persist ? SMEM_P_BYTES : SMEM_BYTES;
         if (persist) { /* one launch of resident CTAs taking items from the list */
             const bool ea = early && mat == 0, dn = down_early && mat == 1;
             cfg.gridDim = dim3((unsigned)(cl ? c.grid_pc : c.grid_p));
