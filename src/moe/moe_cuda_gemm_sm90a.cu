@@ -114,24 +114,6 @@
  * CUDA error, instead of hanging. Results are deterministic and the same with
  * or without clusters: each output element is one accumulator summed in a
  * fixed k order.
- *
- * Epilogue (round 38): each consumer warpgroup writes its 64 rows' bf16 results
- * (gate_up: 128 activated columns; down: 256 in two halves of 128) into its own
- * 16 KB staging buffer past the ring, laid out as two 64 x 64 boxes of the
- * output's tensor map (128-byte swizzle); a full 64-row block then leaves by two
- * TMA stores (cp.async.bulk.tensor, one bulk group per warpgroup, issued by its
- * first thread after fence.proxy.async.shared::cta and a warpgroup barrier), so
- * the warpgroup goes on to its next tile's wgmmas while the rows are written.
- * Before the buffer is written again that thread waits for the group's reads
- * (cp.async.bulk.wait_group.read) and the warpgroup meets at its barrier; before
- * the CTA exits it waits for the writes. Partial blocks (rows past n_e belong to
- * the next expert) and gate_up's tiles counted for the chained down launch
- * (gdone: its reader polls a counter, not the grid's end) are stored by the
- * threads from the same buffer, 16 bytes per store along a row. r226 (bench/
- * micro/wg_probe): HEAD's direct 4-byte stores from the accumulator layout (8
- * rows x 16 bytes per warp store) cost 10-27% of the GEMM. setmaxnreg gives the
- * producer warpgroup 56 registers and the consumers 224 (launch: 168 each), so
- * the consumers keep accumulators and epilogue state without spills.
  */
 #include "core/cuda_preload.h"
 #include "moe_cuda_wgmma.cuh"
@@ -143,8 +125,7 @@ namespace {
 constexpr int BM = 128, ST = 4; /* rows per tile, stages (BK, k per stage: moe_cuda_wgmma.cuh); 256 weight rows */
 constexpr int A_BYTES = BM * BK * 2, BH_BYTES = 128 * BK * 2, STAGE_BYTES = A_BYTES + 2 * BH_BYTES;
 constexpr int kThreads = 384;
-constexpr int EPI_BYTES = 64 * 256; /* one consumer warpgroup's epilogue buffer: 64 rows x 128 bf16 */
-constexpr int SMEM_BYTES = ST * STAGE_BYTES + 2 * EPI_BYTES + 1024; /* + alignment slack (1024-byte swizzle atoms) */
+constexpr int SMEM_BYTES = ST * STAGE_BYTES + 1024; /* + alignment slack (1024-byte swizzle atoms) */
 
 struct wg_args {
     const int32_t *offsets; /* [E1 + 1] permuted row offsets (routing) */
@@ -224,61 +205,13 @@ __device__ __forceinline__ void release(uint64_t *empty, int s, uint32_t rank, i
     }
 }
 
-/* The register split between the warpgroups (setmaxnreg; 384 threads launch with 168 each):
- * the producer warpgroup gives back down to 56, the two consumer warpgroups take 224 (the 128
- * accumulators, the epilogue's packed values and the persistent loop's state without spills).
- * 128 x 56 + 256 x 224 = 64512 of the SM's 65536. */
-__device__ __forceinline__ void regs_producer() { asm volatile("setmaxnreg.dec.sync.aligned.u32 56;" ::: "memory"); }
-__device__ __forceinline__ void regs_consumer() { asm volatile("setmaxnreg.inc.sync.aligned.u32 224;" ::: "memory"); }
-
-/* Barrier `id` of one consumer warpgroup (128 threads); ids 1 and 2, one per warpgroup. */
-__device__ __forceinline__ void named_bar(int id) { asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory"); }
-
-/* The epilogue's staging buffer (EPI_BYTES per consumer warpgroup): 128 bf16 columns of 64 rows
- * as two TMA boxes of 64 columns (8 KB each, the 128-byte swizzle of the output maps): the
- * 16-byte piece q of row r (columns 8 q .. 8 q + 7) at box q / 8, byte r * 128 + 16 ((q & 7) ^
- * (r & 7)). A warp's 4-byte writes (8 rows x the 4 words of one piece) and its 16-byte reads
- * along a row then hit 32 different banks. */
-__device__ __forceinline__ int epi_at(int r, int q) { return (q >> 3) * 8192 + r * 128 + (((q & 7) ^ (r & 7)) << 4); }
-__device__ __forceinline__ void epi_put(unsigned char *buf, int r, int q, int w, uint32_t v) {
-    *reinterpret_cast<uint32_t *>(buf + epi_at(r, q) + (w << 2)) = v;
-}
-/* The buffer -> out rows row0 .. row0 + nrow - 1, columns col0 .. col0 + 127, once the
- * warpgroup's writes are in (barrier `bar`). A full 64-row block with tma (no reader waits on
- * per-tile counters): two TMA stores issued by thread 0 of the warpgroup, which leave while the
- * warpgroup goes on to its next tile (bulk_wait_read before the buffer is written again,
- * bulk_wait before the CTA exits). Else the threads store: thread t the piece t & 15 of rows
- * t / 16 + 8 i, so each row leaves in two full 128-byte lines. */
-__device__ __forceinline__ void epi_out(const unsigned char *buf, uint16_t *out, int ldo, const CUtensorMap *to,
-                                        int row0, int col0, int nrow, int t, int bar, bool tma) {
-    if (tma) {
-        tma_store_fence();
-        named_bar(bar);
-        if (t == 0) {
-            tma_store_2d(to, buf, col0, row0);
-            tma_store_2d(to, buf + 8192, col0 + 64, row0);
-            bulk_commit();
-        }
-        return;
-    }
-    named_bar(bar);
-    const int q = t & 15;
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        const int r = (t >> 4) + 8 * i;
-        if (r < nrow)
-            *reinterpret_cast<uint4 *>(out + (size_t)(row0 + r) * ldo + col0 + 8 * q) =
-                *reinterpret_cast<const uint4 *>(buf + epi_at(r, q));
-    }
-}
-
 /* One tile's mainloop and epilogue for consumer warpgroup c. g0: the ring use of the tile's
  * first stage (0 in the one-tile-per-CTA kernel; the CTA's running count in the persistent
  * one, which also releases the tile's last stage: the producer refills it for the next tile). */
 template <bool ACT, bool CL>
-__device__ __forceinline__ void consume(const wg_args &a, const CUtensorMap *to, unsigned char *smem, uint64_t *full,
-                                        uint64_t *empty, uint32_t rank, int c, int row0, int nvalid, int e, int wb,
-                                        int g0 = 0, bool release_last = false) {
+__device__ __forceinline__ void consume(const wg_args &a, unsigned char *smem, uint64_t *full, uint64_t *empty,
+                                        uint32_t rank, int c, int row0, int nvalid, int e, int wb, int g0 = 0,
+                                        bool release_last = false) {
     const int lane = threadIdx.x & 31, w4 = (threadIdx.x >> 5) & 3, KB = a.K / BK;
     float d[128];
     for (int kb = 0; kb < KB; kb++) {
@@ -298,26 +231,19 @@ __device__ __forceinline__ void consume(const wg_args &a, const CUtensorMap *to,
 #pragma unroll
     for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
 
-    /* accumulator i of this thread: row 16 w4 + lane/4 + 8 ((i/2) & 1) of the warpgroup's 64,
-     * column 8 (i/4) + 2 (lane & 3) + (i & 1). The bf16 results go through the warpgroup's
-     * staging buffer (epi_put, epi_out): gate_up's 128 activated columns in one pass, down's 256
-     * in two. gate_up's stores with per-expert counters (a.gdone: down reads the rows as soon
-     * as the counter says) stay with the threads. */
-    const int rl = 16 * w4 + (lane >> 2), wd = lane & 3, t = threadIdx.x & 127;
-    const int nrow = min(64, nvalid - 64 * c), orow0 = row0 + 64 * c;
-    const bool tma = nrow == 64 && !(ACT && a.gdone);
-    unsigned char *eb = smem + ST * STAGE_BYTES + c * EPI_BYTES;
-    if (t == 0) bulk_wait_read(); /* the previous tile's stores have read the buffer */
-    named_bar(1 + c);             /* and so have its threads' */
-    if (ACT) { /* columns 0..127 gate, 128..255 the matching up */
-        const float *bg = a.b13 ? a.b13 + (size_t)e * 2 * a.Il + wb * 128 : nullptr;
+    /* accumulator i of this thread: row 64 c + 16 w4 + lane/4 + 8 ((i/2) & 1),
+     * column 8 (i/4) + 2 (lane & 3) + (i & 1) */
+    const int rl = 64 * c + 16 * w4 + (lane >> 2), cq = 2 * (lane & 3);
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int r = rl + 8 * h;
-            if (r >= nrow) continue;
+    for (int h = 0; h < 2; h++) {
+        const int r = rl + 8 * h;
+        if (r >= nvalid) continue;
+        uint16_t *orow = a.out + (size_t)(row0 + r) * a.ldo;
+        if (ACT) { /* columns 0..127 gate, 128..255 the matching up */
+            const float *bg = a.b13 ? a.b13 + (size_t)e * 2 * a.Il + wb * 128 : nullptr;
 #pragma unroll
             for (int j = 0; j < 16; j++) {
-                const int col = 8 * j + 2 * wd;
+                const int col = 8 * j + cq;
                 float g0 = d[4 * j + 2 * h], g1 = d[4 * j + 2 * h + 1];
                 float u0 = d[64 + 4 * j + 2 * h], u1 = d[64 + 4 * j + 2 * h + 1];
                 if (bg) {
@@ -328,26 +254,14 @@ __device__ __forceinline__ void consume(const wg_args &a, const CUtensorMap *to,
                 }
                 const float a0 = tpm_moe_act(a.act, g0, u0, a.alpha, a.limit, a.beta);
                 const float a1 = tpm_moe_act(a.act, g1, u1, a.alpha, a.limit, a.beta);
-                epi_put(eb, r, j, wd, pack_bf16(a0, a1));
+                *reinterpret_cast<uint32_t *>(orow + wb * 128 + col) = pack_bf16(a0, a1);
             }
-        }
-        epi_out(eb, a.out, a.ldo, to, orow0, wb * 128, nrow, t, 1 + c, tma);
-    } else {
+        } else {
 #pragma unroll
-        for (int hf = 0; hf < 2; hf++) {
-            if (hf) { /* the first half has left the buffer */
-                if (t == 0) bulk_wait_read();
-                named_bar(1 + c);
+            for (int j = 0; j < 32; j++) {
+                const int col = 8 * j + cq;
+                *reinterpret_cast<uint32_t *>(orow + wb * 256 + col) = pack_bf16(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
             }
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int r = rl + 8 * h;
-                if (r >= nrow) continue;
-#pragma unroll
-                for (int j = 0; j < 16; j++)
-                    epi_put(eb, r, j, wd, pack_bf16(d[4 * (16 * hf + j) + 2 * h], d[4 * (16 * hf + j) + 2 * h + 1]));
-            }
-            epi_out(eb, a.out, a.ldo, to, orow0, wb * 256 + 128 * hf, nrow, t, 1 + c, tma);
         }
     }
 }
@@ -355,8 +269,7 @@ __device__ __forceinline__ void consume(const wg_args &a, const CUtensorMap *to,
 
 template <bool ACT, bool CL>
 __global__ void __launch_bounds__(kThreads, 1)
-    k_wg_gemm(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
-              const __grid_constant__ CUtensorMap to, const wg_args a) {
+    k_wg_gemm(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, const wg_args a) {
 #ifdef TPM_WG_DEVICE
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) uint64_t full[ST], empty[ST];
@@ -396,7 +309,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0); /* warp-uniform for the compiler */
     if (wg == 0) { /* producer */
-        regs_producer();
         if (threadIdx.x == 0) {
             for (int kb = 0; kb < KB; kb++) {
                 const int s = kb % ST;
@@ -414,11 +326,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         __syncwarp();
     } else { /* consumers: warpgroup c owns rows 64 c .. 64 c + 63 of the tile */
-        regs_consumer();
         const int c = wg - 1;
         if (nvalid > 64 * c) {
-            consume<ACT, CL>(a, &to, smem, full, empty, rank, c, row0, nvalid, e, wb);
-            if ((threadIdx.x & 127) == 0) bulk_wait(); /* the TMA stores are written */
+            consume<ACT, CL>(a, smem, full, empty, rank, c, row0, nvalid, e, wb);
         } else { /* none of this warpgroup's rows are stored: release the stages only */
             const int lane = threadIdx.x & 31;
             for (int kb = 0; kb < KB; kb++) {
@@ -431,7 +341,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 #else
     (void)ta;
     (void)tb;
-    (void)to;
     (void)a;
     __trap(); /* built without sm_90a: tpm_moe_wgmma_ok() keeps the layer from launching this */
 #endif
@@ -558,7 +467,7 @@ template <bool ACT, bool CL>
 __global__ void __launch_bounds__(kThreads, 1)
     k_wg_gemm_p(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap ta64,
                 const __grid_constant__ CUtensorMap tb, const __grid_constant__ CUtensorMap tx,
-                const __grid_constant__ CUtensorMap tx64, const __grid_constant__ CUtensorMap to, const wg_args a) {
+                const __grid_constant__ CUtensorMap tx64, const wg_args a) {
 #ifdef TPM_WG_DEVICE
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) uint64_t full[ST], empty[ST], qfull[2], qempty[2];
@@ -593,7 +502,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0);
     if (wg == 0) { /* producer */
-        regs_producer();
         if (threadIdx.x == 0) {
             int g = 0;
             bool pwaited = !early; /* CL rank 1: the routing's outputs are visible (it decodes too) */
@@ -670,7 +578,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         __syncwarp();
     } else { /* consumers */
-        regs_consumer();
         const int c = wg - 1, lane = threadIdx.x & 31;
         int g = 0;
         bool waited = !early;
@@ -695,7 +602,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             const int n_e = sh ? a.early_n : __ldcg(a.offsets + w.e + 1) - off;
             const int row0 = off + w.rt * BM, nvalid = min(BM, n_e - w.rt * BM);
             if (w.wb >= 0 && nvalid > 64 * c) {
-                consume<ACT, CL>(a, &to, smem, full, empty, rank, c, row0, nvalid, w.e, w.wb, g, true);
+                consume<ACT, CL>(a, smem, full, empty, rank, c, row0, nvalid, w.e, w.wb, g, true);
             } else {
                 for (int kb = 0; kb < KB; kb++) {
                     mbar_wait(&full[(g + kb) % ST], ((g + kb) / ST) & 1);
@@ -704,11 +611,10 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
             if (ACT && a.gdone && w.wb >= 0) { /* this warpgroup's part of the tile is stored */
                 __threadfence();
-                named_bar(1 + c);
+                asm volatile("bar.sync %0, 128;" ::"r"(1 + c) : "memory");
                 if ((threadIdx.x & 127) == 0) atomicAdd(a.gdone + w.e, 1);
             }
         }
-        if ((threadIdx.x & 127) == 0) bulk_wait(); /* the TMA stores are written */
     }
     if (CL) cluster_sync();
 #else
@@ -717,7 +623,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     (void)tb;
     (void)tx;
     (void)tx64;
-    (void)to;
     (void)a;
     __trap();
 #endif
@@ -774,14 +679,13 @@ int tpm_moe_wgmma_ok(const tpm_moe_dev &d, int device) {
 
 tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ctx *c) {
     static_assert(sizeof(CUtensorMap) == sizeof(c->maps[0]), "tensor map size");
-    CUtensorMap m[7];
+    CUtensorMap m[6];
     TPM_TRY(make_map(&m[0], d.xp, (uint64_t)max_rows, (uint64_t)d.H));        /* A of gate_up */
     TPM_TRY(make_map(&m[1], d.w13, (uint64_t)d.E1 * 2 * d.Il, (uint64_t)d.H)); /* B of gate_up */
     TPM_TRY(make_map(&m[2], d.act_bf, (uint64_t)max_rows, (uint64_t)d.Il));  /* A of down */
     TPM_TRY(make_map(&m[3], d.w2, (uint64_t)d.E1 * d.H, (uint64_t)d.Il));     /* B of down */
     TPM_TRY(make_map(&m[4], d.xp, (uint64_t)max_rows, (uint64_t)d.H, 64));    /* A halves (persistent, odd items) */
-    TPM_TRY(make_map(&m[5], d.act_bf, (uint64_t)max_rows, (uint64_t)d.Il, 64)); /* + gate_up's output stores */
-    TPM_TRY(make_map(&m[6], d.rows_bf, (uint64_t)max_rows, (uint64_t)d.H, 64));  /* down's output stores */
+    TPM_TRY(make_map(&m[5], d.act_bf, (uint64_t)max_rows, (uint64_t)d.Il, 64));
     memcpy(c->maps, m, sizeof m);
     const void *fns[8] = {(const void *)k_wg_gemm<true, false>,   (const void *)k_wg_gemm<false, false>,
                           (const void *)k_wg_gemm<true, true>,    (const void *)k_wg_gemm<false, true>,
@@ -884,7 +788,7 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
             g.out = d.rows_bf;
             g.ldo = d.H;
         }
-        const CUtensorMap &ma = m[2 * mat], &mb = m[2 * mat + 1], &mo = m[5 + mat]; /* mo: the output's 64-row boxes */
+        const CUtensorMap &ma = m[2 * mat], &mb = m[2 * mat + 1];
         g.rtp = c.rtp;
         g.tail = 0;
         g.ctr = c.rtp + 2 * (d.E1 + 1) + mat;
@@ -908,10 +812,10 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
                 g.early_off = T * d.k;
                 g.early_n = T;
             }
-            void (*fn)(CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, wg_args) =
+            void (*fn)(CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, wg_args) =
                 cl ? (mat ? k_wg_gemm_p<false, true> : k_wg_gemm_p<true, true>)
                    : (mat ? k_wg_gemm_p<false, false> : k_wg_gemm_p<true, false>);
-            TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, fn, ma, m64, mb, ea ? mx : ma, ea ? mx64 : m64, mo, g));
+            TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, fn, ma, m64, mb, ea ? mx : ma, ea ? mx64 : m64, g));
             g.ctr_exit = nullptr;
             g.early_items = 0;
             continue;
@@ -919,7 +823,7 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
         if (cl) {
             cfg.numAttrs = 1;
             cfg.gridDim = dim3((unsigned)(2 * ub * g.nb));
-            TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, mat ? k_wg_gemm<false, true> : k_wg_gemm<true, true>, ma, mb, mo, g));
+            TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, mat ? k_wg_gemm<false, true> : k_wg_gemm<true, true>, ma, mb, g));
             g.rtp = c.rtp + d.E1 + 1; /* then each expert's odd last row tile, one CTA each */
             g.tail = 1;
             cfg.numAttrs = 0;
@@ -928,7 +832,7 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
             cfg.numAttrs = 0;
             cfg.gridDim = dim3((unsigned)(ub * g.nb));
         }
-        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, mat ? k_wg_gemm<false, false> : k_wg_gemm<true, false>, ma, mb, mo, g));
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, mat ? k_wg_gemm<false, false> : k_wg_gemm<true, false>, ma, mb, g));
     }
     return TPM_OK;
 }
