@@ -16,7 +16,9 @@
  * the persistent CTAs (form 3), band 16, no early launches; cuBLAS runs the dense1 GEMMs as the
  * reference. Per row: the median of 15 timed calls (CUDA events; each call = gather + tile table
  * + gate_up + down; the gather's own median is printed and subtracted), useful TFLOP/s
- * (2 * rows * N * K) and the FLOPs the 64-row wgmma granularity issues.
+ * (2 * rows * N * K), the FLOPs the 64-row wgmma granularity issues, and a fingerprint of the
+ * output rows (poisoned before each form's calls; every variant of the kernel must print the
+ * same fingerprints).
  * Build (from the repository root, after `cmake --build build-crel`):
  *   nvcc -O3 -std=c++17 -arch=sm_90a --fmad=false --expt-relaxed-constexpr -DTPMOE_BUILDING=1 \
  *     -DTPMOE_HAVE_CUDA=1 -D_GNU_SOURCE -Iinclude -Isrc -Isrc/core bench/micro/wg_probe.cu \
@@ -77,6 +79,14 @@ __global__ void k_iota(int32_t *p, int n) {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] = i;
 }
 
+/* an order-free fingerprint of n bf16 values: sum of v[i] * (odd weight of i) mod 2^64 */
+__global__ void k_hash(const uint16_t *p, size_t n, unsigned long long *h) {
+    unsigned long long acc = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        acc += (unsigned long long)p[i] * (2 * (unsigned long long)i * 0x9E3779B97F4A7C15ull + 1);
+    atomicAdd(h, acc);
+}
+
 float median(std::vector<float> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
@@ -130,6 +140,8 @@ int main(int argc, char **argv) {
     CK(cudaMalloc(&inv, MAXR * 4));
     const size_t rtp_n = 2 * (EMAX + 1) + 4 + EMAX + 1;
     CK(cudaMalloc(&rtp, rtp_n * 4));
+    unsigned long long *hsum;
+    CK(cudaMalloc(&hsum, 8));
     k_fill<<<1024, 256>>>(w13, (size_t)EMAX * 2 * IL * H, 1u, 0.05f);
     k_fill<<<1024, 256>>>(w2, (size_t)EMAX * H * IL, 2u, 0.05f);
     k_fill<<<1024, 256>>>(x, (size_t)MAXR * H, 3u, 2.0f);
@@ -145,8 +157,8 @@ int main(int argc, char **argv) {
     if (jf) fprintf(jf, "{\"device\": \"%s\", \"rows\": [\n", prop.name);
     bool first = true;
 
-    printf("%-8s %4s %6s %6s %9s %9s %9s %9s %8s %8s\n", "layout", "form", "slots", "rows", "call_ms", "gath_ms",
-           "gemm_ms", "TFLOP/s", "issued", "pad%");
+    printf("%-8s %4s %6s %6s %9s %9s %9s %9s %8s %8s %16s\n", "layout", "form", "slots", "rows", "call_ms", "gath_ms",
+           "gemm_ms", "TFLOP/s", "issued", "pad%", "out_hash");
     for (const layout &l : L) {
         const int E1 = (int)l.rows.size();
         std::vector<int32_t> off(E1 + 1, 0);
@@ -187,6 +199,7 @@ int main(int argc, char **argv) {
         }
         const float gms = median(tg);
         for (int form = 2; form <= 3; form++) {
+            CK(cudaMemset(rows, 0xff, (size_t)T * H * 2)); /* poison: every output row must be written */
             std::vector<float> tv;
             for (int i = 0; i < REPS + 2; i++) {
                 CK(cudaEventRecord(e0, st));
@@ -198,15 +211,21 @@ int main(int argc, char **argv) {
                 if (i >= 2) tv.push_back(ms);
             }
             CK(cudaGetLastError());
+            unsigned long long hv = 0;
+            CK(cudaMemset(hsum, 0, 8));
+            k_hash<<<264, 256, 0, st>>>(rows, (size_t)T * H, hsum);
+            CK(cudaMemcpyAsync(&hv, hsum, 8, cudaMemcpyDeviceToHost, st));
+            CK(cudaStreamSynchronize(st));
             const float ms = median(tv), gemm = ms - gms;
             const double tf = flops / (gemm * 1e-3) / 1e12, itf = iflops / (gemm * 1e-3) / 1e12;
-            printf("%-8s %4d %6d %6d %9.3f %9.3f %9.3f %9.1f %8.1f %8.1f\n", l.name, form, E1, T, ms, gms, gemm, tf,
-                   itf, 100.0 * (iflops / flops - 1.0));
+            printf("%-8s %4d %6d %6d %9.3f %9.3f %9.3f %9.1f %8.1f %8.1f %016llx\n", l.name, form, E1, T, ms, gms, gemm,
+                   tf, itf, 100.0 * (iflops / flops - 1.0), hv);
             if (jf) {
                 fprintf(jf,
                         "%s  {\"layout\": \"%s\", \"form\": %d, \"slots\": %d, \"rows\": %d, \"call_ms\": %.4f, "
-                        "\"gather_ms\": %.4f, \"gemm_ms\": %.4f, \"tflops\": %.2f, \"issued_tflops\": %.2f}",
-                        first ? "" : ",\n", l.name, form, E1, T, ms, gms, gemm, tf, itf);
+                        "\"gather_ms\": %.4f, \"gemm_ms\": %.4f, \"tflops\": %.2f, \"issued_tflops\": %.2f, "
+                        "\"out_hash\": \"%016llx\"}",
+                        first ? "" : ",\n", l.name, form, E1, T, ms, gms, gemm, tf, itf, hv);
                 first = false;
             }
         }
