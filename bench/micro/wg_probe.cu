@@ -23,6 +23,7 @@
  *   nvcc -O3 -std=c++17 -arch=sm_90a --fmad=false --expt-relaxed-constexpr -DTPMOE_BUILDING=1 \
  *     -DTPMOE_HAVE_CUDA=1 -D_GNU_SOURCE -Iinclude -Isrc -Isrc/core bench/micro/wg_probe.cu \
  *     build-crel/libtpmoe.a -lcublas -lcublasLt -lnccl -lcuda -o wg_probe
+ *   (a variant file outside src/moe: add -Isrc/moe '-DWG_SRC="/path/variant.cu"')
  * Usage: wg_probe [--json FILE]. Exit status 1 on a CUDA or library error.
  */
 #include "core/cuda_preload.h"
