@@ -9,6 +9,8 @@
  *   m3u        128 experts of 256 rows + one shared of 8192 (the 8192-token layer, uniform: no
  *              partial row tiles);
  *   m3r        the same with each of 32768 routed rows sent to a random expert (partial tiles);
+ *   m3rr       m3r's routed experts alone (the 8192-token layer's split plan: its shared expert
+ *              runs as dense cuBLAS GEMMs);
  *   routed     the 128 experts of m3u alone (every weight block read from HBM for 2 row tiles);
  *   shared     the shared expert of m3u alone (8192 rows);
  *   dense8     8 experts of 5120 rows.
@@ -23,8 +25,10 @@
  *   nvcc -O3 -std=c++17 -arch=sm_90a --fmad=false --expt-relaxed-constexpr -DTPMOE_BUILDING=1 \
  *     -DTPMOE_HAVE_CUDA=1 -D_GNU_SOURCE -Iinclude -Isrc -Isrc/core bench/micro/wg_probe.cu \
  *     build-crel/libtpmoe.a -lcublas -lcublasLt -lnccl -lcuda -o wg_probe
- *   (a variant file outside src/moe: add -Isrc/moe '-DWG_SRC="/path/variant.cu"')
- * Usage: wg_probe [--json FILE]. Exit status 1 on a CUDA or library error.
+ *   (a variant file outside src/moe: add -Isrc/moe '-DWG_SRC="/path/variant.cu"'; a file from before
+ *   round 39's hints argument: add -DWG_NO_HINTS)
+ * Usage: wg_probe [--json FILE] [--hints M] (M: TPM_MOE_HINT_*, the L2 cache hints of the persistent
+ * forms; default 0). Exit status 1 on a CUDA or library error.
  */
 #include "core/cuda_preload.h"
 #undef TPM_CUDA_ANCHOR
@@ -102,8 +106,11 @@ struct layout {
 
 int main(int argc, char **argv) {
     const char *json = nullptr;
-    for (int i = 1; i + 1 < argc; i++)
+    int hints = 0;
+    for (int i = 1; i + 1 < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = argv[i + 1];
+        if (!strcmp(argv[i], "--hints")) hints = atoi(argv[i + 1]);
+    }
     std::vector<layout> L;
     {
         layout a{"dense1", {40960}};
@@ -115,18 +122,19 @@ int main(int argc, char **argv) {
             s = s * 1664525u + 1013904223u; /* the high bits: full period */
             r.rows[s >> 25]++;
         }
+        layout rr{"m3rr", r.rows}; /* m3r's routed experts alone: the 8192-token layer's split plan */
         r.rows.push_back(8192);
         layout ro{"routed", std::vector<int>(128, 256)};
         layout sh{"shared", {8192}};
         layout d8{"dense8", std::vector<int>(8, 5120)};
-        L = {a, u, r, ro, sh, d8};
+        L = {a, u, r, rr, ro, sh, d8};
     }
     int dev = 0, nsm = 0;
     CK(cudaSetDevice(dev));
     CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, dev));
-    printf("device %s, %d SMs\n", prop.name, nsm);
+    printf("device %s, %d SMs, hints %d\n", prop.name, nsm, hints);
 
     const int EMAX = 129;
     uint16_t *w13, *w2, *x, *xp, *act, *rows;
@@ -155,7 +163,7 @@ int main(int argc, char **argv) {
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
     FILE *jf = json ? fopen(json, "w") : nullptr;
-    if (jf) fprintf(jf, "{\"device\": \"%s\", \"rows\": [\n", prop.name);
+    if (jf) fprintf(jf, "{\"device\": \"%s\", \"hints\": %d, \"rows\": [\n", prop.name, hints);
     bool first = true;
 
     printf("%-8s %4s %6s %6s %9s %9s %9s %9s %8s %8s %16s\n", "layout", "form", "slots", "rows", "call_ms", "gath_ms",
@@ -204,7 +212,11 @@ int main(int argc, char **argv) {
             std::vector<float> tv;
             for (int i = 0; i < REPS + 2; i++) {
                 CK(cudaEventRecord(e0, st));
+#ifdef WG_NO_HINTS /* a kernel file from before the hints (round 39) */
                 CT(probe_prefill_wgmma(d, c, x, T, form, 16, 0, 0, 0, st));
+#else
+                CT(probe_prefill_wgmma(d, c, x, T, form, 16, 0, 0, 0, hints, st));
+#endif
                 CK(cudaEventRecord(e1, st));
                 CK(cudaEventSynchronize(e1));
                 float ms;
