@@ -26,7 +26,7 @@ static void usage(FILE *f) {
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
             "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--gate-up-pipe 0|1] [--shared-overlap 0|1] [--prefill-cluster -1..3] [--prefill-band N] [--prefill-early N]\n"
             "                       [--shared-mma N]\n"
-            "                       [--prefill-down-early N] [--prefill-hints M]\n"
+            "                       [--prefill-down-early N]\n"
             "                       [--reps N] [--check N] [--gemm-hold S]\n"
             "                       [--seed S] [--json FILE]\n"
             "  --preset P        model preset (default m3)\n"
@@ -69,11 +69,6 @@ static void usage(FILE *f) {
             "                    start before the routing ends (0 = never; default: the layer's)\n"
             "  --prefill-down-early N  wgmma prefill, persistent forms: up to N tokens the down launch\n"
             "                    is chained to gate_up, waiting per expert (0 = never; default: the layer's)\n"
-            "  --prefill-hints M wgmma prefill, persistent forms: L2 cache hints, a mask: 1 down's output\n"
-            "                    stores streaming, 2 gate_up's, 4 weight loads evict-first, 8 A loads\n"
-            "                    evict-last, 16 (with 4, clusters) a pair of an expert with an odd\n"
-            "                    tile loads its weights normally, 32 / 64 weights prefetched into L2\n"
-            "                    4 / 8 stages ahead (0 = none; default: the layer's)\n"
             "  --route-fence B   routing tickets: every thread fences (1) or one acq_rel atomic (0)\n"
             "  --gate-up-pipe B  decode kernel 2, <= 2 tokens: gate_up weight loads in two register\n"
             "                    stages (1) or one (0) (default: the layer's)\n"
@@ -146,7 +141,6 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
     o->route_tc_min = o->route_tc_max = o->route_tc_clusters = o->route_tc_loads = o->expert_wait = o->route_fence = -1;
     o->prefill_early = -1;
     o->prefill_down_early = -1;
-    o->prefill_hints = -1;
     o->gate_up_pipe = -1;
     o->gate_up_pairs = -1;
     o->ar_tpmoe = 1;
@@ -238,8 +232,6 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
             if (int_opt(a, v, 0, 1 << 20, &o->prefill_early)) return 2;
         } else if (!strcmp(a, "--prefill-down-early")) {
             if (int_opt(a, v, 0, 1 << 20, &o->prefill_down_early)) return 2;
-        } else if (!strcmp(a, "--prefill-hints")) {
-            if (int_opt(a, v, 0, 127, &o->prefill_hints)) return 2;
         } else if (!strcmp(a, "--route-fence")) {
             if (int_opt(a, v, 0, 1, &o->route_fence)) return 2;
         } else if (!strcmp(a, "--expert-wait")) {
@@ -309,7 +301,6 @@ tpm_status bench_moe_apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->route_tc_loads >= 0) t.route_tc_loads = o->route_tc_loads;
     if (o->prefill_early >= 0) t.prefill_early = o->prefill_early;
     if (o->prefill_down_early >= 0) t.prefill_down_early = o->prefill_down_early;
-    if (o->prefill_hints >= 0) t.prefill_hints = o->prefill_hints;
     if (o->expert_wait >= 0) t.expert_wait = o->expert_wait;
     if (o->route_fence >= 0) t.route_fence = o->route_fence;
     if (o->gate_up_pipe >= 0) t.gate_up_pipe = o->gate_up_pipe;

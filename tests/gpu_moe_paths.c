@@ -368,21 +368,19 @@ static void prefill_overlap_equals_serial(void **state) {
 
 /* prefill_early_equals_plain's variants: the early shared gate_up items and the chained down
  * launch off (0); early items on, eager (1) and in a graph (2); both on, eager (3) and in a graph
- * (4), with every L2 cache hint (tuning.prefill_hints); the chained down alone, eager (5); the slot
- * plan at every size below prefill_split_min. Variant 0 without hints. */
+ * (4); the chained down alone, eager (5); the slot plan at every size below prefill_split_min. */
 static void tune_early_variant(tpm_cuda_moe_tuning *tu, int v, int split) {
     (void)split;
     tu->prefill_early = v > 0 && v < 5 ? 1 << 20 : 0;
     tu->prefill_down_early = v >= 3 ? 1 << 20 : 0;
     tu->prefill_split_max = 0;
-    tu->prefill_hints = v == 3 || v == 4 ? TPM_MOE_HINT_ALL : 0;
 }
 
 /* The fused slot plan's prefill with the shared slot's gate_up items started before the
  * routing ends (the gather, the tile table and gate_up chained by programmatic dependent
  * launch, tuning.prefill_early), and with the down launch chained to gate_up (waiting per
- * expert, tuning.prefill_down_early), and with the L2 cache hints (tuning.prefill_hints), gives
- * the bits of the plain chain, eager and in a CUDA graph replayed twice (the launches reset their own counters between replays). Routing mode 3
+ * expert, tuning.prefill_down_early), gives the bits of the plain chain, eager and in a CUDA
+ * graph replayed twice (the launches reset their own counters between replays). Routing mode 3
  * (9, 100 tokens) and mode 2 with the separate row scatter (1500, 4100, 4500); the persistent
  * CTAs up to 1500 tokens, the persistent 2-CTA clusters from 4096 (the shared slot's 33 row
  * tiles at 4100: 16 pairs and an odd item, 36 at 4500: pairs only; bands of 8 pairs). */
@@ -408,8 +406,8 @@ static void prefill_early_equals_plain(void **state) {
                                     NULL);
             for (int v = 1; v < 6; v++) assert_memory_equal(out[v], out[0], (size_t)T * H * 2);
             for (int v = 0; v < 6; v++) free(out[v]);
-            printf("  %-17s T=%-4d the early shared gate_up items, the chained down, the L2 hints (eager, "
-                   "graph) == the plain chain\n",
+            printf("  %-17s T=%-4d the early shared gate_up items, the chained down (eager, graph) == the "
+                   "plain chain\n",
                    p->name, T);
             free(x);
         }

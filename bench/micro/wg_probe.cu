@@ -12,6 +12,8 @@
  *   m3rr       m3r's routed experts alone (the 8192-token layer's split plan: its shared expert
  *              runs as dense cuBLAS GEMMs);
  *   routed     the 128 experts of m3u alone (every weight block read from HBM for 2 row tiles);
+ *   thin, even routed's rows, half the experts with a third row tile: 257 / 255 rows (a 1-row odd
+ *              tile) and 320 / 192 (a 64-row odd tile, no padded rows);
  *   shared     the shared expert of m3u alone (8192 rows);
  *   dense8     8 experts of 5120 rows.
  * Each layout runs the persistent 2-CTA clusters (form 2, the layer's default at 8192 tokens) and
@@ -25,10 +27,8 @@
  *   nvcc -O3 -std=c++17 -arch=sm_90a --fmad=false --expt-relaxed-constexpr -DTPMOE_BUILDING=1 \
  *     -DTPMOE_HAVE_CUDA=1 -D_GNU_SOURCE -Iinclude -Isrc -Isrc/core bench/micro/wg_probe.cu \
  *     build-crel/libtpmoe.a -lcublas -lcublasLt -lnccl -lcuda -o wg_probe
- *   (a variant file outside src/moe: add -Isrc/moe '-DWG_SRC="/path/variant.cu"'; a file from before
- *   round 39's hints argument: add -DWG_NO_HINTS)
- * Usage: wg_probe [--json FILE] [--hints M] (M: TPM_MOE_HINT_*, the L2 cache hints of the persistent
- * forms; default 0). Exit status 1 on a CUDA or library error.
+ *   (a variant file outside src/moe: add -Isrc/moe '-DWG_SRC="/path/variant.cu"')
+ * Usage: wg_probe [--json FILE]. Exit status 1 on a CUDA or library error.
  */
 #include "core/cuda_preload.h"
 #undef TPM_CUDA_ANCHOR
@@ -106,11 +106,8 @@ struct layout {
 
 int main(int argc, char **argv) {
     const char *json = nullptr;
-    int hints = 0;
-    for (int i = 1; i + 1 < argc; i++) {
+    for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--json")) json = argv[i + 1];
-        if (!strcmp(argv[i], "--hints")) hints = atoi(argv[i + 1]);
-    }
     std::vector<layout> L;
     {
         layout a{"dense1", {40960}};
@@ -125,16 +122,24 @@ int main(int argc, char **argv) {
         layout rr{"m3rr", r.rows}; /* m3r's routed experts alone: the 8192-token layer's split plan */
         r.rows.push_back(8192);
         layout ro{"routed", std::vector<int>(128, 256)};
+        /* the routed rows of `routed` (32768) split so that half the experts have a third row tile:
+         * thin: 257 / 255 rows (a 1-row odd tile; 63 padded rows each), even: 320 / 192 (a 64-row
+         * odd tile; no padded rows) */
+        layout th{"thin", std::vector<int>(128, 0)}, ev{"even", std::vector<int>(128, 0)};
+        for (int e = 0; e < 128; e++) {
+            th.rows[e] = e & 1 ? 255 : 257;
+            ev.rows[e] = e & 1 ? 192 : 320;
+        }
         layout sh{"shared", {8192}};
         layout d8{"dense8", std::vector<int>(8, 5120)};
-        L = {a, u, r, rr, ro, sh, d8};
+        L = {a, u, r, rr, ro, th, ev, sh, d8};
     }
     int dev = 0, nsm = 0;
     CK(cudaSetDevice(dev));
     CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, dev));
-    printf("device %s, %d SMs, hints %d\n", prop.name, nsm, hints);
+    printf("device %s, %d SMs\n", prop.name, nsm);
 
     const int EMAX = 129;
     uint16_t *w13, *w2, *x, *xp, *act, *rows;
@@ -163,7 +168,7 @@ int main(int argc, char **argv) {
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
     FILE *jf = json ? fopen(json, "w") : nullptr;
-    if (jf) fprintf(jf, "{\"device\": \"%s\", \"hints\": %d, \"rows\": [\n", prop.name, hints);
+    if (jf) fprintf(jf, "{\"device\": \"%s\", \"rows\": [\n", prop.name);
     bool first = true;
 
     printf("%-8s %4s %6s %6s %9s %9s %9s %9s %8s %8s %16s\n", "layout", "form", "slots", "rows", "call_ms", "gath_ms",
@@ -212,11 +217,7 @@ int main(int argc, char **argv) {
             std::vector<float> tv;
             for (int i = 0; i < REPS + 2; i++) {
                 CK(cudaEventRecord(e0, st));
-#ifdef WG_NO_HINTS /* a kernel file from before the hints (round 39) */
                 CT(probe_prefill_wgmma(d, c, x, T, form, 16, 0, 0, 0, st));
-#else
-                CT(probe_prefill_wgmma(d, c, x, T, form, 16, 0, 0, 0, hints, st));
-#endif
                 CK(cudaEventRecord(e1, st));
                 CK(cudaEventSynchronize(e1));
                 float ms;

@@ -69,25 +69,6 @@ void tpm_cuda_moe_gen_router(const tpm_preset *p, uint64_t seed, float *router, 
 
 tpm_status tpm_cuda_moe_set_path(tpm_cuda_moe *m, tpm_moe_path path);
 
-/* tuning.prefill_hints: where the own prefill GEMM (moe_cuda_gemm_sm90a.cu) tells L2 how long to
- * keep what it moves */
-enum {
-    TPM_MOE_HINT_ST_DOWN = 1, /* down's output rows: streaming stores (st.global.cs; the combine
-                               * reads them once, later) */
-    TPM_MOE_HINT_ST_ACT = 2,  /* gate_up's activation rows: streaming stores */
-    TPM_MOE_HINT_W_FIRST = 4, /* the weight tiles' TMA loads: evict first (a weight block is read by
-                               * the row tiles running beside each other, then not again) */
-    TPM_MOE_HINT_A_LAST = 8,  /* the A tiles' TMA loads: evict last (an expert's rows are read once
-                               * per weight block) */
-    TPM_MOE_HINT_W_REUSE = 16, /* with W_FIRST, the 2-CTA clusters: a row-tile pair of an expert with
-                               * an odd last tile loads its weights at the normal priority (the odd
-                               * item re-reads those blocks right after) */
-    TPM_MOE_HINT_PF4 = 32,    /* the weight tiles prefetched into L2 4 stages ahead of their loads
-                               * (cp.async.bulk.prefetch.tensor; with PF8: 12) */
-    TPM_MOE_HINT_PF8 = 64,    /* ... 8 stages ahead */
-    TPM_MOE_HINT_ALL = 127
-};
-
 /* Implementation choices. The defaults are the measured best
  * (docs/moe_cuda_rounds.md); the benchmark can force each one to compare them. */
 typedef struct tpm_cuda_moe_tuning {
@@ -140,9 +121,6 @@ typedef struct tpm_cuda_moe_tuning {
     int prefill_band;      /* prefill_gemm 3 (clusters 0, 2, 3): an expert with more row tiles
                             * than this runs them in bands of this many, each band's weight
                             * blocks one after the other (its A rows stay in L2); 0 = one band */
-    int prefill_hints;     /* prefill_gemm 3, persistent forms: L2 cache hints of the own GEMM, a
-                            * mask of TPM_MOE_HINT_* (below); default TPM_MOE_PREFILL_HINTS;
-                            * the same bits */
     int gate_up_pairs;     /* decode kernel 2 up to 8 tokens: gate/up row pairs per warp of
                             * k_gate_up2, 1 (x 4 chunks per lane) or 2 (x 2); 0 (default) = by
                             * size (tpm_cuda_moe_gate_up_pairs_for); the same bits */

@@ -51,7 +51,6 @@
  * Neither was faster in the persistent clusters (rounds 22, 23; docs/moe_cuda_rounds.md). */
 #define TPM_MOE_PREFILL_EARLY 4095
 #define TPM_MOE_PREFILL_DOWN_EARLY 4095
-#define TPM_MOE_PREFILL_HINTS 0 /* round 39: measured in r228 */
 /* Shared-expert plan of a fused layer on the decode path (kernel 0): from
  * this many tokens the shared slot runs as dense cuBLAS GEMMs (split plan).
  * The GEMV's multi-token shared slot is issue-bound (per 16-byte weight load

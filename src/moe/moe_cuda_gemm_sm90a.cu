@@ -148,7 +148,6 @@ struct wg_args {
                              * down's last CTA zeroes all E1 + 1 for the next call (the early
                              * gate_up launch may run before anything else of the call could) */
     int gu_nb;              /* down with gdone: gate_up's weight blocks per expert */
-    int hints;              /* TPM_MOE_HINT_* (the persistent forms): L2 policies of loads and stores */
     uint16_t *out;
     int ldo;
     /* gate_up epilogue */
@@ -206,12 +205,32 @@ __device__ __forceinline__ void release(uint64_t *empty, int s, uint32_t rank, i
     }
 }
 
-/* The tile's rows of consumer warpgroup c from its accumulators: gate_up (ACT) bias +
- * activation, down the plain values; bf16 stores (CS: cache streaming). */
-template <bool ACT, bool CS>
-__device__ __forceinline__ void epilogue(const wg_args &a, const float (&d)[128], int c, int row0, int nvalid, int e,
-                                         int wb) {
-    const int lane = threadIdx.x & 31, w4 = (threadIdx.x >> 5) & 3;
+/* One tile's mainloop and epilogue for consumer warpgroup c. g0: the ring use of the tile's
+ * first stage (0 in the one-tile-per-CTA kernel; the CTA's running count in the persistent
+ * one, which also releases the tile's last stage: the producer refills it for the next tile). */
+template <bool ACT, bool CL>
+__device__ __forceinline__ void consume(const wg_args &a, unsigned char *smem, uint64_t *full, uint64_t *empty,
+                                        uint32_t rank, int c, int row0, int nvalid, int e, int wb, int g0 = 0,
+                                        bool release_last = false) {
+    const int lane = threadIdx.x & 31, w4 = (threadIdx.x >> 5) & 3, KB = a.K / BK;
+    float d[128];
+    for (int kb = 0; kb < KB; kb++) {
+        const int g = g0 + kb, s = g % ST;
+        mbar_wait(&full[s], (g / ST) & 1);
+        unsigned char *st = smem + (size_t)s * STAGE_BYTES;
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++)
+            wgmma_m64n256k16(d, desc(st + c * 64 * 128 + kk * 32), desc(st + A_BYTES + kk * 32), (kb | kk) != 0);
+        wg_commit();
+        wg_wait<1>(); /* the previous stage's wgmmas are done: release it */
+        if (kb > 0) release<CL>(empty, (g - 1) % ST, rank, lane);
+    }
+    wg_wait<0>();
+    if (release_last) release<CL>(empty, (g0 + KB - 1) % ST, rank, lane);
+#pragma unroll
+    for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
+
     /* accumulator i of this thread: row 64 c + 16 w4 + lane/4 + 8 ((i/2) & 1),
      * column 8 (i/4) + 2 (lane & 3) + (i & 1) */
     const int rl = 64 * c + 16 * w4 + (lane >> 2), cq = 2 * (lane & 3);
@@ -235,50 +254,16 @@ __device__ __forceinline__ void epilogue(const wg_args &a, const float (&d)[128]
                 }
                 const float a0 = tpm_moe_act(a.act, g0, u0, a.alpha, a.limit, a.beta);
                 const float a1 = tpm_moe_act(a.act, g1, u1, a.alpha, a.limit, a.beta);
-                st_out<CS>(orow + wb * 128 + col, pack_bf16(a0, a1));
+                *reinterpret_cast<uint32_t *>(orow + wb * 128 + col) = pack_bf16(a0, a1);
             }
-        } else { /* one NaN test for the row's 64 values, then the hardware conversion alone */
-            if (!row_has_nan(d, h)) {
+        } else {
 #pragma unroll
-                for (int j = 0; j < 32; j++)
-                    st_out<CS>(orow + wb * 256 + 8 * j + cq, pack_bf16_num(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]));
-            } else {
-#pragma unroll
-                for (int j = 0; j < 32; j++)
-                    st_out<CS>(orow + wb * 256 + 8 * j + cq, pack_bf16(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]));
+            for (int j = 0; j < 32; j++) {
+                const int col = 8 * j + cq;
+                *reinterpret_cast<uint32_t *>(orow + wb * 256 + col) = pack_bf16(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
             }
         }
     }
-}
-
-/* One tile's mainloop and epilogue for consumer warpgroup c. g0: the ring use of the tile's
- * first stage (0 in the one-tile-per-CTA kernel; the CTA's running count in the persistent
- * one, which also releases the tile's last stage: the producer refills it for the next tile). */
-template <bool ACT, bool CL>
-__device__ __forceinline__ void consume(const wg_args &a, unsigned char *smem, uint64_t *full, uint64_t *empty,
-                                        uint32_t rank, int c, int row0, int nvalid, int e, int wb, int g0 = 0,
-                                        bool release_last = false) {
-    const int lane = threadIdx.x & 31, KB = a.K / BK;
-    float d[128];
-    for (int kb = 0; kb < KB; kb++) {
-        const int g = g0 + kb, s = g % ST;
-        mbar_wait(&full[s], (g / ST) & 1);
-        unsigned char *st = smem + (size_t)s * STAGE_BYTES;
-        wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; kk++)
-            wgmma_m64n256k16(d, desc(st + c * 64 * 128 + kk * 32), desc(st + A_BYTES + kk * 32), (kb | kk) != 0);
-        wg_commit();
-        wg_wait<1>(); /* the previous stage's wgmmas are done: release it */
-        if (kb > 0) release<CL>(empty, (g - 1) % ST, rank, lane);
-    }
-    wg_wait<0>();
-    if (release_last) release<CL>(empty, (g0 + KB - 1) % ST, rank, lane);
-#pragma unroll
-    for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
-
-    if (a.hints & (ACT ? TPM_MOE_HINT_ST_ACT : TPM_MOE_HINT_ST_DOWN)) epilogue<ACT, true>(a, d, c, row0, nvalid, e, wb);
-    else epilogue<ACT, false>(a, d, c, row0, nvalid, e, wb);
 }
 #endif /* TPM_WG_DEVICE */
 
@@ -396,7 +381,6 @@ struct wg_item {
     int e, rt, wb;   /* expert, this CTA's row tile, this CTA's weight block (-1: none) */
     int arow;        /* first A row this CTA loads (its whole tile, or CL odd: its half) */
     int odd;         /* CL: the A-shared kind */
-    int rtc;         /* the expert's row tiles */
 };
 
 template <bool CL>
@@ -412,7 +396,6 @@ __device__ __forceinline__ wg_item item_of(const wg_args &a, int e, int local, i
     r.e = e;
     const int rtc = (n_e + BM - 1) / BM;
     r.odd = 0;
-    r.rtc = rtc;
     if (!CL) {
         band_tile(local, rtc, a.band, a.nb, &r.wb, &r.rt);
     } else {
@@ -522,10 +505,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (threadIdx.x == 0) {
             int g = 0;
             bool pwaited = !early; /* CL rank 1: the routing's outputs are visible (it decodes too) */
-            /* L2 policies of the loads (0: none; tuning.prefill_hints) */
-            const uint64_t pw = a.hints & TPM_MOE_HINT_W_FIRST ? policy_evict_first() : 0;
-            const uint64_t pa = a.hints & TPM_MOE_HINT_A_LAST ? policy_evict_last() : 0;
-            const int pfd = (a.hints & TPM_MOE_HINT_PF4 ? 4 : 0) + (a.hints & TPM_MOE_HINT_PF8 ? 8 : 0);
             for (int n = 0;; n++) {
                 const int slot = n & 1;
                 long long it;
@@ -561,34 +540,23 @@ __global__ void __launch_bounds__(kThreads, 1)
                 if (!ACT && a.gdone) wait_gate_up(a, w.e);
                 const int brow0 = w.wb >= 0 ? w.e * a.wrows + w.wb * a.nb_rows : 0, brow1 = brow0 + a.bhalf;
                 const uint32_t bytes = CL && w.odd && w.wb < 0 ? (uint32_t)A_BYTES : (uint32_t)STAGE_BYTES;
-                /* W_REUSE: a pair whose expert has an odd last tile leaves its weight lines at the
-                 * normal priority: the odd item reads the same blocks next */
-                const uint64_t pwi = CL && (a.hints & TPM_MOE_HINT_W_REUSE) && !w.odd && (w.rtc & 1) ? 0 : pw;
                 for (int kb = 0; kb < KB; kb++, g++) {
                     const int s = g % ST;
                     if (g >= ST) mbar_wait(&empty[s], ((g / ST) - 1) & 1);
                     unsigned char *st = smem + (size_t)s * STAGE_BYTES;
-                    if (pfd && kb + pfd < KB && w.wb >= 0) { /* this CTA's weight rows, pfd stages on */
-                        if (!CL || w.odd) {
-                            tma_prefetch_2d(&tb, (kb + pfd) * BK, brow0);
-                            tma_prefetch_2d(&tb, (kb + pfd) * BK, brow1);
-                        } else {
-                            tma_prefetch_2d(&tb, (kb + pfd) * BK, rank ? brow1 : brow0);
-                        }
-                    }
                     mbar_expect_tx(&full[s], bytes);
                     if (!CL) {
-                        tma_ld(st, tam, kb * BK, w.arow, &full[s], pa);
-                        tma_ld(st + A_BYTES, &tb, kb * BK, brow0, &full[s], pw);
-                        tma_ld(st + A_BYTES + BH_BYTES, &tb, kb * BK, brow1, &full[s], pw);
+                        tma_2d(st, tam, kb * BK, w.arow, &full[s]);
+                        tma_2d(st + A_BYTES, &tb, kb * BK, brow0, &full[s]);
+                        tma_2d(st + A_BYTES + BH_BYTES, &tb, kb * BK, brow1, &full[s]);
                     } else if (!w.odd) { /* own A tile; this CTA's half of B into both */
-                        tma_ld(st, tam, kb * BK, w.arow, &full[s], pa);
-                        tma_ld_mc(st + A_BYTES + rank * BH_BYTES, &tb, kb * BK, rank ? brow1 : brow0, &full[s], pwi);
+                        tma_2d(st, tam, kb * BK, w.arow, &full[s]);
+                        tma_2d_mc(st + A_BYTES + rank * BH_BYTES, &tb, kb * BK, rank ? brow1 : brow0, &full[s]);
                     } else { /* this CTA's half of A into both; own weight block */
-                        tma_ld_mc(st + rank * (A_BYTES / 2), tam64, kb * BK, w.arow, &full[s], pa);
+                        tma_2d_mc(st + rank * (A_BYTES / 2), tam64, kb * BK, w.arow, &full[s]);
                         if (w.wb >= 0) {
-                            tma_ld(st + A_BYTES, &tb, kb * BK, brow0, &full[s], pw);
-                            tma_ld(st + A_BYTES + BH_BYTES, &tb, kb * BK, brow1, &full[s], pw);
+                            tma_2d(st + A_BYTES, &tb, kb * BK, brow0, &full[s]);
+                            tma_2d(st + A_BYTES + BH_BYTES, &tb, kb * BK, brow1, &full[s]);
                         }
                     }
                 }
@@ -752,7 +720,7 @@ tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ct
 }
 
 tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, const uint16_t *x, int T,
-                                 int cluster, int band, int skip_shared, int early, int down_early, int hints,
+                                 int cluster, int band, int skip_shared, int early, int down_early,
                                  cudaStream_t s) {
     TPM_ASSERT(c.ready && c.rtp);
     const long long rows = (long long)T * d.K;
@@ -791,7 +759,6 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
     g.alpha = d.alpha;
     g.limit = d.limit;
     g.beta = d.beta;
-    g.hints = hints;
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute at[2]; /* the 2-CTA cluster; programmatic dependent launch (early, down_early) */
     at[0].id = cudaLaunchAttributeClusterDimension;

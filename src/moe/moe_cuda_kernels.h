@@ -249,10 +249,9 @@ tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ct
  * (prefill split plan: tpm_moe_shared_split_prefill wrote its rows).
  * early (cluster 3, fused slot plan, no EP, x 16-byte aligned; else ignored): the gather, the
  * tile table and the gate_up launch are chained by programmatic dependent launch, and the
- * gate_up launch runs the shared slot's items (A from x) before it waits for the routing.
- * hints: TPM_MOE_HINT_* (the persistent forms; tuning.prefill_hints). */
+ * gate_up launch runs the shared slot's items (A from x) before it waits for the routing. */
 tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, const uint16_t *x, int T,
-                                 int cluster, int band, int skip_shared, int early, int down_early, int hints,
+                                 int cluster, int band, int skip_shared, int early, int down_early,
                                  cudaStream_t s);
 /* The shared expert as a dense MLP over all T tokens -> sh_out (bf16): the unfused layer, and
  * the decode-path split plan of a fused layer (d.shared_dense). */

@@ -276,7 +276,6 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_tc_loads = TPM_MOE_ROUTE_TC_LOADS;
     m->tune.prefill_early = TPM_MOE_PREFILL_EARLY;
     m->tune.prefill_down_early = TPM_MOE_PREFILL_DOWN_EARLY;
-    m->tune.prefill_hints = TPM_MOE_PREFILL_HINTS;
     m->tune.expert_wait = TPM_MOE_EXPERT_WAIT;
     m->tune.route_fence = TPM_MOE_ROUTE_FENCE;
     m->tune.gate_up_pipe = TPM_MOE_GATE_UP_PIPE;
@@ -457,8 +456,6 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->gate_up_pipe == 0 || t->gate_up_pipe == 1, "gate_up_pipe %d is not 0 or 1", t->gate_up_pipe);
     TPM_ARG_CHECK(t->prefill_early >= 0, "prefill_early %d < 0", t->prefill_early);
     TPM_ARG_CHECK(t->prefill_down_early >= 0, "prefill_down_early %d < 0", t->prefill_down_early);
-    TPM_ARG_CHECK(t->prefill_hints >= 0 && t->prefill_hints <= TPM_MOE_HINT_ALL, "prefill_hints %d outside 0..%d",
-                  t->prefill_hints, (int)TPM_MOE_HINT_ALL);
     TPM_ARG_CHECK(t->route_tc_clusters >= 0 && t->route_tc_clusters <= 64, "route_tc_clusters %d outside 0..64",
                   t->route_tc_clusters);
     m->tune = *t;
@@ -745,7 +742,7 @@ tpm_status tpm_cuda_moe_experts(tpm_cuda_moe *m, const void *x, int T, void *str
         }
         return tpm_moe_prefill_wgmma(d, m->wg, (const uint16_t *)x, T, tpm_cuda_moe_prefill_form(m, T),
                                      m->tune.prefill_band, split, T <= m->tune.prefill_early && use_pdl(m, s),
-                                     T <= m->tune.prefill_down_early && use_pdl(m, s), m->tune.prefill_hints, s);
+                                     T <= m->tune.prefill_down_early && use_pdl(m, s), s);
     }
     TPM_CUDA_TRY(cudaMemcpyAsync(m->h_offsets, d.offsets, (size_t)(d.E1 + 1) * 4, cudaMemcpyDeviceToHost, s));
     TPM_CUDA_TRY(cudaStreamSynchronize(s));
