@@ -28,7 +28,9 @@
  *     -DTPMOE_HAVE_CUDA=1 -D_GNU_SOURCE -Iinclude -Isrc -Isrc/core bench/micro/wg_probe.cu \
  *     build-crel/libtpmoe.a -lcublas -lcublasLt -lnccl -lcuda -o wg_probe
  *   (a variant file outside src/moe: add -Isrc/moe '-DWG_SRC="/path/variant.cu"')
- * Usage: wg_probe [--json FILE]. Exit status 1 on a CUDA or library error.
+ * Usage: wg_probe [--json FILE] [--layout NAME [--form F] [--reps N]] (one layout, one form, N
+ * timed calls after 2 warm-up ones, no cuBLAS: a profiler's run). Exit status 1 on a CUDA or
+ * library error.
  */
 #include "core/cuda_preload.h"
 #undef TPM_CUDA_ANCHOR
@@ -105,9 +107,15 @@ struct layout {
 } // namespace
 
 int main(int argc, char **argv) {
-    const char *json = nullptr;
-    for (int i = 1; i + 1 < argc; i++)
+    const char *json = nullptr, *only = nullptr;
+    int only_form = 0, reps = REPS;
+    for (int i = 1; i + 1 < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = argv[i + 1];
+        if (!strcmp(argv[i], "--layout")) only = argv[i + 1];
+        if (!strcmp(argv[i], "--form")) only_form = atoi(argv[i + 1]);
+        if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+    }
+    if (reps < 1) reps = 1;
     std::vector<layout> L;
     {
         layout a{"dense1", {40960}};
@@ -174,6 +182,7 @@ int main(int argc, char **argv) {
     printf("%-8s %4s %6s %6s %9s %9s %9s %9s %8s %8s %16s\n", "layout", "form", "slots", "rows", "call_ms", "gath_ms",
            "gemm_ms", "TFLOP/s", "issued", "pad%", "out_hash");
     for (const layout &l : L) {
+        if (only && strcmp(only, l.name)) continue;
         const int E1 = (int)l.rows.size();
         std::vector<int32_t> off(E1 + 1, 0);
         long long issued_rows = 0;
@@ -202,7 +211,7 @@ int main(int argc, char **argv) {
         const double iflops = 2.0 * issued_rows * (2.0 * IL * H + (double)H * IL);
         /* the gather alone */
         std::vector<float> tg;
-        for (int i = 0; i < REPS + 2; i++) {
+        for (int i = 0; i < reps + 2; i++) {
             CK(cudaEventRecord(e0, st));
             CT(tpm_moe_launch_gather(d, x, T, T, 0, st));
             CK(cudaEventRecord(e1, st));
@@ -213,9 +222,10 @@ int main(int argc, char **argv) {
         }
         const float gms = median(tg);
         for (int form = 2; form <= 3; form++) {
+            if (only_form && form != only_form) continue;
             CK(cudaMemset(rows, 0xff, (size_t)T * H * 2)); /* poison: every output row must be written */
             std::vector<float> tv;
-            for (int i = 0; i < REPS + 2; i++) {
+            for (int i = 0; i < reps + 2; i++) {
                 CK(cudaEventRecord(e0, st));
                 CT(probe_prefill_wgmma(d, c, x, T, form, 16, 0, 0, 0, st));
                 CK(cudaEventRecord(e1, st));
@@ -245,6 +255,10 @@ int main(int argc, char **argv) {
         }
     }
 
+    if (only) { /* one layout (a profiler's run): no cuBLAS */
+        if (jf) fprintf(jf, "\n]}\n"), fclose(jf);
+        return 0;
+    }
     /* cuBLAS on dense1's two GEMMs (row-major C[M x N] = A[M x K] . W[N x K]^T) */
     cublasHandle_t h;
     if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return 1;
