@@ -11,8 +11,8 @@ NAME=r230
 . bench/device_env.sh
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu --format=csv > "$R/smi.txt" 2>&1
 cat "$R/smi.txt"
-for l in even thin routed; do
-  timeout 150 ncu --clock-control base --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+for l in even thin; do
+  timeout 100 ncu --clock-control base --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
     --section MemoryWorkloadAnalysis --section SourceCounters --import-source no \
     --kernel-name regex:k_wg_gemm_p --launch-skip 2 --launch-count 2 -o /tmp/r230_$l \
     "$B/wg_probe" --layout $l --form 2 --reps 1 > "$R/ncu_$l.log" 2>&1
