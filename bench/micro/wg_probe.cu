@@ -30,7 +30,10 @@
  *   (a variant file outside src/moe: add -Isrc/moe '-DWG_SRC="/path/variant.cu"')
  * Usage: wg_probe [--json FILE] [--layout NAME [--form F] [--reps N]] (one layout, one form, N
  * timed calls after 2 warm-up ones, no cuBLAS: a profiler's run). Exit status 1 on a CUDA or
- * library error.
+ * library error or an unknown layout.
+ * Timing: the 15 calls of a layout take ~0.13 s, inside the board's power ramp (an H100 at its
+ * 700 W cap falls from 1980 to ~1400 MHz within ~0.5 s: r231), so their medians depend on what ran
+ * before; compare layouts with --layout L --reps 200 (or under a profiler at locked clocks).
  */
 #include "core/cuda_preload.h"
 #undef TPM_CUDA_ANCHOR
@@ -181,8 +184,10 @@ int main(int argc, char **argv) {
 
     printf("%-8s %4s %6s %6s %9s %9s %9s %9s %8s %8s %16s\n", "layout", "form", "slots", "rows", "call_ms", "gath_ms",
            "gemm_ms", "TFLOP/s", "issued", "pad%", "out_hash");
+    int matched = 0;
     for (const layout &l : L) {
         if (only && strcmp(only, l.name)) continue;
+        matched++;
         const int E1 = (int)l.rows.size();
         std::vector<int32_t> off(E1 + 1, 0);
         long long issued_rows = 0;
@@ -255,6 +260,10 @@ int main(int argc, char **argv) {
         }
     }
 
+    if (only && !matched) {
+        fprintf(stderr, "wg_probe: no layout named '%s'\n", only);
+        return 1;
+    }
     if (only) { /* one layout (a profiler's run): no cuBLAS */
         if (jf) fprintf(jf, "\n]}\n"), fclose(jf);
         return 0;
