@@ -528,6 +528,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #if EPI_NOLOAD
     for (int i = threadIdx.x; i < ST * STAGE_BYTES / 16; i += blockDim.x)
         reinterpret_cast<uint4 *>(smem)[i] = make_uint4(0u, 0u, 0u, 0u);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* the zeros, seen by wgmma */
 #endif
     __syncthreads();
     if (CL) cluster_sync();
@@ -579,12 +580,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 #if EPI_NOLOAD
                     (void)st;
                     (void)bytes;
+                    (void)tam64;
                     mbar_arrive(&full[s]);
-                    if (false) {
 #else
                     mbar_expect_tx(&full[s], bytes);
                     if (!CL) {
-#endif
                         tma_2d(st, tam, kb * BK, w.arow, &full[s]);
                         tma_2d(st + A_BYTES, &tb, kb * BK, brow0, &full[s]);
                         tma_2d(st + A_BYTES + BH_BYTES, &tb, kb * BK, brow1, &full[s]);
@@ -598,6 +598,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                             tma_2d(st + A_BYTES + BH_BYTES, &tb, kb * BK, brow1, &full[s]);
                         }
                     }
+#endif
                 }
             }
             if (!ACT && a.gdone) { /* down: the last CTA done waiting zeroes the counts */
