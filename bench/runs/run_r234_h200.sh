@@ -4,16 +4,19 @@
 # no expect_tx; bench/micro/var/epi.cu now leaves every load out) beside EPI 0 on the same machine:
 #   EPI 0  the library's kernel;
 #   EPI 4  no loads: wgmma and the epilogue on a zeroed ring;
-#   EPI 5  no loads and no stores: wgmma and the epilogue's arithmetic alone.
+#   EPI 5  no loads and no stores: wgmma and the epilogue's arithmetic alone;
+#   "9"    not an EPI build: wg_probe over a23d242's kernel (round 38's try, reverted: the epilogue
+#          staged in shared memory, full 64-row blocks stored by TMA), to time down's stores under
+#          locked clocks (r227 timed it only free-running, for the whole call).
 # The same steps as r233 (Nsight Compute at base clocks; free-running, 200 calls, order 0 4 5 0).
-# Binaries: prebuilt/bin.txz (wg_epi0, 4, 5; stripped).
+# Binaries: prebuilt/bin.txz (wg_epi0, 4, 5, and wg_epi9 = a23d242's kernel; stripped).
 # Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r234_h200.sh
 NAME=r234
 . bench/device_env.sh
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu --format=csv > "$R/smi.txt" 2>&1
 cat "$R/smi.txt"
 for l in dense1 m3rr; do
-  for v in 0 4 5; do
+  for v in 0 4 5 9; do
     timeout 100 ncu --clock-control base --section SpeedOfLight --kernel-name regex:k_wg_gemm_p \
       --launch-skip 2 --launch-count 2 "$B/wg_epi$v" --layout $l --form 2 --reps 1 > "$R/ncu_${l}_$v.log" 2>&1
     printf "== ncu %-6s EPI %d rc=%d (%s): %s\n" $l $v $? "$(el)" \
@@ -22,7 +25,7 @@ for l in dense1 m3rr; do
   pack
 done
 for l in dense1 m3rr; do
-  for v in 0 4 5 0; do
+  for v in 0 4 5 9 0; do
     n=${l}_$v; [ -e "$R/probe_$n.log" ] && n=${n}b
     nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv,noheader -lms 50 > "$R/clocks_$n.csv" 2>&1 &
     S=$!
