@@ -125,7 +125,11 @@
  *      This is round 38's "noepi" (r226, r227), which therefore timed no tensor work;
  *   4  the loads: the producer arrives on full[s] without a TMA, so the consumers run wgmma and
  *      the epilogue on a ring zeroed at the start (zeros: no slow paths in the activation);
- *   5  4 and 1: wgmma and the epilogue's arithmetic, no memory traffic.
+ *   5  4 and 1: wgmma and the epilogue's arithmetic, no memory traffic;
+ *   6  5 with gate_up's activation replaced by g + u (its cost, without memory traffic);
+ *   7  5 with gate_up's epilogue specialized: swiglu-oai without a bias, no per-value branch on
+ *      the activation kind or the bias (the same arithmetic as tpm_moe_act);
+ *   8  the library's kernel with 7's specialized epilogue (the same bits as 0).
  * The outputs of 1, 3, 4 and 5 are not the library's (timing only). The rest of the file is the
  * library's, unchanged. */
 #include "core/cuda_preload.h"
@@ -134,8 +138,19 @@
 #ifndef EPI
 #define EPI 0
 #endif
-#define EPI_NOSTORE (EPI == 1 || EPI == 5)
-#define EPI_NOLOAD (EPI == 4 || EPI == 5)
+#define EPI_NOSTORE (EPI == 1 || EPI == 5 || EPI == 6 || EPI == 7)
+#define EPI_NOLOAD (EPI == 4 || EPI == 5 || EPI == 6 || EPI == 7)
+#define EPI_NOACT (EPI == 6)
+#define EPI_SPEC (EPI == 7 || EPI == 8)
+#ifdef TPM_WG_DEVICE
+/* tpm_moe_act's swiglu-oai branch, verbatim (the same bits) */
+__device__ __forceinline__ float epi_swiglu(float g, float u, float alpha, float limit, float beta) {
+    g = fminf(g, limit);
+    u = fminf(fmaxf(u, -limit), limit);
+    float sg = 1.0f / (1.0f + expf(-alpha * g));
+    return g * sg * (u + beta);
+}
+#endif
 
 #include <string.h>
 
@@ -263,6 +278,22 @@ __device__ __forceinline__ void consume(const wg_args &a, unsigned char *smem, u
         uint16_t *orow = a.out + (size_t)(row0 + r) * a.ldo;
         if (ACT) { /* columns 0..127 gate, 128..255 the matching up */
             const float *bg = a.b13 ? a.b13 + (size_t)e * 2 * a.Il + wb * 128 : nullptr;
+#if EPI_SPEC
+            if (!bg && a.act != TPM_ACT_SILU_GLU) {
+#pragma unroll
+                for (int j = 0; j < 16; j++) {
+                    const int col = 8 * j + cq;
+                    const float a0 = epi_swiglu(d[4 * j + 2 * h], d[64 + 4 * j + 2 * h], a.alpha, a.limit, a.beta);
+                    const float a1 =
+                        epi_swiglu(d[4 * j + 2 * h + 1], d[64 + 4 * j + 2 * h + 1], a.alpha, a.limit, a.beta);
+#if EPI_NOSTORE
+                    if (a.ldo < 0)
+#endif
+                    *reinterpret_cast<uint32_t *>(orow + wb * 128 + col) = pack_bf16(a0, a1);
+                }
+                continue;
+            }
+#endif
 #pragma unroll
             for (int j = 0; j < 16; j++) {
                 const int col = 8 * j + cq;
@@ -274,8 +305,12 @@ __device__ __forceinline__ void consume(const wg_args &a, unsigned char *smem, u
                     u0 += bg[a.Il + col];
                     u1 += bg[a.Il + col + 1];
                 }
+#if EPI_NOACT
+                const float a0 = g0 + u0, a1 = g1 + u1;
+#else
                 const float a0 = tpm_moe_act(a.act, g0, u0, a.alpha, a.limit, a.beta);
                 const float a1 = tpm_moe_act(a.act, g1, u1, a.alpha, a.limit, a.beta);
+#endif
 #if EPI_NOSTORE
                 if (a.ldo < 0)
 #endif
