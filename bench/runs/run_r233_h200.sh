@@ -3,7 +3,7 @@
 # time is made of. Round 38's "no epilogue" probe (r226, r227: 14-20% faster) had, as its SASS shows,
 # no wgmma left either: with the accumulators dead, ptxas drops the HGMMAs (one placeholder
 # HGMMA.64x8x16 on RZ stays). So it timed the ring's loads and barriers alone. Five builds of
-# bench/micro/wg_probe.cu over bench/micro/var/epi.cu (0fb8b78's moe_cuda_gemm_sm90a.cu with an EPI
+# bench/micro/wg_probe.cu over bench/micro/var/epi.cu, now bench/micro/var/epi.patch (0fb8b78's moe_cuda_gemm_sm90a.cu with an EPI
 # switch; see its top comment):
 #   EPI 0  the library's kernel;
 #   EPI 1  no output stores (every value computed);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run_r234_h200.sh - one GPU (H200 asked; an H100 may come), into $OUT/r234: r233's EPI 4 and 5 again
 # (in r233 they failed with a launch failure: the clustered form's TMA loads were still issued, with
-# no expect_tx; bench/micro/var/epi.cu now leaves every load out) beside EPI 0 on the same machine:
+# no expect_tx; bench/micro/var/epi.cu, now bench/micro/var/epi.patch, leaves every load out) beside EPI 0 on the same machine:
 #   EPI 0  the library's kernel;
 #   EPI 4  no loads: wgmma and the epilogue on a zeroed ring;
 #   EPI 5  no loads and no stores: wgmma and the epilogue's arithmetic alone;

@@ -2,7 +2,7 @@
 # run_r235_h200.sh - one GPU (H200 asked; an H100 may come), into $OUT/r235: what gate_up's
 # activation costs, and a specialized epilogue. r234 found gate_up's wgmma + epilogue alone (no
 # loads, no stores: EPI 5) 20-23% over its tensor time at locked clocks, down's 9-14%. Builds of
-# bench/micro/wg_probe.cu over bench/micro/var/epi.cu (its top comment):
+# bench/micro/wg_probe.cu over bench/micro/var/epi.cu, now bench/micro/var/epi.patch (its top comment):
 #   EPI 0  the library's kernel;              EPI 5  no loads, no stores;
 #   EPI 6  5 with the activation replaced by g + u;
 #   EPI 7  5 with gate_up's epilogue specialized (swiglu-oai, no bias: no per-value branch);
