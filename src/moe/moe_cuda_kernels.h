@@ -266,14 +266,32 @@ tpm_status tpm_moe_shared_split_prefill(const tpm_moe_dev &d, void *blas, const 
 tpm_status tpm_moe_launch_generate(const tpm_moe_dev &d, const tpm_preset *p, uint64_t seed,
                                    cudaStream_t s);
 
-/* swiglu-oai / SiLU-GLU in fp32 (device and host). */
+/* sigmoid(z) = 1 / (1 + exp(-z)) in fp32. On the device two MUFU operations, ex2.approx and
+ * rcp.approx (flush to zero; about 2 ulp of fp32 together, far below the bf16 rounding that every
+ * GPU consumer of an activation applies): the precise expf and IEEE divide cost gate_up's fused
+ * epilogue 8% of the GEMM at 8192 tokens (round 41, r235). Every GPU path (decode kernel sets,
+ * the activation kernel, the wgmma epilogue) uses this one form, so they agree with each other;
+ * the CPU backend (activation.c) keeps expf and the divide, and the GPU tests compare with a
+ * tolerance. Large -z: ex2 gives inf, rcp 0, as the precise form. */
+__host__ __device__ __forceinline__ float tpm_moe_sigmoid(float z) {
+#ifdef __CUDA_ARCH__
+    float e, r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(z * -1.44269504088896341f));
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.0f + e));
+    return r;
+#else
+    return 1.0f / (1.0f + expf(-z));
+#endif
+}
+
+/* swiglu-oai / SiLU-GLU in fp32 (device and host). With kind a compile-time constant the
+ * branch folds away (the wgmma epilogue instantiates one loop per kind). */
 __host__ __device__ __forceinline__ float tpm_moe_act(int kind, float g, float u, float alpha,
                                                       float limit, float beta) {
-    if (kind == TPM_ACT_SILU_GLU) return g / (1.0f + expf(-g)) * u;
+    if (kind == TPM_ACT_SILU_GLU) return g * tpm_moe_sigmoid(g) * u;
     g = fminf(g, limit);
     u = fminf(fmaxf(u, -limit), limit);
-    float sg = 1.0f / (1.0f + expf(-alpha * g));
-    return g * sg * (u + beta);
+    return g * tpm_moe_sigmoid(alpha * g) * (u + beta);
 }
 
 #endif /* TPM_MOE_CUDA_KERNELS_H */
