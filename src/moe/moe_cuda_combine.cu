@@ -28,14 +28,6 @@
 #include "core/cuda_preload.h"
 #include "moe_cuda_kernels.h"
 
-/* experiment (round 41, r238): the prefill combine's loop form and its blocks per SM */
-#ifndef TPM_COMBINE_VAR
-#define TPM_COMBINE_VAR 0
-#endif
-#ifndef TPM_COMBINE_MINB
-#define TPM_COMBINE_MINB 8
-#endif
-
 namespace {
 
 __device__ __forceinline__ float bf(uint16_t v) { return __uint_as_float((uint32_t)v << 16); }
@@ -103,47 +95,6 @@ __device__ __forceinline__ void combine_body(const tpm_moe_dev d, const RowT *__
     for (int i = 0; i < V; i++) acc[i] = 0.0f;
     if constexpr (V == 8) { /* bf16 rows (prefill, bandwidth-bound): one slot at a time (all K row
                              * loads first: 72 registers, 20% slower from 1024 tokens, round 19) */
-#if TPM_COMBINE_VAR == 2
-        for (int s = 0; s < d.K; s += 2) { /* two slots' row loads in flight */
-            const int p = t * d.K + s;
-            const bool two = s + 1 < d.K;
-            const float w0 = d.wts[p], w1 = two ? d.wts[p + 1] : 0.0f;
-            const int r0 = d.inv[p], r1 = two ? d.inv[p + 1] : 0;
-            const bool ok0 = !(d.ep > 1 && r0 >= local), ok1 = two && !(d.ep > 1 && r1 >= local);
-            float v0[V], v1[V];
-            if (ok0) load_v<RowT, V>(rows + (size_t)r0 * d.H + h, v0);
-            if (ok1) load_v<RowT, V>(rows + (size_t)r1 * d.H + h, v1);
-            if (ok0) {
-                if (bias) add_bias<V>(d, d.ep > 1 ? d.perm_exp[r0] : d.sel[p], h, v0);
-#pragma unroll
-                for (int i = 0; i < V; i++) acc[i] += w0 * v0[i];
-            }
-            if (ok1) {
-                if (bias) add_bias<V>(d, d.ep > 1 ? d.perm_exp[r1] : d.sel[p + 1], h, v1);
-#pragma unroll
-                for (int i = 0; i < V; i++) acc[i] += w1 * v1[i];
-            }
-        }
-#elif TPM_COMBINE_VAR == 1
-        /* the next slot's row index and weight loaded while this slot's row is in flight */
-        int rn = d.inv[t * d.K];
-        float wn = d.wts[t * d.K];
-        for (int s = 0; s < d.K; s++) {
-            const int p = t * d.K + s;
-            const float w = wn;
-            const int r = rn;
-            if (s + 1 < d.K) {
-                rn = d.inv[p + 1];
-                wn = d.wts[p + 1];
-            }
-            if (d.ep > 1 && r >= local) continue;
-            float v[V];
-            load_v<RowT, V>(rows + (size_t)r * d.H + h, v);
-            if (bias) add_bias<V>(d, d.ep > 1 ? d.perm_exp[r] : d.sel[p], h, v);
-#pragma unroll
-            for (int i = 0; i < V; i++) acc[i] += w * v[i];
-        }
-#else
         for (int s = 0; s < d.K; s++) {
             const int p = t * d.K + s;
             const float w = d.wts[p];
@@ -155,7 +106,6 @@ __device__ __forceinline__ void combine_body(const tpm_moe_dev d, const RowT *__
 #pragma unroll
             for (int i = 0; i < V; i++) acc[i] += w * v[i];
         }
-#endif
     } else {
         /* fp32 rows (the decode path: a few thousand threads, latency-bound): every load of a
          * chunk of C slots issued before the first sum, the sums in slot order. One slot at a
@@ -214,7 +164,7 @@ __global__ void k_combine_f32(tpm_moe_dev d, const float *__restrict__ rows, uin
 /* The prefill's bf16 rows, bound by the row loads in flight: capped at 32 registers, so 8 blocks
  * of 256 fit an SM (64 warps; uncapped, 44 registers left 40). Round 24 (r158): 8192 tokens 199
  * -> 173 us, 4096 103 -> 91, 1024 27-28 -> 26-27 (a cap of 39 registers: 181, 93, 25-26). */
-__global__ void __launch_bounds__(256, TPM_COMBINE_MINB)
+__global__ void __launch_bounds__(256, 8)
     k_combine_bf16(tpm_moe_dev d, const uint16_t *__restrict__ rows, uint16_t *__restrict__ y, int T) {
     combine_body<uint16_t, 8>(d, rows, y, T);
 }
