@@ -8,7 +8,11 @@
 #      cores against the defaults at 3-8 tokens; round 35's shared_overlap 2 for the unfused layer
 #      at 1-4 tokens), two passes.
 # The SM clock and board power are sampled every 100 ms throughout (clocks.csv).
-# Binaries: prebuilt/bin.txz (a compact Release build of round 41: tpmoe; stripped).
+#   1b. the prefill combine's loop forms, two passes (comb_*.json; see the step; the builds are of
+#       28dc662, whose switches 9a4313b reverted).
+# Binaries: prebuilt/bin.txz (stripped): tpmoe, a compact Release build of round 41, and
+# tpmoe_c0_8 / c1_8 / c2_8 / c2_6, the same with src/moe/moe_cuda_combine.cu's TPM_COMBINE_VAR /
+# TPM_COMBINE_MINB set to 0/8 (the library), 1/8, 2/8, 2/6.
 # Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r238_h200.sh
 NAME=r238
 . bench/device_env.sh
@@ -22,6 +26,19 @@ for pass in a b; do
     --json "$R/$j" > "$R/bench_moe_tp1_$pass.log" 2>&1
   echo "== table $pass rc=$? ($(el))"
   awk '/^tokens/{h=1;next} h&&NF>10{printf "%s/%s %s: %s %s %s %s | ", $1, $2, $4, $15, $11, $18, $20}' "$R/bench_moe_tp1_$pass.log"; echo
+  pack
+done
+# the prefill combine's loop forms (round 41 experiment; the same sums in the same order):
+# c0_8 the library's (one slot's row load at a time, 8 blocks of 256 per SM), c1_8 the next
+# slot's index and weight loaded ahead, c2_8 / c2_6 two slots' row loads in flight (8 / 6 blocks)
+for pass in a b; do
+  for v in c0_8 c1_8 c2_8 c2_6; do
+    n=comb_${v}_$pass
+    timeout 100 "$B/tpmoe_$v" bench moe --preset m3 --tokens 32,1024,4096,8192 --fuse-shared 1 --check 1 \
+      --json "$R/$n.json" > "$R/$n.log" 2>&1
+    printf "== %-12s rc=%d (%s): " $n $? "$(el)"
+    awk '/^tokens/{h=1;next} h&&NF>10{printf "%s comb %s total %s err %s sel %s | ", $1, $13, $15, $19, $20}' "$R/$n.log"; echo
+  done
   pack
 done
 bm() { # name args...
