@@ -285,12 +285,14 @@ __host__ __device__ __forceinline__ float tpm_moe_sigmoid(float z) {
 }
 
 /* swiglu-oai / SiLU-GLU in fp32 (device and host). With kind a compile-time constant the
- * branch folds away (the wgmma epilogue instantiates one loop per kind). */
+ * branch folds away (the wgmma epilogue instantiates one loop per kind). The clamps are
+ * comparisons, as in activation.c, so a NaN gate or up stays NaN (fminf / fmaxf would turn it
+ * into the limit, a finite output from a NaN row; round 41). */
 __host__ __device__ __forceinline__ float tpm_moe_act(int kind, float g, float u, float alpha,
                                                       float limit, float beta) {
     if (kind == TPM_ACT_SILU_GLU) return g * tpm_moe_sigmoid(g) * u;
-    g = fminf(g, limit);
-    u = fminf(fmaxf(u, -limit), limit);
+    g = g > limit ? limit : g;
+    u = u > limit ? limit : (u < -limit ? -limit : u);
     return g * tpm_moe_sigmoid(alpha * g) * (u + beta);
 }
 
