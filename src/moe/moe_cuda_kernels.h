@@ -270,8 +270,8 @@ tpm_status tpm_moe_launch_generate(const tpm_moe_dev &d, const tpm_preset *p, ui
  * rcp.approx with flush to zero: relative error below 2^-17.9 (mostly the rounding of z log2(e),
  * about |z| 2^-24 ln 2: 3.7e-6 at |z| = 87), far below the bf16 rounding (2^-9) that every GPU
  * consumer of an activation applies; a sigmoid below 2^-126 (z < -87.3) is flushed to zero. The
- * precise expf and IEEE divide cost gate_up's fused epilogue 8% of the GEMM at 8192 tokens
- * (round 41, r235). Every GPU path (decode kernel sets, the activation kernel, the wgmma
+ * precise expf and IEEE divide cost the wgmma gate_up 2.6-3.5% at locked clocks (round 41,
+ * r236). Every GPU path (decode kernel sets, the activation kernel, the wgmma
  * epilogue) uses this one form, so they agree with each other; the CPU backend (activation.c)
  * keeps expf and the divide; tests/gpu_act.cu holds the two to that bound. Large -z: ex2 gives
  * inf, rcp 0, as the precise form. */
