@@ -33,6 +33,7 @@ extern "C" {
 
 #include "moe/moe_cuda_kernels.h"
 #include "moe/moe_math.h"
+#include "util/splitmix.h"
 
 namespace {
 
@@ -42,14 +43,8 @@ __global__ void k_eval_act(int kind, const float *g, const float *u, float *o, i
     if (i < n) o[i] = tpm_moe_act(kind, g[i], u[i], alpha, limit, beta);
 }
 
-uint64_t g_rng = 0x9e3779b97f4a7c15ull;
-float urand(float lo, float hi) { /* splitmix64 -> [lo, hi) */
-    uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return lo + (hi - lo) * (float)((double)(z >> 40) / (double)(1ull << 24));
-}
+uint64_t g_rng = 0x5eed0ac7ull;
+float urand(float lo, float hi) { return (float)(lo + (hi - lo) * tu_sm_unif(&g_rng)); }
 
 /* the device form on n pairs -> o (host) */
 void run_device(int kind, const float *g, const float *u, float *o, int n, float alpha, float limit, float beta) {

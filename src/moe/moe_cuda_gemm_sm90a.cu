@@ -114,6 +114,21 @@
  * CUDA error, instead of hanging. Results are deterministic and the same with
  * or without clusters: each output element is one accumulator summed in a
  * fixed k order.
+ *
+ * down's epilogue (round 42): each consumer warpgroup writes its 64 rows' bf16 results, 256
+ * columns in two halves of 128, into its own 16 KB staging buffer past the ring (two 64 x 64
+ * boxes of rows_bf's tensor map, 128-byte swizzle); a full 64-row block then leaves by two TMA
+ * stores (cp.async.bulk.tensor, one bulk group per warpgroup, issued by its first thread after
+ * fence.proxy.async.shared::cta and a warpgroup barrier), so the warpgroup goes on while the rows
+ * are written. Before the buffer is written again that thread waits for its group's reads
+ * (cp.async.bulk.wait_group.read) and the warpgroup meets at its barrier (named barrier 1 + c);
+ * before the CTA exits it waits for the writes. A partial block (rows past n_e belong to the next
+ * expert) is stored by the threads from the same buffer, 16 bytes per store along a row. Before,
+ * each thread stored 4-byte pairs from the accumulator layout (8 rows x 16 bytes per warp
+ * instruction): at locked clocks down's stores cost 12-19% of its compute-alone time (r234), and
+ * a23d242's TMA stores took 3-10% off down (and added 1.5% to gate_up, so gate_up keeps its
+ * direct stores: its counters for the chained down launch need them anyway). gate_up's launches
+ * have no staging buffer.
  */
 #include "core/cuda_preload.h"
 #include "moe_cuda_wgmma.cuh"
@@ -125,7 +140,9 @@ namespace {
 constexpr int BM = 128, ST = 4; /* rows per tile, stages (BK, k per stage: moe_cuda_wgmma.cuh); 256 weight rows */
 constexpr int A_BYTES = BM * BK * 2, BH_BYTES = 128 * BK * 2, STAGE_BYTES = A_BYTES + 2 * BH_BYTES;
 constexpr int kThreads = 384;
-constexpr int SMEM_BYTES = ST * STAGE_BYTES + 1024; /* + alignment slack (1024-byte swizzle atoms) */
+constexpr int EPI_BYTES = 64 * 256; /* down: one consumer warpgroup's staging buffer, 64 rows x 128 bf16 */
+constexpr int SMEM_G = ST * STAGE_BYTES + 1024; /* gate_up: the ring + alignment slack (1024-byte swizzle atoms) */
+constexpr int SMEM_D = SMEM_G + 2 * EPI_BYTES;  /* down: + the two staging buffers */
 
 struct wg_args {
     const int32_t *offsets; /* [E1 + 1] permuted row offsets (routing) */
@@ -205,6 +222,51 @@ __device__ __forceinline__ void release(uint64_t *empty, int s, uint32_t rank, i
     }
 }
 
+/* Barrier `id` of one consumer warpgroup (128 threads); ids 1 and 2, one per warpgroup. */
+__device__ __forceinline__ void named_bar(int id) { asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory"); }
+
+/* The register split of down's persistent CTAs (setmaxnreg; 384 threads launch with 168 each):
+ * the producer warpgroup gives back down to 56, the two consumer warpgroups take 224, so the
+ * staging epilogue and the persistent loop's state stay out of local memory (at 168 ptxas
+ * spilled 116 bytes). 128 x 56 + 256 x 224 = 64512 of the SM's 65536. */
+__device__ __forceinline__ void regs_producer() { asm volatile("setmaxnreg.dec.sync.aligned.u32 56;" ::: "memory"); }
+__device__ __forceinline__ void regs_consumer() { asm volatile("setmaxnreg.inc.sync.aligned.u32 224;" ::: "memory"); }
+
+/* down's staging buffer (EPI_BYTES per consumer warpgroup): 128 bf16 columns of 64 rows as two
+ * TMA boxes of 64 columns (8 KB each, the 128-byte swizzle of the output map): the 16-byte piece
+ * q of row r (columns 8 q .. 8 q + 7) at box q / 8, byte r * 128 + 16 ((q & 7) ^ (r & 7)). A
+ * warp's 4-byte writes (8 rows x the 4 words of one piece) and its 16-byte reads along a row
+ * then hit 32 different banks. */
+__device__ __forceinline__ int epi_at(int r, int q) { return (q >> 3) * 8192 + r * 128 + (((q & 7) ^ (r & 7)) << 4); }
+
+/* The buffer -> out rows row0 .. row0 + nrow - 1, columns col0 .. col0 + 127, once the
+ * warpgroup's writes are in. A full 64-row block (tma): two TMA stores issued by thread 0 of
+ * the warpgroup, which leave while the warpgroup goes on (bulk_wait_read before the buffer is
+ * written again, bulk_wait before the CTA exits). Else the threads store: thread t the piece
+ * t & 15 of rows t / 16 + 8 i, so each row leaves in two full 128-byte lines. */
+__device__ __forceinline__ void epi_out(const unsigned char *buf, uint16_t *out, int ldo, const CUtensorMap *to,
+                                        int row0, int col0, int nrow, int t, int bar, bool tma) {
+    if (tma) {
+        tma_store_fence(); /* every thread's generic writes, before the async proxy reads them */
+        named_bar(bar);
+        if (t == 0) {
+            tma_store_2d(to, buf, col0, row0);
+            tma_store_2d(to, buf + 8192, col0 + 64, row0);
+            bulk_commit();
+        }
+        return;
+    }
+    named_bar(bar);
+    const int q = t & 15;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int r = (t >> 4) + 8 * i;
+        if (r < nrow)
+            *reinterpret_cast<uint4 *>(out + (size_t)(row0 + r) * ldo + col0 + 8 * q) =
+                *reinterpret_cast<const uint4 *>(buf + epi_at(r, q));
+    }
+}
+
 /* gate_up's epilogue for a thread's two rows (accumulators d, see consume): bias, activation,
  * bf16 pairs stored at o (row 0) and o + 8 ldo (row 1); nv = the valid rows from row 0. KIND and
  * BIAS are template arguments so the unrolled loop carries no per-value branch on them (round
@@ -236,9 +298,9 @@ __device__ __forceinline__ void act_store(const wg_args &a, const float *d, int 
  * first stage (0 in the one-tile-per-CTA kernel; the CTA's running count in the persistent
  * one, which also releases the tile's last stage: the producer refills it for the next tile). */
 template <bool ACT, bool CL>
-__device__ __forceinline__ void consume(const wg_args &a, unsigned char *smem, uint64_t *full, uint64_t *empty,
-                                        uint32_t rank, int c, int row0, int nvalid, int e, int wb, int g0 = 0,
-                                        bool release_last = false) {
+__device__ __forceinline__ void consume(const wg_args &a, const CUtensorMap *to, unsigned char *smem, uint64_t *full,
+                                        uint64_t *empty, uint32_t rank, int c, int row0, int nvalid, int e, int wb,
+                                        int g0 = 0, bool release_last = false) {
     const int lane = threadIdx.x & 31, w4 = (threadIdx.x >> 5) & 3, KB = a.K / BK;
     float d[128];
     for (int kb = 0; kb < KB; kb++) {
@@ -272,18 +334,23 @@ __device__ __forceinline__ void consume(const wg_args &a, unsigned char *smem, u
             if (bg) act_store<TPM_ACT_SWIGLU_OAI, true>(a, d, nv, bg + cq, o);
             else act_store<TPM_ACT_SWIGLU_OAI, false>(a, d, nv, bg, o);
         }
-    } else {
+    } else { /* down: through the warpgroup's staging buffer, 128 columns at a time (see the top) */
+        const int t = threadIdx.x & 127, rw = rl - 64 * c, nrow = min(64, nvalid - 64 * c);
+        unsigned char *eb = smem + ST * STAGE_BYTES + c * EPI_BYTES;
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int r = rl + 8 * h;
-            if (r >= nvalid) continue;
-            uint16_t *orow = a.out + (size_t)(row0 + r) * a.ldo;
+        for (int hf = 0; hf < 2; hf++) {
+            if (t == 0) bulk_wait_read(); /* the stores before have read the buffer */
+            named_bar(1 + c);             /* and so have the threads' */
 #pragma unroll
-            for (int j = 0; j < 32; j++) {
-                const int col = 8 * j + cq;
-                *reinterpret_cast<uint32_t *>(orow + wb * 256 + col) =
-                    pack_bf16(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+            for (int h = 0; h < 2; h++) {
+                const int r = rw + 8 * h;
+                if (r >= nrow) continue;
+#pragma unroll
+                for (int j = 0; j < 16; j++)
+                    *reinterpret_cast<uint32_t *>(eb + epi_at(r, j) + 2 * cq) =
+                        pack_bf16(d[4 * (16 * hf + j) + 2 * h], d[4 * (16 * hf + j) + 2 * h + 1]);
             }
+            epi_out(eb, a.out, a.ldo, to, row0 + 64 * c, wb * 256 + 128 * hf, nrow, t, 1 + c, nrow == 64);
         }
     }
 }
@@ -291,7 +358,8 @@ __device__ __forceinline__ void consume(const wg_args &a, unsigned char *smem, u
 
 template <bool ACT, bool CL>
 __global__ void __launch_bounds__(kThreads, 1)
-    k_wg_gemm(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, const wg_args a) {
+    k_wg_gemm(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
+              const __grid_constant__ CUtensorMap to, const wg_args a) {
 #ifdef TPM_WG_DEVICE
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) uint64_t full[ST], empty[ST];
@@ -350,7 +418,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     } else { /* consumers: warpgroup c owns rows 64 c .. 64 c + 63 of the tile */
         const int c = wg - 1;
         if (nvalid > 64 * c) {
-            consume<ACT, CL>(a, smem, full, empty, rank, c, row0, nvalid, e, wb);
+            consume<ACT, CL>(a, &to, smem, full, empty, rank, c, row0, nvalid, e, wb);
+            if (!ACT && (threadIdx.x & 127) == 0) bulk_wait(); /* down's TMA stores are written */
         } else { /* none of this warpgroup's rows are stored: release the stages only */
             const int lane = threadIdx.x & 31;
             for (int kb = 0; kb < KB; kb++) {
@@ -363,6 +432,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #else
     (void)ta;
     (void)tb;
+    (void)to;
     (void)a;
     __trap(); /* built without sm_90a: tpm_moe_wgmma_ok() keeps the layer from launching this */
 #endif
@@ -489,7 +559,7 @@ template <bool ACT, bool CL>
 __global__ void __launch_bounds__(kThreads, 1)
     k_wg_gemm_p(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap ta64,
                 const __grid_constant__ CUtensorMap tb, const __grid_constant__ CUtensorMap tx,
-                const __grid_constant__ CUtensorMap tx64, const wg_args a) {
+                const __grid_constant__ CUtensorMap tx64, const __grid_constant__ CUtensorMap to, const wg_args a) {
 #ifdef TPM_WG_DEVICE
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) uint64_t full[ST], empty[ST], qfull[2], qempty[2];
@@ -524,6 +594,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0);
     if (wg == 0) { /* producer */
+        if (!ACT) regs_producer();
         if (threadIdx.x == 0) {
             int g = 0;
             bool pwaited = !early; /* CL rank 1: the routing's outputs are visible (it decodes too) */
@@ -600,6 +671,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         __syncwarp();
     } else { /* consumers */
+        if (!ACT) regs_consumer();
         const int c = wg - 1, lane = threadIdx.x & 31;
         int g = 0;
         bool waited = !early;
@@ -624,7 +696,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             const int n_e = sh ? a.early_n : __ldcg(a.offsets + w.e + 1) - off;
             const int row0 = off + w.rt * BM, nvalid = min(BM, n_e - w.rt * BM);
             if (w.wb >= 0 && nvalid > 64 * c) {
-                consume<ACT, CL>(a, smem, full, empty, rank, c, row0, nvalid, w.e, w.wb, g, true);
+                consume<ACT, CL>(a, &to, smem, full, empty, rank, c, row0, nvalid, w.e, w.wb, g, true);
             } else {
                 for (int kb = 0; kb < KB; kb++) {
                     mbar_wait(&full[(g + kb) % ST], ((g + kb) / ST) & 1);
@@ -637,6 +709,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 if ((threadIdx.x & 127) == 0) atomicAdd(a.gdone + w.e, 1);
             }
         }
+        if (!ACT && (threadIdx.x & 127) == 0) bulk_wait(); /* down's TMA stores are written */
     }
     if (CL) cluster_sync();
 #else
@@ -645,6 +718,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     (void)tb;
     (void)tx;
     (void)tx64;
+    (void)to;
     (void)a;
     __trap();
 #endif
@@ -701,27 +775,28 @@ int tpm_moe_wgmma_ok(const tpm_moe_dev &d, int device) {
 
 tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ctx *c) {
     static_assert(sizeof(CUtensorMap) == sizeof(c->maps[0]), "tensor map size");
-    CUtensorMap m[6];
+    CUtensorMap m[7];
     TPM_TRY(make_map(&m[0], d.xp, (uint64_t)max_rows, (uint64_t)d.H));        /* A of gate_up */
     TPM_TRY(make_map(&m[1], d.w13, (uint64_t)d.E1 * 2 * d.Il, (uint64_t)d.H)); /* B of gate_up */
     TPM_TRY(make_map(&m[2], d.act_bf, (uint64_t)max_rows, (uint64_t)d.Il));  /* A of down */
     TPM_TRY(make_map(&m[3], d.w2, (uint64_t)d.E1 * d.H, (uint64_t)d.Il));     /* B of down */
     TPM_TRY(make_map(&m[4], d.xp, (uint64_t)max_rows, (uint64_t)d.H, 64));    /* A halves (persistent, odd items) */
     TPM_TRY(make_map(&m[5], d.act_bf, (uint64_t)max_rows, (uint64_t)d.Il, 64));
+    TPM_TRY(make_map(&m[6], d.rows_bf, (uint64_t)max_rows, (uint64_t)d.H, 64)); /* down's output stores */
     memcpy(c->maps, m, sizeof m);
     const void *fns[8] = {(const void *)k_wg_gemm<true, false>,   (const void *)k_wg_gemm<false, false>,
                           (const void *)k_wg_gemm<true, true>,    (const void *)k_wg_gemm<false, true>,
                           (const void *)k_wg_gemm_p<true, false>, (const void *)k_wg_gemm_p<false, false>,
                           (const void *)k_wg_gemm_p<true, true>,  (const void *)k_wg_gemm_p<false, true>};
     for (int i = 0; i < 8; i++)
-        TPM_CUDA_TRY(cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+        TPM_CUDA_TRY(cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize, i & 1 ? SMEM_D : SMEM_G));
     /* the persistent grids: as many CTAs (clusters of two) as are resident at once, so the
      * static item schedule never leaves a CTA waiting for a second wave */
     int dev = 0, nsm = 0;
     TPM_CUDA_TRY(cudaGetDevice(&dev));
     TPM_CUDA_TRY(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
     int per_sm = 0;
-    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_wg_gemm_p<true, false>, kThreads, SMEM_BYTES));
+    TPM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_wg_gemm_p<true, false>, kThreads, SMEM_G));
     c->grid_p = nsm * (per_sm > 0 ? per_sm : 1);
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute at[1];
@@ -731,7 +806,7 @@ tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ct
     at[0].val.clusterDim.z = 1;
     cfg.gridDim = dim3((unsigned)(2 * (c->grid_p / 2)));
     cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = SMEM_BYTES;
+    cfg.dynamicSmemBytes = SMEM_G;
     cfg.attrs = at;
     cfg.numAttrs = 1;
     int ncl = 0;
@@ -789,7 +864,6 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
     at[0].val.clusterDim.z = 1;
     at[1] = pdl[0];
     cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = SMEM_BYTES;
     cfg.stream = s;
     cfg.attrs = at;
     for (int mat = 0; mat < 2; mat++) {
@@ -811,6 +885,8 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
             g.ldo = d.H;
         }
         const CUtensorMap &ma = m[2 * mat], &mb = m[2 * mat + 1];
+        const CUtensorMap &mo = mat ? m[6] : ma; /* down's output in 64-row boxes (gate_up: unused) */
+        cfg.dynamicSmemBytes = mat ? SMEM_D : SMEM_G;
         g.rtp = c.rtp;
         g.tail = 0;
         g.ctr = c.rtp + 2 * (d.E1 + 1) + mat;
@@ -834,10 +910,10 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
                 g.early_off = T * d.k;
                 g.early_n = T;
             }
-            void (*fn)(CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, wg_args) =
+            void (*fn)(CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, wg_args) =
                 cl ? (mat ? k_wg_gemm_p<false, true> : k_wg_gemm_p<true, true>)
                    : (mat ? k_wg_gemm_p<false, false> : k_wg_gemm_p<true, false>);
-            TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, fn, ma, m64, mb, ea ? mx : ma, ea ? mx64 : m64, g));
+            TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, fn, ma, m64, mb, ea ? mx : ma, ea ? mx64 : m64, mo, g));
             g.ctr_exit = nullptr;
             g.early_items = 0;
             continue;
@@ -845,7 +921,7 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
         if (cl) {
             cfg.numAttrs = 1;
             cfg.gridDim = dim3((unsigned)(2 * ub * g.nb));
-            TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, mat ? k_wg_gemm<false, true> : k_wg_gemm<true, true>, ma, mb, g));
+            TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, mat ? k_wg_gemm<false, true> : k_wg_gemm<true, true>, ma, mb, mo, g));
             g.rtp = c.rtp + d.E1 + 1; /* then each expert's odd last row tile, one CTA each */
             g.tail = 1;
             cfg.numAttrs = 0;
@@ -854,7 +930,7 @@ tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, 
             cfg.numAttrs = 0;
             cfg.gridDim = dim3((unsigned)(ub * g.nb));
         }
-        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, mat ? k_wg_gemm<false, false> : k_wg_gemm<true, false>, ma, mb, g));
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, mat ? k_wg_gemm<false, false> : k_wg_gemm<true, false>, ma, mb, mo, g));
     }
     return TPM_OK;
 }

@@ -104,7 +104,8 @@ struct tpm_moe_prefill_ctx {
 
 /* The own Hopper grouped GEMM of the prefill path (moe_cuda_gemm_sm90a.cu). */
 struct tpm_moe_wg_ctx {
-    alignas(64) unsigned char maps[6][128]; /* CUtensorMap: xp, w13, act_bf, w2; xp, act_bf in 64-row boxes */
+    alignas(64) unsigned char maps[7][128]; /* CUtensorMap: xp, w13, act_bf, w2; xp, act_bf, rows_bf in
+                                             * 64-row boxes */
     int32_t *rtp;                           /* [2 (E1 + 1) + 4 + E1 + 1] device tile prefixes, two
                                              * item counters, the early gate_up launch's item and exit
                                              * counters, gate_up's stored tiles per expert and the

@@ -75,6 +75,21 @@ __device__ __forceinline__ void tma_2d(void *dst, const CUtensorMap *map, int c0
                  : "memory");
 }
 
+/* TMA store of one box from shared memory (the async proxy reads it; the writing threads fence
+ * their generic writes with tma_store_fence first) into the bulk group of this thread. */
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, const void *src, int c0, int c1) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+                     reinterpret_cast<uint64_t>(map)),
+                 "r"(smem_u32(src)), "r"(c0), "r"(c1)
+                 : "memory");
+}
+__device__ __forceinline__ void tma_store_fence() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+/* this thread's bulk stores have read their shared memory (it may be rewritten) */
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+/* this thread's bulk stores are complete (written to global memory) */
+__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+
 /* The same box written at the same offset of both CTAs of the cluster (ctaMask 0b11); each
  * destination CTA's mbarrier at bar's offset receives the transaction bytes. */
 __device__ __forceinline__ void tma_2d_mc(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t *bar) {
