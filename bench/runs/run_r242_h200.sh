@@ -6,12 +6,12 @@
 #   1. Nsight Compute, SpeedOfLight, clocks locked to base, layout m3rr, form 2: wg_new, wg_pd
 #      (their fingerprints must agree with r241's b68dc7a5a2ced327);
 #   2. free-running probe, 200 calls, m3rr, order new pd new pd;
-#   3. the layer at 1024 and 8192 tokens, fused, order old new pd old new pd:
+#   3. the layer at 1024 and 8192 tokens, fused, order new pd new pd:
 #        tpmoe_X bench moe --preset m3 --tokens 1024,8192 --fuse-shared 1 --check 2
 #   4. 8192 tokens, fused, tpmoe (1ce1583), two passes of: the defaults (split plan, form 2),
 #      --shared-plan slot, --prefill-cluster 3, --shared-plan slot --prefill-cluster 3,
 #      --prefill-down-early 16384.
-# Binaries: prebuilt/bin.txz (stripped): tpmoe (1ce1583), tpmoe_old (9a0b605), tpmoe_pd
+# Binaries: prebuilt/bin.txz (stripped): tpmoe (1ce1583), tpmoe_pd
 # (1ce1583 + partial_direct.patch), all compact Release builds; wg_new, wg_pd (bench/micro/
 # wg_probe.cu with -DWG_SRC = the kernel file of 1ce1583 / with the patch).
 # Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r242_h200.sh
@@ -34,7 +34,7 @@ pack
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv,noheader -lms 100 > "$R/clocks.csv" 2>&1 &
 S=$!
 for pass in a b; do
-  for bin in tpmoe_old tpmoe tpmoe_pd; do
+  for bin in tpmoe tpmoe_pd; do
     n=${bin}_$pass
     timeout 100 "$B/$bin" bench moe --preset m3 --tokens 1024,8192 --fuse-shared 1 --check 2 \
       --json "$R/$n.json" > "$R/$n.log" 2>&1
