@@ -3,11 +3,11 @@
 # epilogue, its partial 64-row blocks stored by the threads from the staging buffer (1ce1583) or
 # straight from the accumulators (bench/micro/var/partial_direct.patch), and the 8192-token
 # plans re-measured with the new down kernel.
-#   1. Nsight Compute, SpeedOfLight, clocks locked to base, layout m3rr, form 2: wg_new, wg_pd
-#      (their fingerprints must agree with r241's b68dc7a5a2ced327);
-#   2. free-running probe, 200 calls, m3rr, order new pd new pd;
-#   3. the layer at 1024 and 8192 tokens, fused, order new pd new pd:
+#   1. the layer at 1024 and 8192 tokens, fused, order new pd new pd:
 #        tpmoe_X bench moe --preset m3 --tokens 1024,8192 --fuse-shared 1 --check 2
+#   2. Nsight Compute, SpeedOfLight, clocks locked to base, layout m3rr, form 2: wg_new, wg_pd
+#      (their fingerprints must agree with r241's b68dc7a5a2ced327);
+#   3. free-running probe, 200 calls, m3rr, order new pd new pd;
 #   4. 8192 tokens, fused, tpmoe (1ce1583), two passes of: the defaults (split plan, form 2),
 #      --shared-plan slot, --prefill-cluster 3, --shared-plan slot --prefill-cluster 3,
 #      --prefill-down-early 16384.
@@ -19,18 +19,6 @@ NAME=r242
 . bench/device_env.sh
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu --format=csv > "$R/smi.txt" 2>&1
 cat "$R/smi.txt"
-for v in new pd; do
-  timeout 100 ncu --clock-control base --section SpeedOfLight --kernel-name regex:k_wg_gemm_p \
-    --launch-skip 2 --launch-count 2 "$B/wg_$v" --layout m3rr --form 2 --reps 1 > "$R/ncu_m3rr_$v.log" 2>&1
-  printf "== ncu m3rr %-4s rc=%d (%s): %s\n" $v $? "$(el)" \
-    "$(awk '/Duration/ {printf "%s %s", $NF, $(NF-1)} /L2 Cache Throughput/ {printf " L2 %s%%", $NF} /Compute \(SM\) Throughput/ {printf " SM %s%% | ", $NF}' "$R/ncu_m3rr_$v.log")"
-done
-for v in new pd new pd; do
-  n=m3rr_$v; [ -e "$R/probe_$n.log" ] && n=${n}b
-  timeout 60 "$B/wg_$v" --layout m3rr --form 2 --reps 200 --json "$R/probe_$n.json" > "$R/probe_$n.log" 2>&1
-  printf "== %-10s rc=%d %s\n" $n $? "$(grep "^m3rr" "$R/probe_$n.log" | awk '{print $5, $7, $8, $11}')"
-done
-pack
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv,noheader -lms 100 > "$R/clocks.csv" 2>&1 &
 S=$!
 for pass in a b; do
@@ -43,6 +31,18 @@ for pass in a b; do
   done
   pack
 done
+for v in new pd; do
+  timeout 100 ncu --clock-control base --section SpeedOfLight --kernel-name regex:k_wg_gemm_p \
+    --launch-skip 2 --launch-count 2 "$B/wg_$v" --layout m3rr --form 2 --reps 1 > "$R/ncu_m3rr_$v.log" 2>&1
+  printf "== ncu m3rr %-4s rc=%d (%s): %s\n" $v $? "$(el)" \
+    "$(awk '/Duration/ {printf "%s %s", $NF, $(NF-1)} /L2 Cache Throughput/ {printf " L2 %s%%", $NF} /Compute \(SM\) Throughput/ {printf " SM %s%% | ", $NF}' "$R/ncu_m3rr_$v.log")"
+done
+for v in new pd new pd; do
+  n=m3rr_$v; [ -e "$R/probe_$n.log" ] && n=${n}b
+  timeout 60 "$B/wg_$v" --layout m3rr --form 2 --reps 200 --json "$R/probe_$n.json" > "$R/probe_$n.log" 2>&1
+  printf "== %-10s rc=%d %s\n" $n $? "$(grep "^m3rr" "$R/probe_$n.log" | awk '{print $5, $7, $8, $11}')"
+done
+pack
 for pass in a b; do
   i=0
   for opts in "" "--shared-plan slot" "--prefill-cluster 3" "--shared-plan slot --prefill-cluster 3" "--prefill-down-early 16384"; do
