@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# run_r244_h200.sh - one GPU (H200 asked; an H100 may come), into $OUT/r244: the chains of the
+# persistent prefill at 4096 and 8192 tokens re-measured with round 42's down kernel (r243's plan
+# sweep had --prefill-down-early 16384 1.1-1.3% ahead of the defaults at 8192 tokens, in a
+# spread of 2-4%). Four variants in turn, four passes (A B C D, A B C D, ...):
+#   A  the defaults (above 4095 tokens: no chain)
+#   B  --prefill-down-early 16384   (down chained to gate_up)
+#   C  --shared-plan slot --prefill-early 16384   (the fused slot plan, its shared gate_up items
+#      beside the routing; --prefill-early needs the slot plan, and the default above 4095
+#      tokens is the split plan)
+#   D  C and --prefill-down-early 16384
+#   tpmoe bench moe --preset m3 --tokens 4096,8192 --fuse-shared 1 --check 2 [opts]
+# Binaries: prebuilt/bin.txz (stripped; r243's archive): tpmoe, a compact Release build of 1ce1583 (the library
+# is unchanged since; r243's binary).
+# Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r244_h200.sh
+NAME=r244
+. bench/device_env.sh
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu --format=csv > "$R/smi.txt" 2>&1
+cat "$R/smi.txt"
+nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv,noheader -lms 100 > "$R/clocks.csv" 2>&1 &
+S=$!
+for pass in a b c d; do
+  for v in A B C D; do
+    case $v in
+      A) opts="" ;;
+      B) opts="--prefill-down-early 16384" ;;
+      C) opts="--shared-plan slot --prefill-early 16384" ;;
+      D) opts="--shared-plan slot --prefill-early 16384 --prefill-down-early 16384" ;;
+    esac
+    n=${v}_$pass
+    timeout 100 "$B/tpmoe" bench moe --preset m3 --tokens 4096,8192 --fuse-shared 1 --check 2 $opts \
+      --json "$R/$n.json" > "$R/$n.log" 2>&1
+    printf "== %-4s rc=%d (%s): " $n $? "$(el)"
+    awk '/^tokens/{h=1;next} h&&NF>10{printf "%s %s %s %s %s %s %s | ", $1, $4, $5, $12, $13, $15, $18}' "$R/$n.log"; echo
+  done
+  pack
+done
+kill $S 2>/dev/null; wait $S 2>/dev/null
+pack
+echo "== r244 done ($(el))"
