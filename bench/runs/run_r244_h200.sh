@@ -10,7 +10,11 @@
 #      tokens is the split plan)
 #   D  C and --prefill-down-early 16384
 #   tpmoe bench moe --preset m3 --tokens 4096,8192 --fuse-shared 1 --check 2 [opts]
-# Binaries: prebuilt/bin.txz (stripped; r243's archive): tpmoe, a compact Release build of 1ce1583 (the library
+# On an H200 (none of round 42's library has run on one) the GPU tests and the status come first:
+#   gpu_act, gpu_moe_paths, gpu_moe, gpu_moe_api; tpmoe bench moe --preset m3 --tokens
+#   1,8,32,128,1024,8192 --fuse-shared both --check 2
+# Binaries: prebuilt/bin.txz (stripped; r243's archive): tpmoe and the GPU tests, compact Release
+# builds of 1ce1583 (the library
 # is unchanged since; r243's binary).
 # Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r244_h200.sh
 NAME=r244
@@ -19,6 +23,18 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,power.limit,temperat
 cat "$R/smi.txt"
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv,noheader -lms 100 > "$R/clocks.csv" 2>&1 &
 S=$!
+if grep -q H200 "$R/smi.txt"; then
+  for t in gpu_act gpu_moe_paths gpu_moe gpu_moe_api; do
+    timeout 200 "$B/$t" > "$R/$t.log" 2>&1
+    echo "== $t rc=$? ($(el))"; grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|passed|failed" "$R/$t.log" | head -5
+  done
+  n=status
+  timeout 200 "$B/tpmoe" bench moe --preset m3 --tokens 1,8,32,128,1024,8192 --fuse-shared both --check 2 \
+    --json "$R/$n.json" > "$R/$n.log" 2>&1
+  printf "== %-12s rc=%d (%s): " $n $? "$(el)"
+  awk '/^tokens/{h=1;next} h&&NF>10{printf "%s %s %s %s %s %s | ", $1, $11, $15, $18, $19, $20}' "$R/$n.log"; echo
+  pack
+fi
 for pass in a b c d; do
   for v in A B C D; do
     case $v in
