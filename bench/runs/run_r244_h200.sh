@@ -14,8 +14,7 @@
 #   gpu_act, gpu_moe_paths, gpu_moe, gpu_moe_api; tpmoe bench moe --preset m3 --tokens
 #   1,8,32,128,1024,8192 --fuse-shared both --check 2
 # Binaries: prebuilt/bin.txz (stripped; r243's archive): tpmoe and the GPU tests, compact Release
-# builds of 1ce1583 (the library
-# is unchanged since; r243's binary).
+# builds of 1ce1583 (the library is unchanged since).
 # Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r244_h200.sh
 NAME=r244
 . bench/device_env.sh
