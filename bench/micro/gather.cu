@@ -33,8 +33,9 @@
         }                                                                                            \
     } while (0)
 
-__global__ void g0(const uint16_t *__restrict__ x, const int *__restrict__ inv, uint16_t *__restrict__ xp, int T,
-                   int H, int K, int lim) {
+/* inv and xp without __restrict__, as the library's (members of tpm_moe_dev): each inv load waits
+ * for the store before it */
+__global__ void g0(const uint16_t *__restrict__ x, const int *inv, uint16_t *xp, int T, int H, int K, int lim) {
     const int n8 = H / 8;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)T * n8;
          i += (size_t)gridDim.x * blockDim.x) {
