@@ -5,9 +5,9 @@
  * round 43, without the programmatic-launch lines).
  *   g0  grid-stride over 16-byte pieces of x (grid capped at 16 blocks per SM); each piece's
  *       thread loads the piece, then the token's K rows one at a time, and stores K times;
- *   g1  one block of 256 threads per token (grid-stride over tokens): the token's K rows are
- *       loaded once per thread before the loop, every thread loads its ceil(H/8/256) pieces
- *       first (all in flight together), then stores them to the K rows;
+ *   g1  one block of 256 threads per token (grid-stride over tokens, 8 blocks per SM): each warp
+ *       loads the token's K rows once (lane s row s, shuffled out), every thread loads its
+ *       pieces of x first (up to 4, all in flight together), then stores them to the K rows;
  *   g2  g1 with streaming cache hints (ld.global.cs on x, st.global.cs on xp);
  *   cp  the floor: xp[t K + s] = x[t] (the same bytes read and written, rows in token order).
  * Every form's xp is checked bit-equal to g0's (xp poisoned with 0xff before each form).
@@ -48,31 +48,33 @@ __global__ void g0(const uint16_t *__restrict__ x, const int *inv, uint16_t *xp,
     }
 }
 
-template <int P, bool CS>
-__global__ void __launch_bounds__(256) g1(const uint16_t *__restrict__ x, const int *__restrict__ inv,
-                                          uint16_t *__restrict__ xp, int T, int H, int K, int lim) {
-    const int n8 = H / 8;
+/* g1 (CS = false) is the form a library change would take (any H % 8 == 0, K <= 33). */
+template <bool CS>
+__global__ void __launch_bounds__(256) g1(const uint16_t *__restrict__ x, const int *inv, uint16_t *xp_, int T,
+                                          int H, int K, int lim) {
+    const int n8 = H / 8, lane = threadIdx.x & 31;
+    uint4 *xp = reinterpret_cast<uint4 *>(xp_);
     for (int t = blockIdx.x; t < T; t += gridDim.x) {
+        const int *it = inv + (size_t)t * K;
+        const int rl = lane < K ? __ldcg(it + lane) : 0; /* this warp's copy of the token's rows */
         const uint4 *src = reinterpret_cast<const uint4 *>(x + (size_t)t * H);
-        uint4 v[P];
+        for (int c0 = 0; c0 < n8; c0 += 4 * 256) {
+            uint4 v[4];
 #pragma unroll
-        for (int j = 0; j < P; j++) {
-            const int c = threadIdx.x + 256 * j;
-            if (c < n8) v[j] = CS ? __ldcs(src + c) : src[c];
-        }
-        int r[8];
+            for (int j = 0; j < 4; j++) {
+                const int c = c0 + (int)threadIdx.x + 256 * j;
+                if (c < n8) v[j] = CS ? __ldcs(src + c) : src[c];
+            }
+            for (int sl = 0; sl < K; sl++) {
+                const int r = sl < 32 ? __shfl_sync(0xffffffffu, rl, sl) : __ldcg(it + sl);
+                if (r >= lim) continue;
 #pragma unroll
-        for (int sl = 0; sl < 8; sl++) r[sl] = sl < K ? __ldcg(inv + (size_t)t * K + sl) : lim;
-#pragma unroll
-        for (int sl = 0; sl < 8; sl++) {
-            if (r[sl] >= lim) continue;
-            uint4 *dst = reinterpret_cast<uint4 *>(xp) + (size_t)r[sl] * n8;
-#pragma unroll
-            for (int j = 0; j < P; j++) {
-                const int c = threadIdx.x + 256 * j;
-                if (c < n8) {
-                    if (CS) __stcs(dst + c, v[j]);
-                    else dst[c] = v[j];
+                for (int j = 0; j < 4; j++) {
+                    const int c = c0 + (int)threadIdx.x + 256 * j;
+                    if (c < n8) {
+                        if (CS) __stcs(xp + (size_t)r * n8 + c, v[j]);
+                        else xp[(size_t)r * n8 + c] = v[j];
+                    }
                 }
             }
         }
@@ -156,8 +158,8 @@ int main(int argc, char **argv) {
                     const int n8 = H / 8;
                     if (f == 0) cp<<<std::min((T * n8 + 255) / 256, sms * 16), 256, 0, s>>>(x, xp, T, H, K);
                     else if (f == 1) g0<<<std::min((T * n8 + 255) / 256, sms * 16), 256, 0, s>>>(x, dinv, xp, T, H, K, rows);
-                    else if (f == 2) g1<3, false><<<std::min(T, sms * 16), 256, 0, s>>>(x, dinv, xp, T, H, K, rows);
-                    else g1<3, true><<<std::min(T, sms * 16), 256, 0, s>>>(x, dinv, xp, T, H, K, rows);
+                    else if (f == 2) g1<false><<<std::min(T, sms * 8), 256, 0, s>>>(x, dinv, xp, T, H, K, rows);
+                    else g1<true><<<std::min(T, sms * 8), 256, 0, s>>>(x, dinv, xp, T, H, K, rows);
                 };
                 CK(cudaMemsetAsync(xp, 0xff, (size_t)rows * H * 2, st));
                 launch(st);
