@@ -23,7 +23,7 @@
 # Binaries: prebuilt/bin.txz (stripped; r243's archive): tpmoe and the GPU tests, compact Release
 # builds of 1ce1583 (the library is unchanged since); gather: nvcc -O3 -std=c++17 -arch=sm_90a
 # bench/micro/gather.cu -o gather; tpmoe_g, gpu_moe_g, gpu_moe_paths_g: the same build of
-# ae79fd1 with k_gather in g1's form (bench/micro/var/gather_tok.patch).
+# 5ed2a8b with k_gather in g1's form (bench/micro/var/gather_tok.patch).
 # Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r245_h200.sh
 NAME=r245
 . bench/device_env.sh
