@@ -151,14 +151,13 @@ typedef struct tpm_cuda_moe_tuning {
                             * 2-CTA clusters), no EP, pdl: up to this many tokens the gather, the
                             * tile table and the gate_up launch are chained by programmatic
                             * dependent launch and the shared slot's gate_up items (A from x) run
-                            * before the launch waits for the routing (0 = never; default 4095:
-                            * the persistent CTAs, measured); the same bits */
+                            * before the launch waits for the routing (0 = never; default 8192,
+                            * measured); the same bits */
     int prefill_down_early; /* prefill_gemm 3 in a persistent form, pdl: up to this many tokens
                             * the down launch is chained to gate_up by programmatic dependent
                             * launch and waits per expert for gate_up's stored tiles (a device
                             * counter), so it starts on the SMs gate_up's last tiles leave idle
-                            * (0 = never; default 4095: the persistent CTAs, measured); the same
-                            * bits */
+                            * (0 = never; default 8192, measured); the same bits */
     int shared_mma;        /* fused layer, decode kernel set 2, the slot plan without EP (down_kernel
                             * other than 1): from this many tokens (at least 3) the shared slot's
                             * gate_up and down items run on tensor cores (mma.sync, tokens as M;

@@ -45,12 +45,16 @@
 #define TPM_MOE_ROUTE_TC_MIN 25
 #define TPM_MOE_ROUTE_TC_MAX 256
 #define TPM_MOE_ROUTE_TC_LOADS 2
-/* Up to this many tokens (the persistent CTAs) the prefill chains by programmatic dependent launch
- * (moe_cuda_gemm_sm90a.cu) the shared slot's gate_up items beside the routing (EARLY; round 20:
- * 5-20 us faster at 24-2048 tokens) and down to gate_up (DOWN_EARLY; round 23: 13-33 us at 64-1024).
- * Neither was faster in the persistent clusters (rounds 22, 23; docs/moe_cuda_rounds.md). */
-#define TPM_MOE_PREFILL_EARLY 4095
-#define TPM_MOE_PREFILL_DOWN_EARLY 4095
+/* Up to this many tokens the prefill chains by programmatic dependent launch (moe_cuda_gemm_sm90a.cu)
+ * the shared slot's gate_up items beside the routing (EARLY; round 20: 5-20 us faster at 24-2048
+ * tokens) and down to gate_up (DOWN_EARLY; round 23: 13-33 us at 64-1024). In the persistent
+ * clusters (4096 tokens on) neither was faster on round 22's kernels; with round 42's down kernel
+ * both are (round 44, bench/results/r245: ONE H100, m3 fused, four passes, the variants in turn,
+ * whole layer, us): 4096 tokens both 6200.0-6263.2 against none 6309.1-6350.7 (-1.7%), 8192
+ * tokens (the slot plan, see TPM_MOE_PREFILL_SPLIT_MIN) 9080.7-9132.1 against the split plan
+ * without them 9154.9-9470.9 (-2.0%). Not measured above 8192. */
+#define TPM_MOE_PREFILL_EARLY 8192
+#define TPM_MOE_PREFILL_DOWN_EARLY 8192
 /* Shared-expert plan of a fused layer on the decode path (kernel 0): from
  * this many tokens the shared slot runs as dense cuBLAS GEMMs (split plan).
  * The GEMV's multi-token shared slot is issue-bound (per 16-byte weight load
@@ -82,8 +86,10 @@
  * passes each, whole layer, us, slot / split / unfused, means):
  *   4096: 5671 / 5680 / 5722    6144: 7593 / 7592 / 7524    8192: 9469 / 9433 / 9413
  *   12288: 13321 / 13273 / 13252    16384: 17289 / 17087 / 17095
- * (the slot behind the unfused layer at 8192 in 6 passes of 6). */
-#define TPM_MOE_PREFILL_SPLIT_MIN 8192
+ * (the slot behind the unfused layer at 8192 in 6 passes of 6). With the early shared items and
+ * the chained down (round 44, r245, above) the slot plan is ahead at 8192 tokens in 4 passes of
+ * 4, 2.0% on average: the split plan from 8193 (12288 and 16384 not measured since round 12). */
+#define TPM_MOE_PREFILL_SPLIT_MIN 8193
 /* ... and up to this many tokens, where the slot's 128-row tile is mostly padding and the shared
  * expert's weights are read by a tile of the grouped launch after the routing: bench/results/r46m
  * (one H200, fused slot / unfused / fused split, us): 16 tokens 1265.6 / 1253.8 / 1254.1 (final10:

@@ -59,44 +59,43 @@
  * made them 35% slower still (round 14). The persistent clusters (2) keep the
  * odd tiles in the same launch as pairs sharing the A tile instead.
  *
- * Early shared items (tuning.prefill_early; the persistent forms, the fused slot plan, no EP,
- * round 20; the clusters since round 22, not by default): the fused shared slot is the first
- * expert of the item list and its
- * rows, offset (T k) and tile count are known from T alone, so its gate_up items need nothing
- * from the routing. The gather, k_wg_tiles and the gate_up launch are then chained by
- * programmatic dependent launch: each of the first two calls griddepcontrol.launch_dependents
- * at its start and griddepcontrol.wait before it reads a routing output, and the routing
- * kernels trigger at their start, so the gate_up CTAs start while the routing runs. Its takers
- * hand out items [0, early_items) (the shared slot's, A rows from a per-call map over x: the
- * gather skips those rows; CL: its pairs and odd item in the clustered order, the odd item's A
- * halves from a 64-row map over x) without waiting; the first thread to need anything past them (the
- * taker before it decodes the item total, CL: rank 1's producer before it decodes its first
- * routed item, each consumer before its first routed item) runs
+ * Early shared items (tuning.prefill_early; the persistent forms, the fused slot plan, no EP, round
+ * 20; the clusters since round 22, by default since round 44): the fused shared slot is the first
+ * expert of the item list and its rows, offset (T k) and tile count are known from T alone, so its
+ * gate_up items need nothing from the routing. The gather, k_wg_tiles and the gate_up launch are
+ * then chained by programmatic dependent launch: each of the first two calls
+ * griddepcontrol.launch_dependents at its start and griddepcontrol.wait before it reads a routing
+ * output, and the routing kernels trigger at their start, so the gate_up CTAs start while the
+ * routing runs. Its takers hand out items [0, early_items) (the shared slot's, A rows from a
+ * per-call map over x: the gather skips those rows; CL: its pairs and odd item in the clustered
+ * order, the odd item's A halves from a 64-row map over x) without waiting; the first thread to
+ * need anything past them (the taker before it decodes the item total, CL: rank 1's producer before
+ * it decodes its first routed item, each consumer before its first routed item) runs
  * griddepcontrol.wait, which returns once k_wg_tiles, and through the chain the gather and the
  * routing, have completed and their writes are visible. Since k_wg_tiles may zero the other
- * counters while this launch runs, it takes its items from a counter of its own, which its last
- * CTA to finish taking (a second counter, after a fence) zeroes for the next launch. PDL
- * starts a dependent only once every CTA of its primary has started, so no CTA waiting here
- * holds an SM that a grid it waits for still needs. After the wait the grids' outputs (the
- * offsets, the tile table; in the gather the permutation) are read with ld.global.cg, never
- * through the non-coherent read-only path (__ldg): that path may keep lines from before the
- * writes of grids that ran while this one was already running (r149: with __ldg, outputs of the
- * early chain differed from the plain chain's on the mini presets). The same items and
- * arithmetic: the same bits as the plain chain.
+ * counters while this launch runs, it takes its items from a counter of its own, which its last CTA
+ * to finish taking (a second counter, after a fence) zeroes for the next launch. PDL starts a
+ * dependent only once every CTA of its primary has started, so no CTA waiting here holds an SM that
+ * a grid it waits for still needs. After the wait the grids' outputs (the offsets, the tile table;
+ * in the gather the permutation) are read with ld.global.cg, never through the non-coherent
+ * read-only path (__ldg): that path may keep lines from before the writes of grids that ran while
+ * this one was already running (r149: with __ldg, outputs of the early chain differed from the
+ * plain chain's on the mini presets). The same items and arithmetic: the same bits as the plain
+ * chain.
  *
- * The chained down launch (tuning.prefill_down_early; the persistent forms, by default the
- * persistent CTAs, round 23): without it the down launch starts once every gate_up CTA has
- * exited, so the SMs whose CTAs ran out of items idle through gate_up's last tiles. With it the
- * down launch is a programmatic dependent of gate_up, which triggers at its start; its CTAs (one
- * per SM, as gate_up's) take the SMs gate_up's CTAs leave. After each tile, each gate_up consumer
- * warpgroup fences its stores (every thread), meets its warpgroup at a named barrier, and one
- * thread adds 1 to the expert's counter (gdone: 2 per tile). Before it loads any rows of expert
- * e, a down producer waits (ld.acquire.gpu, bounded) until the counter reaches 2 x gate_up's
- * weight blocks x e's row tiles, then fence.proxy.async orders its TMA reads after that
- * acquire. The down CTAs run only once a gate_up CTA has exited, and an exiting CTA has waited
- * for the tile table and the routing (early chain included), so down reads them complete. The
- * last down CTA done taking items (a counter after the E1 per-expert ones) zeroes all of them
- * for the next call. Same items and arithmetic: the same bits.
+ * The chained down launch (tuning.prefill_down_early; the persistent forms, round 23; by default
+ * the persistent CTAs, and since round 44 the clusters up to 8192 tokens too): without it the down
+ * launch starts once every gate_up CTA has exited, so the SMs whose CTAs ran out of items idle
+ * through gate_up's last tiles. With it the down launch is a programmatic dependent of gate_up,
+ * which triggers at its start; its CTAs (one per SM, as gate_up's) take the SMs gate_up's CTAs
+ * leave. After each tile, each gate_up consumer warpgroup fences its stores (every thread), meets
+ * its warpgroup at a named barrier, and one thread adds 1 to the expert's counter (gdone: 2 per
+ * tile). Before it loads any rows of expert e, a down producer waits (ld.acquire.gpu, bounded)
+ * until the counter reaches 2 x gate_up's weight blocks x e's row tiles, then fence.proxy.async
+ * orders its TMA reads after that acquire. The down CTAs run only once a gate_up CTA has exited,
+ * and an exiting CTA has waited for the tile table and the routing (early chain included), so down
+ * reads them complete. The last down CTA done taking items (a counter after the E1 per-expert ones)
+ * zeroes all of them for the next call. Same items and arithmetic: the same bits.
  *
  * Synchronisation (one CTA = 3 warpgroups): warpgroup 0's first thread is the
  * TMA producer, warpgroups 1-2 consume. A 4-stage ring of 48 KB stages (A

@@ -248,7 +248,7 @@ tpm_status tpm_moe_wgmma_setup(const tpm_moe_dev &d, int max_rows, tpm_moe_wg_ct
  * band: row tiles per band of a large expert's tile order (0: none; clusters 1: ignored).
  * skip_shared: the fused shared slot (expert E, the last T rows) is left out
  * (prefill split plan: tpm_moe_shared_split_prefill wrote its rows).
- * early (cluster 3, fused slot plan, no EP, x 16-byte aligned; else ignored): the gather, the
+ * early (cluster 2 or 3, fused slot plan, no EP, x 16-byte aligned; else ignored): the gather, the
  * tile table and the gate_up launch are chained by programmatic dependent launch, and the
  * gate_up launch runs the shared slot's items (A from x) before it waits for the routing. */
 tpm_status tpm_moe_prefill_wgmma(const tpm_moe_dev &d, const tpm_moe_wg_ctx &c, const uint16_t *x, int T,

@@ -16,7 +16,7 @@
  * layer then gives the unfused one's bits and work at those sizes (round 14:
  * its fp32-row form was 0.3-1.2% behind the unfused layer at 8 tokens in five
  * release runs). With EP the routing also drops the shared slots and the
- * dense MLP runs on EP rank 0. The prefill's split plan (up to 16 tokens and from 8192)
+ * dense MLP runs on EP rank 0. The prefill's split plan (up to 16 tokens and from 8193)
  * writes the slot's bf16 rows instead.
  * The decode path never touches the host, so route -> experts -> combine -> all-reduce captures into one
  * CUDA graph; so does the prefill path on the own wgmma GEMM (moe_cuda_gemm_sm90a.cu, the default on a
