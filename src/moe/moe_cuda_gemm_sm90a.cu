@@ -458,6 +458,10 @@ __global__ void __launch_bounds__(kThreads, 1)
  *   Both kinds write 48 KB into each CTA's stage (odd without a block: 16 KB) and every
  *   stage is written by both producers, so the stage protocol of k_wg_gemm CL holds
  *   unchanged: full[s] one arrival + the bytes, empty[s] the 16 consumer warps of both CTAs.
+ *   A row tile of at most 64 valid rows (both forms; round 45) loads only its first 64 A rows
+ *   (pair, !CL: the 64-row map; odd: rank 1 sends no half), 8 KB less in the stage's byte count
+ *   (odd: in both CTAs', which know the same n_e); its second consumer warpgroup skips the tile
+ *   as before, so no thread reads the rows not loaded and the bits are the same.
  *   The ring position runs on across items (use g of stage g % ST has parity (g / ST) & 1).
  * Item queue (two slots, item_q[i] with mbarriers qfull / qempty): the producer of the CTA
  * (CL: of rank 0) takes the next item with an atomicAdd, writes it into its slot (CL: also
@@ -472,6 +476,7 @@ struct wg_item {
     int e, rt, wb;   /* expert, this CTA's row tile, this CTA's weight block (-1: none) */
     int arow;        /* first A row this CTA loads (its whole tile, or CL odd: its half) */
     int odd;         /* CL: the A-shared kind */
+    int nv;          /* the valid rows of the row tile (1..BM): at most 64, its rows 64.. are not loaded */
 };
 
 template <bool CL>
@@ -513,6 +518,7 @@ __device__ __forceinline__ wg_item item_of(const wg_args &a, int e, int local, i
         }
     }
     r.arow = off + r.rt * BM + (r.odd ? 64 * (int)rank : 0);
+    r.nv = min(BM, n_e - r.rt * BM);
     return r;
 }
 
@@ -631,21 +637,26 @@ __global__ void __launch_bounds__(kThreads, 1)
                 const CUtensorMap *tam = sh ? &tx : &ta, *tam64 = sh ? &tx64 : &ta64;
                 if (!ACT && a.gdone) wait_gate_up(a, w.e);
                 const int brow0 = w.wb >= 0 ? w.e * a.wrows + w.wb * a.nb_rows : 0, brow1 = brow0 + a.bhalf;
-                const uint32_t bytes = CL && w.odd && w.wb < 0 ? (uint32_t)A_BYTES : (uint32_t)STAGE_BYTES;
+                /* a row tile of at most 64 valid rows: its second A half (the next expert's rows or
+                 * zero fill, which no consumer reads: the second warpgroup skips the tile) is not
+                 * loaded; CL odd: rank 1's multicast half, in both CTAs' byte counts */
+                const bool ah = w.nv <= 64;
+                const uint32_t abytes = ah ? (uint32_t)(A_BYTES / 2) : (uint32_t)A_BYTES;
+                const uint32_t bytes = abytes + (CL && w.odd && w.wb < 0 ? 0u : (uint32_t)(2 * BH_BYTES));
                 for (int kb = 0; kb < KB; kb++, g++) {
                     const int s = g % ST;
                     if (g >= ST) mbar_wait(&empty[s], ((g / ST) - 1) & 1);
                     unsigned char *st = smem + (size_t)s * STAGE_BYTES;
                     mbar_expect_tx(&full[s], bytes);
                     if (!CL) {
-                        tma_2d(st, tam, kb * BK, w.arow, &full[s]);
+                        tma_2d(st, ah ? tam64 : tam, kb * BK, w.arow, &full[s]);
                         tma_2d(st + A_BYTES, &tb, kb * BK, brow0, &full[s]);
                         tma_2d(st + A_BYTES + BH_BYTES, &tb, kb * BK, brow1, &full[s]);
                     } else if (!w.odd) { /* own A tile; this CTA's half of B into both */
-                        tma_2d(st, tam, kb * BK, w.arow, &full[s]);
+                        tma_2d(st, ah ? tam64 : tam, kb * BK, w.arow, &full[s]);
                         tma_2d_mc(st + A_BYTES + rank * BH_BYTES, &tb, kb * BK, rank ? brow1 : brow0, &full[s]);
                     } else { /* this CTA's half of A into both; own weight block */
-                        tma_2d_mc(st + rank * (A_BYTES / 2), tam64, kb * BK, w.arow, &full[s]);
+                        if (!ah || rank == 0) tma_2d_mc(st + rank * (A_BYTES / 2), tam64, kb * BK, w.arow, &full[s]);
                         if (w.wb >= 0) {
                             tma_2d(st + A_BYTES, &tb, kb * BK, brow0, &full[s]);
                             tma_2d(st + A_BYTES + BH_BYTES, &tb, kb * BK, brow1, &full[s]);
