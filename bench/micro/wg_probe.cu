@@ -15,7 +15,9 @@
  *   thin, even routed's rows, half the experts with a third row tile: 257 / 255 rows (a 1-row odd
  *              tile) and 320 / 192 (a 64-row odd tile, no padded rows);
  *   shared     the shared expert of m3u alone (8192 rows);
- *   dense8     8 experts of 5120 rows.
+ *   dense8     8 experts of 5120 rows;
+ *   m3r4k, m3r1k  16384 / 4096 routed rows sent to random experts + one shared of 4096 / 1024 (the
+ *              4096- and 1024-token layers' slot plan; m3r1k's experts are all one partial tile).
  * Each layout runs the persistent 2-CTA clusters (form 2, the layer's default at 8192 tokens) and
  * the persistent CTAs (form 3), band 16, no early launches; cuBLAS runs the dense1 GEMMs as the
  * reference. Per row: the median of 15 timed calls (CUDA events; each call = gather + tile table
@@ -132,6 +134,15 @@ int main(int argc, char **argv) {
         }
         layout rr{"m3rr", r.rows}; /* m3r's routed experts alone: the 8192-token layer's split plan */
         r.rows.push_back(8192);
+        /* the 4096- and 1024-token layers' layouts (slot plan), drawn the same way */
+        layout r4{"m3r4k", std::vector<int>(128, 0)}, r1{"m3r1k", std::vector<int>(128, 0)};
+        for (int i = 0; i < 16384; i++) {
+            s = s * 1664525u + 1013904223u;
+            r4.rows[s >> 25]++;
+            if (i < 4096) r1.rows[s >> 25]++;
+        }
+        r4.rows.push_back(4096);
+        r1.rows.push_back(1024);
         layout ro{"routed", std::vector<int>(128, 256)};
         /* the routed rows of `routed` (32768) split so that half the experts have a third row tile:
          * thin: 257 / 255 rows (a 1-row odd tile; 63 padded rows each), even: 320 / 192 (a 64-row
@@ -143,7 +154,7 @@ int main(int argc, char **argv) {
         }
         layout sh{"shared", {8192}};
         layout d8{"dense8", std::vector<int>(8, 5120)};
-        L = {a, u, r, rr, ro, th, ev, sh, d8};
+        L = {a, u, r, rr, ro, th, ev, sh, d8, r4, r1};
     }
     int dev = 0, nsm = 0;
     CK(cudaSetDevice(dev));
