@@ -9,7 +9,7 @@
 # Binaries: prebuilt/bin.txz (stripped): tpmoe, gpu_act, gpu_moe, gpu_moe_paths, gpu_moe_api,
 # compact Release builds (build-crel) of 75fdd1e.
 # Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r246_h200.sh
-NAME=r246
+NAME=${NAME:-r246}   # r248 runs these steps under its own name
 . bench/device_env.sh
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu --format=csv > "$R/smi.txt" 2>&1
 cat "$R/smi.txt"
@@ -33,4 +33,4 @@ printf "== %-8s rc=%d (%s): " $n $? "$(el)"
 awk '/^tokens/{h=1;next} h&&NF>10{printf "%s %s %s %s %s %s | ", $1, $11, $15, $18, $19, $20}' "$R/$n.log"; echo
 kill $S 2>/dev/null
 pack
-echo "== r246 done ($(el))"
+echo "== $NAME done ($(el))"
