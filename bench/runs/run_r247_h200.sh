@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# run_r247_h200.sh - one GPU (an H100 or H200): first r246 (round 44's defaults: every GPU test,
-# the issue's table, the layer at 4096 and 8192 tokens; into $OUT/r246), then, into $OUT/r247,
-# the prefill GEMM's A half skipped (bench/micro/var/ahalf.patch: a row tile of at most 64 valid
-# rows loads only its first 64 A rows; CL odd items: rank 1's multicast half is not sent):
-#   1. the patched build's GPU tests (gpu_moe_paths, gpu_moe, gpu_moe_api);
-#   2. wg_probe, HEAD's kernel against the patched one, 200 calls per layout and form, in turn
+# run_r247_h200.sh - one GPU (an H100 or H200): with WITH_R246 set, first r246 (into $OUT/r246),
+# then, into $OUT/r247, the prefill GEMM's A half skipped (the change committed as 324be90 after
+# this run: a row tile of at most 64 valid rows loads only its first 64 A rows; CL odd items:
+# rank 1's multicast half is not sent):
+#   1. the patched build's GPU tests (gpu_moe_paths, gpu_moe, gpu_moe_api; not with SKIP_TESTS);
+#   2. wg_probe, HEAD's kernel against the patched one (if packed), 200 calls per layout and form, in turn
 #      (new ah new ah): m3rr, m3r4k, even, thin (form 2), m3r1k (form 3); the fingerprints
 #      must be equal;
 #   3. the fused layer at 1024, 4096 and 8192 tokens, in turn (new ah new ah):
 #      tpmoe[_ah] bench moe --preset m3 --tokens 1024,4096,8192 --fuse-shared 1 --check 2
 # Binaries: prebuilt/bin.txz (stripped): r246's (tpmoe, gpu_act, gpu_moe, gpu_moe_paths,
 # gpu_moe_api: compact Release builds of 75fdd1e) and tpmoe_ah, gpu_moe_ah, gpu_moe_paths_ah,
-# gpu_moe_api_ah (the same build + ahalf.patch), wg_new / wg_ah (bench/micro/wg_probe.cu with
+# gpu_moe_api_ah (the same build + the change), wg_new / wg_ah (bench/micro/wg_probe.cu with
 # HEAD's / the patched moe_cuda_gemm_sm90a.cu, against build-crel/libtpmoe.a).
 # Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r247_h200.sh
 [ -n "${WITH_R246:-}" ] && OUT=${OUT:-out} bash bench/runs/run_r246_h200.sh
