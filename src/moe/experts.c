@@ -13,15 +13,35 @@
 
 #include <string.h>
 
-float tpm_dot_f32(const float *a, const float *b, size_t n) {
-    float l[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++)
-            l[j] += a[i + j] * b[i + j];
+/* Eight fp32 lanes: lane j sums the products a[i + j] * b[i + j], i = 0, 8, 16, ... in order,
+ * exactly as a scalar loop over float l[8] would. The lanes live in two 4-wide vectors (lo: lanes
+ * 0-3, hi: 4-7), the SSE registers of every x86-64, so the compiler keeps them in registers
+ * (the scalar float[8] form was spilled to the stack on every step: docs/moe.md, Experts).
+ * -ffp-contract=off keeps every multiply and add separately rounded: the same bits. */
+typedef float v4f __attribute__((vector_size(16)));
+/* the same vector at any float's address (an unaligned load; may alias the float arrays) */
+typedef float v4f_u __attribute__((vector_size(16), aligned(4), may_alias));
+#define ld4(p) (*(const v4f_u *)(p))
+
+/* The fixed final tree over the eight lanes, after the scalar tail (lanes 0, 1, ... again). */
+static inline float lanes_sum(const v4f *lo, const v4f *hi, const float *a, const float *b, size_t i,
+                              size_t n) {
+    float f[8];
+    memcpy(f, lo, 4 * sizeof(float));
+    memcpy(f + 4, hi, 4 * sizeof(float));
     for (int j = 0; i < n; i++, j++)
-        l[j] += a[i] * b[i];
-    return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+        f[j] += a[i] * b[i];
+    return ((f[0] + f[4]) + (f[2] + f[6])) + ((f[1] + f[5]) + (f[3] + f[7]));
+}
+
+float tpm_dot_f32(const float *a, const float *b, size_t n) {
+    v4f lo = {0.0f, 0.0f, 0.0f, 0.0f}, hi = lo;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        lo += ld4(a + i) * ld4(b + i);
+        hi += ld4(a + i + 4) * ld4(b + i + 4);
+    }
+    return lanes_sum(&lo, &hi, a, b, i, n);
 }
 
 /* Four dot products of one weight row with four vectors, each in exactly the
@@ -29,27 +49,24 @@ float tpm_dot_f32(const float *a, const float *b, size_t n) {
  * results, with four independent accumulator chains for the CPU to overlap. */
 static void dot4_f32(const float *w, const float *x0, const float *x1, const float *x2,
                      const float *x3, size_t n, float *out) {
-    float l0[8] = {0}, l1[8] = {0}, l2[8] = {0}, l3[8] = {0};
+    const v4f z = {0.0f, 0.0f, 0.0f, 0.0f};
+    v4f l0 = z, h0 = z, l1 = z, h1 = z, l2 = z, h2 = z, l3 = z, h3 = z;
     size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++) {
-            float a = w[i + j];
-            l0[j] += a * x0[i + j];
-            l1[j] += a * x1[i + j];
-            l2[j] += a * x2[i + j];
-            l3[j] += a * x3[i + j];
-        }
-    for (int j = 0; i < n; i++, j++) {
-        l0[j] += w[i] * x0[i];
-        l1[j] += w[i] * x1[i];
-        l2[j] += w[i] * x2[i];
-        l3[j] += w[i] * x3[i];
+    for (; i + 8 <= n; i += 8) {
+        const v4f a = ld4(w + i), b = ld4(w + i + 4);
+        l0 += a * ld4(x0 + i);
+        h0 += b * ld4(x0 + i + 4);
+        l1 += a * ld4(x1 + i);
+        h1 += b * ld4(x1 + i + 4);
+        l2 += a * ld4(x2 + i);
+        h2 += b * ld4(x2 + i + 4);
+        l3 += a * ld4(x3 + i);
+        h3 += b * ld4(x3 + i + 4);
     }
-    float *ls[4] = {l0, l1, l2, l3};
-    for (int k = 0; k < 4; k++) {
-        const float *l = ls[k];
-        out[k] = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
-    }
+    out[0] = lanes_sum(&l0, &h0, w, x0, i, n);
+    out[1] = lanes_sum(&l1, &h1, w, x1, i, n);
+    out[2] = lanes_sum(&l2, &h2, w, x2, i, n);
+    out[3] = lanes_sum(&l3, &h3, w, x3, i, n);
 }
 
 /* out[t * stride] = dot(w, x + t * n) for t < nt (groups of four, then one by one). */
