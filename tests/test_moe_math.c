@@ -377,12 +377,45 @@ static void expert_vs_f64(void **state) {
     }
 }
 
+/* The batched expert (weight rows against four tokens at once, then one by one) gives bitwise the
+ * single-token tpm_dot_f32 results, at lengths that leave a tail after the 8-lane steps (H 21,
+ * inter 11) and a token count that leaves singles after the groups of four (7). */
+static void expert_batched_bitwise(void **state) {
+    (void)state;
+    const int H = 21, I = 11, n = 7;
+    trng r = {11};
+    tpm_expert_weights ew;
+    tfill_expert(&r, &ew, H, I, 1);
+    tpm_expert_view v = {ew.gate_up, ew.gate_up_bias, ew.down, ew.down_bias};
+    tpm_act_params ap = {TPM_ACT_SWIGLU_OAI, 1.702f, 7.0f, 1.0f};
+    float *x = trand_bf16(&r, (size_t)n * H, 4.0);
+    float *h = malloc((size_t)n * 3 * I * sizeof *h), *out = malloc((size_t)n * H * sizeof *out);
+    for (int i = 0; i < n * H; i++)
+        out[i] = NAN;
+    tpm_expert_forward(&ap, &v, H, I, x, (size_t)n, h, out);
+    for (int t = 0; t < n; t++) {
+        float hh[22], a[11];
+        for (int rr = 0; rr < 2 * I; rr++)
+            hh[rr] = tpm_dot_f32(ew.gate_up + rr * H, x + t * H, (size_t)H) + ew.gate_up_bias[rr];
+        tpm_act_apply(&ap, hh, I, a);
+        for (int o = 0; o < H; o++) {
+            float want = tpm_dot_f32(ew.down + o * I, a, (size_t)I) + ew.down_bias[o];
+            assert_memory_equal(&out[t * H + o], &want, sizeof want); /* bitwise */
+        }
+    }
+    free(x);
+    free(h);
+    free(out);
+    tfree_expert(&ew);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(dot_fixed_order),         cmocka_unit_test(router_sigmoid_hand),
         cmocka_unit_test(router_ties_lower_index), cmocka_unit_test(router_nan_inf),
         cmocka_unit_test(router_grouped),          cmocka_unit_test(router_softmax_topk),
         cmocka_unit_test(activations_hand),        cmocka_unit_test(expert_vs_f64),
+        cmocka_unit_test(expert_batched_bitwise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
