@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# run_r251_h200.sh - one GPU, into $OUT/r251: the independent NumPy layer (tests/indep/moe_ref.py,
+# fp64, from the specification) against the CUDA backend of round 45's library at the two ends
+# of the issue's token range, 1 and 16384 tokens (TP 1; 1 token also TP 2, both ranks on the one
+# GPU, TPMOE_CUDA_SHARE_GPU=1: checked, not timed), which r200 / r203 / r250 did not run. On an
+# H200 it first runs r249 (r248's GPU tests and the issue's table, into $OUT/r249) and then also
+# r250's 1000 / 8193-token cases, so that the H200 has its own check of the current library.
+# Binaries: prebuilt/bin.txz as r248's (compact Release builds of baa3ea9).
+# Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r251_h200.sh
+card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+cases="1:1:60 1:2:60 16384:1:300"
+case "$card" in *H200*) (bash bench/runs/run_r249_h200.sh); cases="$cases 1000:1:120 8193:1:200" ;; esac
+NAME=r251
+. bench/device_env.sh
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu --format=csv > "$R/smi.txt" 2>&1
+cat "$R/smi.txt"
+python3 -c "import numpy; print('numpy', numpy.__version__)" 2>&1 | tee "$R/numpy.txt"
+for pr in m3-mini deepseek-v3-mini gpt-oss-mini; do
+  timeout 60 "$B/tpmoe" bench moe --preset $pr --fuse-shared 1 --check 1 --tokens 1,16384 > "$R/modes_$pr.log" 2>&1
+  echo "== modes $pr rc=$?: $(sed -n '/^tokens/,$p' "$R/modes_$pr.log" | awk 'NR > 1 {printf "%s:%s/%s/%s ", $1, $4, $5, $7}')"
+done
+pack
+for c in $cases; do
+  IFS=: read -r tok tp tl <<< "$c"
+  TPMOE_CUDA_SHARE_GPU=$((tp > 1)) timeout $tl python3 tests/indep/moe_ref.py --tool "$B/tpmoe" --backend cuda \
+    --tp $tp --full --tokens $tok --workdir /tmp/indep_$tok > "$R/indep_cuda_t${tok}_tp$tp.log" 2>&1
+  echo "== indep cuda T=$tok TP $tp rc=$? ($(el))"; grep -E "^FAIL" "$R/indep_cuda_t${tok}_tp$tp.log" | head -5
+  tail -1 "$R/indep_cuda_t${tok}_tp$tp.log"
+  pack
+done
+echo "== r251 done ($(el))"
