@@ -257,27 +257,6 @@ static int parse_codecs(const char *s, tpm_codec *out, int max) {
     return k;
 }
 
-static void run_plot(const char *json, const char *png) {
-    char exe[1024], cmd[4096];
-    const char *cands[3] = {getenv("TPMOE_PLOT_SCRIPT"), "bench/plot_allreduce.py", NULL};
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 64);
-    static char rel[1100];
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = '\0';
-        snprintf(rel, sizeof rel, "%s/../bench/plot_allreduce.py", exe);
-        cands[2] = rel;
-    }
-    for (int i = 0; i < 3; i++) {
-        if (!cands[i] || access(cands[i], R_OK)) continue;
-        snprintf(cmd, sizeof cmd, "python3 '%s' '%s' '%s'", cands[i], json, png);
-        if (system(cmd) != 0) fprintf(stderr, "tpmoe %s: plot failed: %s\n", kCmd, cmd);
-        return;
-    }
-    fprintf(stderr, "tpmoe %s: bench/plot_allreduce.py not found (set TPMOE_PLOT_SCRIPT)\n", kCmd);
-}
-
 int cmd_bench_allreduce(int argc, char **argv) {
     long long tp = 2, iters = 30;
     tpm_dtype dt = TPM_DTYPE_BF16;
@@ -567,7 +546,7 @@ int cmd_bench_allreduce(int argc, char **argv) {
         if (json_dump_file(root, json_path, JSON_INDENT(1)) != 0)
             fprintf(stderr, "tpmoe %s: cannot write %s\n", kCmd, json_path);
         json_decref(root);
-        if (png_path) run_plot(json_path, png_path);
+        if (png_path) cli_run_plot(kCmd, "plot_allreduce.py", json_path, png_path, 0);
     } else if (png_path) {
         fprintf(stderr, "tpmoe %s: --png needs --json\n", kCmd);
     }

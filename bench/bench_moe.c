@@ -8,7 +8,7 @@
  *                   [--route-legacy 0|1] [--route-experts 8|16|32] [--route-tc MIN:MAX]
  *                   [--shared-plan auto|slot|split]
  *                   [--prefill-gemm loop|grouped|streams] [--flush write|read|none] [--reps N]
- *                   [--check N] [--seed S] [--gemm-hold S] [--json FILE]
+ *                   [--check N] [--seed S] [--gemm-hold S] [--json FILE] [--png FILE]
  *
  * Weights are generated on the GPU (moe_cuda_gen.h), never on the host; the
  * reference reads back only the experts the sample tokens touch. Per token
@@ -815,6 +815,8 @@ int cmd_bench_moe(int argc, char **argv) {
         if (json_dump_file(root, o.json, JSON_INDENT(1)) != 0) {
             fprintf(stderr, "tpmoe bench moe: cannot write %s\n", o.json);
             fail = 1;
+        } else if (o.png) {
+            cli_run_plot("bench moe", "plot_moe.py", o.json, o.png, 1);
         }
         json_decref(root);
     }

@@ -28,7 +28,7 @@ static void usage(FILE *f) {
             "                       [--shared-mma N]\n"
             "                       [--prefill-down-early N]\n"
             "                       [--reps N] [--check N] [--gemm-hold S]\n"
-            "                       [--seed S] [--json FILE]\n"
+            "                       [--seed S] [--json FILE] [--png FILE]\n"
             "  --preset P        model preset (default m3)\n"
             "  --tokens LIST     comma list of token counts (default 1,8,32,128,1024,8192)\n"
             "  --tp N            tensor-parallel GPUs, one host thread each (default 1)\n"
@@ -104,7 +104,9 @@ static void usage(FILE *f) {
             "  --seed S          weight seed (default 1)\n"
             "  --gemm-hold S     also time cuBLAS's 8192^3 GEMM back to back for S s, the rate at the\n"
             "                    board's power cap (x_held column; default 3, 0: off)\n"
-            "  --json FILE       write every row as JSON\n",
+            "  --json FILE       write every row as JSON\n"
+            "  --png FILE        with --json: plot that JSON (time per layer vs tokens, fused and\n"
+            "                    unfused, and the floors) by bench/plot_moe.py (needs matplotlib)\n",
             TPM_MOE_DECODE_MAX_NT);
 }
 
@@ -278,10 +280,13 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
             if (int_opt(a, v, 0, 60, &o->gemm_hold)) return 2;
         } else if (!strcmp(a, "--json")) {
             o->json = v;
+        } else if (!strcmp(a, "--png")) {
+            o->png = v;
         } else {
             return cli_usage_error("bench moe", "unknown option '%s'", a);
         }
     }
+    if (o->png && !o->json) return cli_usage_error("bench moe", "--png needs --json");
     if (o->p->n_shared == 0) o->nfuse = 1; /* nothing to fuse */
     return -1;
 }

@@ -34,6 +34,7 @@ typedef struct opts {
     int gemm_hold;                                                 /* s of back-to-back cuBLAS GEMMs (0: off) */
     uint64_t seed;
     const char *json;
+    const char *png; /* with json: the plot (bench/plot_moe.py) */
 } opts;
 
 /* Parse argv into o (defaults first): -1 to go on, else the exit code (usage printed). */

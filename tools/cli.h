@@ -48,5 +48,12 @@ double cli_rng_uniform(cli_rng *r);  /* [0,1) */
 double cli_rng_normal(cli_rng *r);
 /* Median of n doubles (sorts a copy). */
 double cli_median(const double *v, int n);
+/* Plot a bench JSON into a PNG with the Python script bench/<script> (found through
+ * $TPMOE_PLOT_SCRIPT, then ./bench/, then <dir of the tpmoe binary>/../bench/). 0 when the
+ * script ran and succeeded; otherwise a message on stderr naming the reason and 1. The bench
+ * result stands either way (the plot is a view of the JSON). png_first: the script takes
+ * OUT.png JSON (plot_moe.py) rather than JSON OUT.png (plot_allreduce.py). */
+int cli_run_plot(const char *cmd, const char *script, const char *json, const char *png,
+                 int png_first);
 
 #endif /* TPM_CLI_H */

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
     va_list ap;
@@ -102,4 +103,36 @@ double cli_median(const double *v, int n) {
     double m = (n & 1) ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
     free(c);
     return m;
+}
+
+int cli_run_plot(const char *cmd, const char *script, const char *json, const char *png,
+                 int png_first) {
+    char exe[1024], rel[1200], local[600], line[4096];
+    const char *cands[3] = {getenv("TPMOE_PLOT_SCRIPT"), local, NULL};
+    snprintf(local, sizeof local, "bench/%s", script);
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+        snprintf(rel, sizeof rel, "%s/../bench/%s", exe, script);
+        cands[2] = rel;
+    }
+    for (int i = 0; i < 3; i++) {
+        if (!cands[i] || !*cands[i] || access(cands[i], R_OK)) continue;
+        if (strchr(cands[i], '\'') || strchr(json, '\'') || strchr(png, '\'')) {
+            fprintf(stderr, "tpmoe %s: plot skipped: a path holds a quote character\n", cmd);
+            return 1;
+        }
+        snprintf(line, sizeof line, "python3 '%s' '%s' '%s'", cands[i], png_first ? png : json,
+                 png_first ? json : png);
+        int rc = system(line);
+        if (rc != 0) {
+            fprintf(stderr, "tpmoe %s: plot failed (exit status %d): %s\n", cmd, rc, line);
+            return 1;
+        }
+        return 0;
+    }
+    fprintf(stderr, "tpmoe %s: bench/%s not found (set TPMOE_PLOT_SCRIPT); no plot\n", cmd, script);
+    return 1;
 }
