@@ -5,7 +5,10 @@
 # GPU, TPMOE_CUDA_SHARE_GPU=1: checked, not timed), which r200 / r203 / r250 did not run. On an
 # H200 it first runs r249 (r248's GPU tests and the issue's table, into $OUT/r249) and then also
 # r250's 1000 / 8193-token cases, so that the H200 has its own check of the current library.
-# Binaries: prebuilt/bin.txz as r248's (compact Release builds of baa3ea9).
+# It also runs `bench moe --json --png` once (the mini preset, 1 and 64 tokens) to show the plot
+# step on the GPU build (plot.log says if the machine's python3 has no matplotlib).
+# Binaries: prebuilt/bin.txz, compact Release builds of 88f0eee: the CUDA library's sources as
+# baa3ea9's (r248's binaries); since then the CPU expert lanes (same bits) and bench moe --png.
 # Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r251_h200.sh
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 cases="1:1:60 1:2:60 16384:1:300"
@@ -19,6 +22,9 @@ for pr in m3-mini deepseek-v3-mini gpt-oss-mini; do
   timeout 60 "$B/tpmoe" bench moe --preset $pr --fuse-shared 1 --check 1 --tokens 1,16384 > "$R/modes_$pr.log" 2>&1
   echo "== modes $pr rc=$?: $(sed -n '/^tokens/,$p' "$R/modes_$pr.log" | awk 'NR > 1 {printf "%s:%s/%s/%s ", $1, $4, $5, $7}')"
 done
+timeout 60 "$B/tpmoe" bench moe --preset m3-mini --tokens 1,64 --fuse-shared both --gemm-hold 0 \
+  --json "$R/plot.json" --png "$R/plot.png" > "$R/plot.log" 2>&1
+echo "== bench moe --png rc=$? ($(ls "$R"/plot.png 2>/dev/null || echo no png)); $(grep -i plot "$R/plot.log" | head -2)"
 pack
 for c in $cases; do
   IFS=: read -r tok tp tl <<< "$c"
