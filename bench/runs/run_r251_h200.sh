@@ -34,4 +34,7 @@ for c in $cases; do
   tail -1 "$R/indep_cuda_t${tok}_tp$tp.log"
   pack
 done
+[ -f "$OUT/r249/status.json" ] && python3 bench/targets_moe.py "$OUT/r249/status.json" > "$R/targets_r249.log" 2>&1
+[ -f "$R/targets_r249.log" ] && tail -1 "$R/targets_r249.log"
+pack
 echo "== r251 done ($(el))"
