@@ -5,7 +5,8 @@
 # GPU, TPMOE_CUDA_SHARE_GPU=1: checked, not timed), which r200 / r203 / r250 did not run. On an
 # H200 it first runs r249 (r248's GPU tests and the issue's table, into $OUT/r249) and then also
 # r250's 1000 / 8193-token cases, so that the H200 has its own check of the current library.
-# It also runs `bench moe --json --png` once (the mini preset, 1 and 64 tokens) to show the plot
+# It also times TP rank 0's share of a TP 2 layer, fused and unfused, at 1-8 tokens (`--shard 2`,
+# two passes), and runs `bench moe --json --png` once (the mini preset, 1 and 64 tokens) to show the plot
 # step on the GPU build (plot.log says if the machine's python3 has no matplotlib).
 # Binaries: prebuilt/bin.txz, compact Release builds of 88f0eee: the CUDA library's sources as
 # baa3ea9's (r248's binaries); since then the CPU expert lanes (same bits) and bench moe --png.
@@ -25,6 +26,14 @@ done
 timeout 60 "$B/tpmoe" bench moe --preset m3-mini --tokens 1,64 --fuse-shared both --gemm-hold 0 \
   --json "$R/plot.json" --png "$R/plot.png" > "$R/plot.log" 2>&1
 echo "== bench moe --png rc=$? ($(ls "$R"/plot.png 2>/dev/null || echo no png)); $(grep -i plot "$R/plot.log" | head -2)"
+# TP rank 0's share of a TP 2 layer alone (no all-reduce), fused and unfused, 1-8 tokens: where the
+# TP 2 block's 1.1x target stands on the current library (r216 ran it on round 36), two passes
+for pass in a b; do
+  timeout 90 "$B/tpmoe" bench moe --preset m3 --check 1 --gemm-hold 0 --shard 2 --fuse-shared both \
+    --tokens 1,2,4,8 --json "$R/tp2_$pass.json" > "$R/tp2_$pass.log" 2>&1
+  printf "== shard 2 pass %s rc=%d (%s): " $pass $? "$(el)"
+  awk '/^tokens/{h=1;next} h&&NF>10{printf "%s/%s %s | ", $1, $2, $15}' "$R/tp2_$pass.log"; echo
+done
 pack
 for c in $cases; do
   IFS=: read -r tok tp tl <<< "$c"
