@@ -169,7 +169,11 @@ static int load_input(const opts *o, const tpm_preset *p, void **x, size_t *T, t
     *x = malloc(t->nbytes);
     if (*x) memcpy(*x, t->data, t->nbytes);
     tpm_st_close(f);
-    if (!*x || *T == 0) return cli_usage_error(CMD, "--input: x is empty or too large");
+    if (!*x || *T == 0) {
+        free(*x); /* x with 0 rows: malloc(0) may have returned a pointer */
+        *x = NULL;
+        return cli_usage_error(CMD, "--input: x is empty or too large");
+    }
     return 0;
 }
 
