@@ -124,8 +124,12 @@ int cli_run_plot(const char *cmd, const char *script, const char *json, const ch
             fprintf(stderr, "tpmoe %s: plot skipped: a path holds a quote character\n", cmd);
             return 1;
         }
-        snprintf(line, sizeof line, "python3 '%s' '%s' '%s'", cands[i], png_first ? png : json,
-                 png_first ? json : png);
+        int len = snprintf(line, sizeof line, "python3 '%s' '%s' '%s'", cands[i],
+                           png_first ? png : json, png_first ? json : png);
+        if (len < 0 || (size_t)len >= sizeof line) {
+            fprintf(stderr, "tpmoe %s: plot skipped: the paths are too long\n", cmd);
+            return 1;
+        }
         int rc = system(line);
         if (rc != 0) {
             fprintf(stderr, "tpmoe %s: plot failed (exit status %d): %s\n", cmd, rc, line);
