@@ -10,6 +10,8 @@
 # step on the GPU build (plot.log says if the machine's python3 has no matplotlib).
 # Binaries: prebuilt/bin.txz, compact Release builds of 88f0eee: the CUDA library's sources as
 # baa3ea9's (r248's binaries); since then the CPU expert lanes (same bits) and bench moe --png.
+# Order (a short lease keeps what finished; each step packs): the shard timing, the plot, the
+# independent checks, each preset's paths (`bench moe --check 1`), targets_moe.py.
 # Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r251_h200.sh
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 cases="1:1:60 1:2:60 16384:1:300"
@@ -19,13 +21,6 @@ NAME=r251
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu --format=csv > "$R/smi.txt" 2>&1
 cat "$R/smi.txt"
 python3 -c "import numpy; print('numpy', numpy.__version__)" 2>&1 | tee "$R/numpy.txt"
-for pr in m3-mini deepseek-v3-mini gpt-oss-mini; do
-  timeout 60 "$B/tpmoe" bench moe --preset $pr --fuse-shared 1 --check 1 --tokens 1,16384 > "$R/modes_$pr.log" 2>&1
-  echo "== modes $pr rc=$?: $(sed -n '/^tokens/,$p' "$R/modes_$pr.log" | awk 'NR > 1 {printf "%s:%s/%s/%s ", $1, $4, $5, $7}')"
-done
-timeout 60 "$B/tpmoe" bench moe --preset m3-mini --tokens 1,64 --fuse-shared both --gemm-hold 0 \
-  --json "$R/plot.json" --png "$R/plot.png" > "$R/plot.log" 2>&1
-echo "== bench moe --png rc=$? ($(ls "$R"/plot.png 2>/dev/null || echo no png)); $(grep -i plot "$R/plot.log" | head -2)"
 # TP rank 0's share of a TP 2 layer alone (no all-reduce), fused and unfused, 1-8 tokens: where the
 # TP 2 block's 1.1x target stands on the current library (r216 ran it on round 36), two passes
 for pass in a b; do
@@ -35,12 +30,21 @@ for pass in a b; do
   awk '/^tokens/{h=1;next} h&&NF>10{printf "%s/%s %s | ", $1, $2, $15}' "$R/tp2_$pass.log"; echo
 done
 pack
+timeout 60 "$B/tpmoe" bench moe --preset m3-mini --tokens 1,64 --fuse-shared both --gemm-hold 0 \
+  --json "$R/plot.json" --png "$R/plot.png" > "$R/plot.log" 2>&1
+echo "== bench moe --png rc=$? ($(ls "$R"/plot.png 2>/dev/null || echo no png)); $(grep -i plot "$R/plot.log" | head -2)"
+pack
 for c in $cases; do
   IFS=: read -r tok tp tl <<< "$c"
   TPMOE_CUDA_SHARE_GPU=$((tp > 1)) timeout $tl python3 tests/indep/moe_ref.py --tool "$B/tpmoe" --backend cuda \
     --tp $tp --full --tokens $tok --workdir /tmp/indep_$tok > "$R/indep_cuda_t${tok}_tp$tp.log" 2>&1
   echo "== indep cuda T=$tok TP $tp rc=$? ($(el))"; grep -E "^FAIL" "$R/indep_cuda_t${tok}_tp$tp.log" | head -5
   tail -1 "$R/indep_cuda_t${tok}_tp$tp.log"
+  pack
+done
+for pr in m3-mini deepseek-v3-mini gpt-oss-mini; do
+  timeout 60 "$B/tpmoe" bench moe --preset $pr --fuse-shared 1 --check 1 --tokens 1,16384 > "$R/modes_$pr.log" 2>&1
+  echo "== modes $pr rc=$?: $(sed -n '/^tokens/,$p' "$R/modes_$pr.log" | awk 'NR > 1 {printf "%s:%s/%s/%s ", $1, $4, $5, $7}')"
   pack
 done
 [ -f "$OUT/r249/status.json" ] && python3 bench/targets_moe.py "$OUT/r249/status.json" > "$R/targets_r249.log" 2>&1
