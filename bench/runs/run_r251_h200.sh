@@ -8,8 +8,9 @@
 # It also times TP rank 0's share of a TP 2 layer, fused and unfused, at 1-8 tokens (`--shard 2`,
 # two passes), and runs `bench moe --json --png` once (the mini preset, 1 and 64 tokens) to show the plot
 # step on the GPU build (plot.log says if the machine's python3 has no matplotlib).
-# Binaries: prebuilt/bin.txz, compact Release builds of 88f0eee: the CUDA library's sources as
-# baa3ea9's (r248's binaries); since then the CPU expert lanes (same bits) and bench moe --png.
+# Binaries: prebuilt/bin.txz, compact Release builds of 781defe's sources: the CUDA library's
+# sources as baa3ea9's (r248's binaries); since then the CPU expert lanes (same bits), bench moe
+# --png and a freed buffer in `tpmoe moe --input`.
 # Order (a short lease keeps what finished; each step packs): the shard timing, the plot, the
 # independent checks, each preset's paths (`bench moe --check 1`), targets_moe.py.
 # Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r251_h200.sh
