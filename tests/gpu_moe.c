@@ -485,7 +485,8 @@ static void bad_arguments(void **state) {
         tu.gate_up_pairs = 0;
         assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     }
-    /* router experts per logits block by size (the default): 32 up to 2 tokens, 8 at 3-8, 16 at 9-24 */
+    /* router experts per logits block by size (the default): 32 up to 2 tokens (16 on a TP 2 rank),
+     * 8 at 3-8, 16 at 9-24 */
     assert_int_equal(tu.route_experts, 0);
     assert_int_equal(tpm_cuda_moe_route_experts_for(m, 1), 32);
     assert_int_equal(tpm_cuda_moe_route_experts_for(m, 2), 32);
@@ -497,6 +498,18 @@ static void bad_arguments(void **state) {
     assert_int_equal(tpm_cuda_moe_route_experts_for(m, 24), 16);
     assert_int_equal(tpm_cuda_moe_route_experts_for(m, 25), 32);
     assert_int_equal(tu.route_tc_min, 25); /* mode 1 up to 24 tokens (round 27) */
+    {
+        /* a TP 2 rank (rank 0 alone here; its communicator is never called) takes 16 up to 2 tokens */
+        static int marker;
+        tpm_cuda_moe *m2 = NULL;
+        tpm_cuda_moe_desc d2 = {tpm_preset_find("m3-mini"), 0, 2, 0, 1, 8, (void *)&marker, 1, 0};
+        assert_int_equal(tpm_cuda_moe_create(&d2, &m2), TPM_OK);
+        assert_int_equal(tpm_cuda_moe_route_experts_for(m2, 1), 16);
+        assert_int_equal(tpm_cuda_moe_route_experts_for(m2, 2), 16);
+        assert_int_equal(tpm_cuda_moe_route_experts_for(m2, 3), 8);
+        assert_int_equal(tpm_cuda_moe_route_experts_for(m2, 9), 16);
+        tpm_cuda_moe_destroy(m2);
+    }
     tu.route_experts = 32; /* forced */
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     assert_int_equal(tpm_cuda_moe_route_experts_for(m, 3), 32);
