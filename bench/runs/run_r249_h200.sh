@@ -2,8 +2,9 @@
 # run_r249_h200.sh - r248 (round 45's library: every GPU test, the issue's table, the layer at
 # 4096 and 8192 tokens) on an H200 only, into $OUT/r249: on any other card it stops at once
 # (rc 3), since r248 already ran these binaries on an H100.
-# Binaries: prebuilt/bin.txz: r248's (compact Release builds of baa3ea9) until 88f0eee; since then
-# r251's (781defe's sources: the same CUDA library sources).
+# Binaries: prebuilt/bin.txz: r248's (compact Release builds of baa3ea9) until 88f0eee; then
+# r251's (781defe's sources: the same CUDA library sources); since b944bd6 r253's (781defe's
+# sources plus the TP 2 rank's router experts per logits block, which no TP 1 step here uses).
 # Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r249_h200.sh
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 case "$card" in *H200*) ;; *) echo "== r249: $card is not an H200, stopping"; exit 3 ;; esac
