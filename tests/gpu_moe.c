@@ -485,7 +485,7 @@ static void bad_arguments(void **state) {
         tu.gate_up_pairs = 0;
         assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     }
-    /* router experts per logits block by size (the default): 32 up to 2 tokens (16 on a TP 2 rank),
+    /* router experts per logits block by size (the default): 32 up to 2 tokens (16 on a TP >= 2 rank),
      * 8 at 3-8, 16 at 9-24 */
     assert_int_equal(tu.route_experts, 0);
     assert_int_equal(tpm_cuda_moe_route_experts_for(m, 1), 32);
@@ -508,6 +508,14 @@ static void bad_arguments(void **state) {
         assert_int_equal(tpm_cuda_moe_route_experts_for(m2, 2), 16);
         assert_int_equal(tpm_cuda_moe_route_experts_for(m2, 3), 8);
         assert_int_equal(tpm_cuda_moe_route_experts_for(m2, 9), 16);
+        tpm_cuda_moe_destroy(m2);
+        /* and so does a TP 8 rank (round 47, r253's TP 8 share) */
+        tpm_cuda_moe_desc d8 = {tpm_preset_find("m3-mini"), 0, 8, 0, 1, 8, (void *)&marker, 1, 0};
+        assert_int_equal(tpm_cuda_moe_create(&d8, &m2), TPM_OK);
+        assert_int_equal(tpm_cuda_moe_route_experts_for(m2, 1), 16);
+        assert_int_equal(tpm_cuda_moe_route_experts_for(m2, 2), 16);
+        assert_int_equal(tpm_cuda_moe_route_experts_for(m2, 3), 8);
+        assert_int_equal(tpm_cuda_moe_route_experts_for(m2, 25), 32);
         tpm_cuda_moe_destroy(m2);
     }
     tu.route_experts = 32; /* forced */

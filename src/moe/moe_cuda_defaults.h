@@ -24,9 +24,9 @@
 /* Router experts per logits block (modes 0, 1); more blocks route faster but take SM slots from
  * the shared slot's gate_up items. 0 = by size: 32 up to 2 tokens, 8 at 3-8, 16 at 9-24 (rounds 26,
  * 27: r163, r164, r167, r168, r170), 32 above; the same bits where the H slices match (m3: 16).
- * A TP 2 rank (no EP) takes 16 up to 2 tokens: with half the shared slot's items beside the
- * routing, its fused layer is 1.9-4.8 us faster so at 1-2 tokens (r252, r253: `--shard 2`; TP 1
- * keeps 32: 16 is 0.5-1.2 us slower there). */
+ * A rank of TP >= 2 (no EP) takes 16 up to 2 tokens: with a 1/TP share of the shared slot's items
+ * beside the routing, its fused layer is faster so at 1-2 tokens (r252, r253, `--shard`: TP 2
+ * 1.9-4.8 us, TP 4 0-1.1, TP 8 1.4-2.4; TP 1 keeps 32: 16 is 0.5-1.2 us slower there). */
 #define TPM_MOE_ROUTE_EXPERTS 0
 /* Routing mode 3 (moe_cuda_route_tc.cu: one launch, the router on tensor cores, clusters
  * of 8) from / up to this many tokens, fragments loaded straight into registers. Round 33
