@@ -5,7 +5,7 @@
 # default against 32 forced by --route-experts at 1 and 2 tokens, fused and unfused, two passes in
 # alternating order: the whole layer (TP 1, which keeps 32: both forms must agree there) and TP rank
 # 0's share of a TP 2, 4 and 8 layer (`--shard`); the other GPU tests between the passes (a short
-# lease keeps what finished: each step packs).
+# lease keeps what finished: each step packs). On an H200 the issue's table follows.
 # Binaries: prebuilt/bin.txz, compact Release builds (build-crel) of this tree: b944bd6's sources
 # plus the widened rule (tpm_cuda_moe_route_experts_for) and its test.
 # Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r254_h200.sh
@@ -37,4 +37,13 @@ for pass in a b; do
   done
   pack
 done
+# on an H200 only (r248 ran the table on an H100): the issue's table with this build
+case "$(cat "$R/smi.txt")" in *H200*)
+  n=table
+  timeout 200 "$B/tpmoe" bench moe --preset m3 --tokens 1,8,32,128,1024,8192 --fuse-shared both --check 2 \
+    --json "$R/$n.json" > "$R/$n.log" 2>&1
+  printf "== %-8s rc=%d (%s): " $n $? "$(el)"
+  awk '/^tokens/{h=1;next} h&&NF>10{printf "%s %s %s %s %s %s | ", $1, $11, $15, $18, $19, $20}' "$R/$n.log"; echo
+  pack ;;
+esac
 echo "== r254 done ($(el))"
