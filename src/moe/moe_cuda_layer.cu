@@ -494,7 +494,7 @@ int tpm_cuda_moe_shared_plan(const tpm_cuda_moe *m, int T) {
 
 int tpm_cuda_moe_route_experts_for(const tpm_cuda_moe *m, int T) {
     if (m && m->tune.route_experts) return m->tune.route_experts;
-    if (m && T <= 2 && m->d.tp >= 2 && m->d.ep == 1) return 16; /* a TP rank: r252, r253 */
+    if (m && T <= 2 && m->d.tp >= 2 && m->d.ep == 1) return 16; /* a rank of TP >= 2: r252-r254 */
     return !m || T <= 2 ? 32 : T <= 8 ? 8 : T <= 24 ? 16 : 32; /* see TPM_MOE_ROUTE_EXPERTS */
 }
 
