@@ -467,27 +467,30 @@ __global__ void __launch_bounds__(kLogitWarps * 32 * TT) k_route_fused(tpm_moe_d
         return;
     }
     const int warp = threadIdx.x >> 5, t = tile * kTileTok + warp;
-    if (t < T) select_token(d, t, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], s_sel + warp * d.K);
+    /* the one-tile permutation's list: with the shared slot implied, the routed selections only */
+    const bool imp = (TT > 1 || gridDim.y == 1) && shared_implicit(d);
+    const int sk = imp ? d.k : d.K;
+    if (t < T) select_token(d, t, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], s_sel + warp * sk, sk);
     TPM_TRACE_MARK_CLK(d, 5, lin);
 #ifdef TPM_MOE_TRACE
     if (stop == 5) { /* trace diagnostic: the selection again, from warm caches; slot 6 after it */
         if (t < T)
-            select_token(d, t, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], s_sel + warp * d.K);
+            select_token(d, t, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], s_sel + warp * sk, sk);
         TPM_TRACE_MARK_CLK(d, 6, lin);
     }
 #endif
     if (threadIdx.x == 0) d.tile_ctr[tile] = 0; /* for the next replay */
     if (stop == 3) return;
     if (TT > 1 || gridDim.y == 1) { /* one tile: this block is the last; its selections are in s_sel */
-        if (threadIdx.x < 4) s_sel[T * d.K + threadIdx.x] = INT_MAX; /* build_permutation_direct's padding */
+        if (threadIdx.x < 4) s_sel[T * sk + threadIdx.x] = INT_MAX; /* build_permutation_direct's padding */
         __syncthreads();
         if (stop < 5) TPM_TRACE_MARK_CLK(d, 6, lin);
-        build_permutation_direct(d, T, s_sel, bits);
+        build_permutation_direct(d, T, s_sel, bits, imp);
 #ifdef TPM_MOE_TRACE
         if (stop == 6) { /* trace diagnostic: the permutation again (the same results); slot 6 between */
             __syncthreads();
             TPM_TRACE_MARK_CLK(d, 6, lin);
-            build_permutation_direct(d, T, s_sel, bits);
+            build_permutation_direct(d, T, s_sel, bits, imp);
         }
 #endif
         if (threadIdx.x == 0) d.ctr[2] = 0;

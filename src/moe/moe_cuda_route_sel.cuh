@@ -63,6 +63,10 @@ __device__ __forceinline__ bool block_ticket(int *ctr, int n, int fence, int *s_
     return last;
 }
 
+/* Whether the permutation builders take the shared slot's pairs as implied (build_permutation_direct's
+ * imp): a fused layer without EP, whose shared slot E is every token's last pair. */
+__device__ __forceinline__ bool shared_implicit(const tpm_moe_dev &d) { return d.fused && d.ep == 1; }
+
 /* Buckets of the permutation: the E1 slots, plus the drop bucket with EP. */
 __device__ __forceinline__ int n_buckets(const tpm_moe_dev &d) { return d.E1 + (d.ep > 1 ? 1 : 0); }
 
@@ -209,16 +213,29 @@ __device__ void build_permutation_small(const tpm_moe_dev &d, int T, uint32_t *b
  * in the active list from the masks' popcounts. No block barrier and no shared
  * atomics (round 28: the earlier form's touched bitmap, its barrier and the
  * loops over its words took 1297 cycles at 1 token, 1933 at 8:
- * bench/results/r177). */
-__device__ void build_permutation_direct(const tpm_moe_dev &d, int T, int *sel_s, uint32_t *s_mask) {
-    const int K = d.K, E1 = d.E1, TK = T * K, nq = (TK + 3) / 4;
+ * bench/results/r177).
+ * imp (a fused layer without EP: shared_implicit): sel_s holds the T k routed selections only
+ * (pair t k + s of sel_s is pair t K + s), padded at T k. The shared slot E sorts after every
+ * routed expert and each token has one pair on it, so its rows are T k + t, its count T and its
+ * offset T k: written without counting, and the routed pairs' counts skip its T entries
+ * (round 48: r257 had the fused routing 0.1-0.3 us slower than the unfused one in its
+ * permutation at 1-8 tokens). The same outputs as the full list. */
+__device__ void build_permutation_direct(const tpm_moe_dev &d, int T, int *sel_s, uint32_t *s_mask, bool imp = false) {
+    const int K = d.K, E1 = d.E1, TK = T * K, kr = imp ? d.k : K, TS = T * kr, nq = (TS + 3) / 4;
     const int tid = threadIdx.x, nth = blockDim.x, W = nth >> 5, warp = tid >> 5, lane = tid & 31;
     const int4 *s4 = reinterpret_cast<const int4 *>(sel_s);
     if (d.ep > 1) { /* selections -> slots (the drop bucket E1 sorts last) */
         for (int p = tid; p < TK; p += nth) sel_s[p] = slot_of(d, sel_s[p], p / K);
         __syncthreads();
     }
-    for (int p = tid; p < TK; p += nth) {
+    for (int p = tid; p < TS + (imp ? T : 0); p += nth) {
+        if (p >= TS) { /* imp: token p - TS's shared pair, the row after every routed one */
+            const int t = p - TS;
+            d.perm_tok[p] = t;
+            d.perm_exp[p] = d.E;
+            d.inv[t * K + d.k] = p;
+            continue;
+        }
         const int e = sel_s[p];
         int pos = 0;
 #pragma unroll 4
@@ -230,9 +247,10 @@ __device__ void build_permutation_direct(const tpm_moe_dev &d, int T, int *sel_s
             pos += (v.z < e) | ((v.z == e) & (q + 2 < p));
             pos += (v.w < e) | ((v.w == e) & (q + 3 < p));
         }
-        d.perm_tok[pos] = p / K;
+        const int t = p / kr;
+        d.perm_tok[pos] = t;
         d.perm_exp[pos] = e;
-        d.inv[p] = pos;
+        d.inv[imp ? p + t : p] = pos; /* imp: pair t k + s of sel_s is pair t K + s = (t k + s) + t */
     }
     constexpr int kMaxChunks = (kMaxE1 + 1 + 31) / 32;
     const int nch = (E1 + 1 + 31) / 32, now = min(nch, W), w0 = W - now;
@@ -240,7 +258,12 @@ __device__ void build_permutation_direct(const tpm_moe_dev &d, int T, int *sel_s
     for (int c = warp - w0; c < nch; c += now) { /* warp-uniform */
         const int e = 32 * c + lane;
         int cnt = 0, less = 0;
-        if (e <= E1) { /* offsets[E1]: the local row total */
+        if (imp && e >= d.E) { /* the shared slot E (T rows after the T k routed ones), then E1 */
+            cnt = e == d.E ? T : 0;
+            less = e == d.E ? TS : TK;
+            if (e < E1) d.counts[e] = cnt;
+            if (e <= E1) d.offsets[e] = less;
+        } else if (e <= E1) { /* offsets[E1]: the local row total */
 #pragma unroll 4
             for (int q4 = 0; q4 < nq; q4++) {
                 const int4 v = s4[q4];
@@ -284,22 +307,26 @@ __device__ void build_permutation_gathered(const tpm_moe_dev &d, int T, int *s_s
         build_permutation_small(d, T, bits, s_off);
         return;
     }
-    for (int p = threadIdx.x; p < TK + 4; p += blockDim.x) s_sel[p] = p < TK ? __ldcg(d.sel + p) : INT_MAX;
+    const bool imp = shared_implicit(d); /* then the routed pairs only: pair t k + s is d.sel's t K + s */
+    const int k = d.k, TS = imp ? T * k : TK;
+    for (int p = threadIdx.x; p < TS + 4; p += blockDim.x)
+        s_sel[p] = p < TS ? __ldcg(d.sel + (imp ? p + p / k : p)) : INT_MAX;
     __syncthreads();
-    build_permutation_direct(d, T, s_sel, bits);
+    build_permutation_direct(d, T, s_sel, bits, imp);
 }
 
 /* Selection of token t by one warp. The logit of expert e is the sum, in
  * slice order, of lg[e + s * sstride] for s < nsplit (lg = row of t in
  * global memory); nsplit = 0: lg is the row of summed logits in shared
  * memory. br: the selection bias (d.br, or its copy in shared memory; NULL:
- * none). sel_s (optional): the token's K selections also written there. sc_w
+ * none). sel_s (optional): the token's first sk selections (-1: all K) also written there. sc_w
  * [256] / gsc_w [32] are this warp's shared scratch (grouped router).
  * PL: experts per lane the code is built for (E <= 32 PL); select_token
  * below picks 4 when E <= 128 (half the unrolled work of 8; the same bits). */
 template <int PL>
 __device__ void select_token_pl(const tpm_moe_dev &d, int t, const float *lg, size_t sstride, int nsplit,
-                                const float *br, float *sc_w, float *gsc_w, int *sel_s) {
+                                const float *br, float *sc_w, float *gsc_w, int *sel_s, int sk = -1) {
+    if (sk < 0) sk = d.K;
     constexpr int kMaxPerLane = PL; /* shadows the file's maximum inside this function */
     const int lane = threadIdx.x & 31;
     const int E = d.E, k = d.k;
@@ -431,22 +458,22 @@ __device__ void select_token_pl(const tpm_moe_dev &d, int t, const float *lg, si
         wsel = expf(wsel - mx) / sum * d.rsf;
     else
         wsel = (sum > 0.0f && isfinite(sum)) ? wsel / sum * d.rsf : d.rsf / (float)k;
-    if (lane < k) {
-        d.sel[(size_t)t * d.K + lane] = idx_mine < 0 ? 0 : idx_mine;
-        d.wts[(size_t)t * d.K + lane] = wsel;
-        if (sel_s) sel_s[lane] = idx_mine < 0 ? 0 : idx_mine;
-    }
-    if (d.fused && lane == 0) {
-        d.sel[(size_t)t * d.K + k] = E; /* the shared expert slot */
-        d.wts[(size_t)t * d.K + k] = 1.0f;
-        if (sel_s) sel_s[k] = E;
+    /* lanes 0 .. k-1 the routed slots, lane k the fused shared expert's (weight 1.0): one store
+     * per array for the token's K slots (r257: the shared slot's stores after the routed ones, from
+     * lane 0, cost the fused 8-token selection 0.2-0.3 us) */
+    const bool sh = d.fused && lane == k;
+    const int sv = sh ? E : idx_mine < 0 ? 0 : idx_mine;
+    if (lane < k || sh) {
+        d.sel[(size_t)t * d.K + lane] = sv;
+        d.wts[(size_t)t * d.K + lane] = sh ? 1.0f : wsel;
+        if (sel_s && lane < sk) sel_s[lane] = sv;
     }
 }
 
 __device__ __forceinline__ void select_token(const tpm_moe_dev &d, int t, const float *lg, size_t sstride, int nsplit,
-                                             const float *br, float *sc_w, float *gsc_w, int *sel_s) {
-    if (d.E <= 128) select_token_pl<4>(d, t, lg, sstride, nsplit, br, sc_w, gsc_w, sel_s);
-    else select_token_pl<8>(d, t, lg, sstride, nsplit, br, sc_w, gsc_w, sel_s);
+                                             const float *br, float *sc_w, float *gsc_w, int *sel_s, int sk = -1) {
+    if (d.E <= 128) select_token_pl<4>(d, t, lg, sstride, nsplit, br, sc_w, gsc_w, sel_s, sk);
+    else select_token_pl<8>(d, t, lg, sstride, nsplit, br, sc_w, gsc_w, sel_s, sk);
 }
 
 } // namespace
