@@ -19,9 +19,11 @@
  *    selects for those 8 tokens (one warp per token, select_token below).
  *    One tile (T <= 8): that block also builds the permutation by counting
  *    over the tile's selections in shared memory (build_permutation_direct,
- *    moe_cuda_route_sel.cuh: no block barrier since round 28). Several tiles:
- *    a ticket on ctr[2]; the last tile copies all T*K selections into shared
- *    memory and counts the same way up to 80 of them (build_permutation_gathered:
+ *    moe_cuda_route_sel.cuh: no block barrier since round 28; a fused layer
+ *    without EP counts the routed ones, the shared slot's rows implied: round
+ *    48). Several tiles: a ticket on ctr[2]; the last tile copies the T*K
+ *    selections (the T k routed ones, as above) into shared memory and counts
+ *    the same way up to 80 pairs (build_permutation_gathered:
  *    m3 up to 16 tokens), above that with a shared-memory bitmap (build_permutation_small).
  *    Wide form (TT = 2, 9 .. tuning.route_wide <= 16 tokens (default 11), 8 or 16 experts per
  *    block, a grid of one wave): both 8-token tiles in one row of 512-thread blocks (warps
