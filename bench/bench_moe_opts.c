@@ -20,7 +20,7 @@ static void usage(FILE *f) {
             "                       [--shard N] [--fuse-shared 0|1|both|0,1]\n"
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 0|8|16|32] [--route-wide N]\n"
-            "                       [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
+            "                       [--route-perm-min N] [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
             "                       [--route-tc-loads ring|direct|pipe] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
             "                       [--trace-route N]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
@@ -57,6 +57,9 @@ static void usage(FILE *f) {
             "  --route-legacy B  1: the older two-launch routing (for comparison)\n"
             "  --route-experts N router experts per logits block, 8, 16 or 32; 0 = by size (default: the layer's)\n"
             "  --route-wide N    mode 1 from 9 up to N <= 16 tokens in one row of 16-token blocks (0 = never;\n"
+            "                    default: the layer's)\n"
+            "  --route-perm-min N  routing modes 1 (several 8-token tiles) and 3: from N tokens every\n"
+            "                    selecting block writes its group's permutation rows (0 = never;\n"
             "                    default: the layer's)\n"
             "  --route-tc MIN:MAX  one-launch tensor-core routing (mode 3) from MIN to MAX tokens\n"
             "                    (0:0 = off; default: the layer's)\n"
@@ -140,6 +143,7 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
     o->route_stop = -1;
     o->route_experts = -1;
     o->route_wide = -1;
+    o->route_perm_min = -1;
     o->route_tc_min = o->route_tc_max = o->route_tc_clusters = o->route_tc_loads = o->expert_wait = o->route_fence = -1;
     o->prefill_early = -1;
     o->prefill_down_early = -1;
@@ -215,6 +219,8 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
             if (int_opt(a, v, 0, 32, &o->route_experts)) return 2;
         } else if (!strcmp(a, "--route-wide")) {
             if (int_opt(a, v, 0, 16, &o->route_wide)) return 2;
+        } else if (!strcmp(a, "--route-perm-min")) {
+            if (int_opt(a, v, 0, 1 << 20, &o->route_perm_min)) return 2;
         } else if (!strcmp(a, "--route-tc")) {
             if (sscanf(v, "%d:%d", &o->route_tc_min, &o->route_tc_max) != 2 || o->route_tc_min < 0 ||
                 o->route_tc_max < 0) {
@@ -300,6 +306,7 @@ tpm_status bench_moe_apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->route_legacy >= 0) t.route_legacy = o->route_legacy;
     if (o->route_experts >= 0) t.route_experts = o->route_experts;
     if (o->route_wide >= 0) t.route_wide = o->route_wide;
+    if (o->route_perm_min >= 0) t.route_perm_min = o->route_perm_min;
     if (o->route_tc_min >= 0) t.route_tc_min = o->route_tc_min;
     if (o->route_tc_max >= 0) t.route_tc_max = o->route_tc_max;
     if (o->route_tc_clusters >= 0) t.route_tc_clusters = o->route_tc_clusters;

@@ -146,6 +146,30 @@ static void variants_vs_reference(void **state) {
                     assert_memory_equal(rm[3].wts, rm[run].wts, nk * sizeof(float));
                     assert_memory_equal(rm[3].y, rm[run].y, (size_t)T * p->hidden * 2);
                 }
+                /* the permutation by every selecting block (route_perm_min 1) and by the last one
+                 * (0), modes 1 and 3: the default's bits either way (round 49) */
+                for (int mode = 1; re == 8 && T <= 256 && mode <= 3; mode += 2) {
+                    for (int pm = 0; pm <= 1; pm++) {
+                        gpu_run rp;
+                        tune_route_gemm_min = 1 << 20;
+                        tune_route_experts = re;
+                        tune_route_tc_min = 1;
+                        tune_route_tc_max = mode == 3 ? 256 : 0;
+                        tune_route_perm_min = pm;
+                        run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rp);
+                        const int ran = last_route_mode;
+                        tune_route_gemm_min = tune_route_experts = tune_route_tc_min = tune_route_tc_max = -1;
+                        tune_route_perm_min = -1;
+                        if (ran == mode) {
+                            assert_memory_equal(rm[mode].sel, rp.sel, nk * sizeof(int32_t));
+                            assert_memory_equal(rm[mode].wts, rp.wts, nk * sizeof(float));
+                            assert_memory_equal(rm[mode].y, rp.y, (size_t)T * p->hidden * 2);
+                            printf("  %-17s T=%-4d route mode %d, permutation by %s: the default's bits\n", p->name,
+                                   T, mode, pm ? "every selecting block" : "the last block");
+                        }
+                        free_run(&rp);
+                    }
+                }
                 for (int run = 0; run < nrun; run++) free_run(&rm[run]);
             }
             free(x);
@@ -586,6 +610,10 @@ static void bad_arguments(void **state) {
     tu.route_wide = 17;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_wide = 0;
+    assert_int_equal(tu.route_perm_min, 12); /* the permutation by every selecting block (round 49) */
+    tu.route_perm_min = -1;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.route_perm_min = 0;
     assert_int_equal(tu.route_tc_loads, 2); /* mode 3's pipelined loads (round 31) */
     assert_int_equal(tu.route_tc_max, 256);
     tu.route_tc_loads = 3;

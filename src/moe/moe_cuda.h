@@ -169,6 +169,12 @@ typedef struct tpm_cuda_moe_tuning {
                             * select; the one-tile permutation) instead of two rows of 256-thread
                             * blocks and a second ticket (only while that grid is one wave);
                             * 0 = never; default 11 (measured); the same bits */
+    int route_perm_min;    /* routing modes 1 (two or more 8-token tiles) and 3: from this many
+                            * tokens every block that selected an 8-token group writes that
+                            * group's rows of the permutation (all groups wait for each other,
+                            * bounded), instead of the last group's block building all of them
+                            * after a second ticket; 0 = never; never above 256 tokens; the
+                            * same outputs (round 49) */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */
@@ -197,7 +203,8 @@ int tpm_cuda_moe_capturable(const tpm_cuda_moe *m, int T);
 /* The routing mode a call with T tokens (16-byte aligned input) runs: 0 legacy, 1 one launch,
  * 2 router GEMM + select, 3 one launch on tensor cores. */
 int tpm_cuda_moe_route_mode(const tpm_cuda_moe *m, int T);
-/* The bounded waits inside the decode kernels (decode_kernel 1, expert_wait 1) never hang: a
+/* The bounded waits inside the decode kernels (decode_kernel 1, expert_wait 1) and the routing
+ * (route_perm_min: each token group's block for the others) never hang: a
  * wait past its bound (seconds) sets a device flag. This reads it (a synchronous copy, after
  * the calls it covers): TPM_ERR_TIMEOUT when set (the outputs since the last check are
  * invalid; the flag is cleared), else TPM_OK. */

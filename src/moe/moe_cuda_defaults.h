@@ -45,6 +45,11 @@
  * bench/results/r185, m3, routing net, us, wide / 8-token tiles: 9.4 / 9.6-9.7 at 9 tokens,
  * 9.5-9.7 / 9.8-10.0 at 10-11, 9.9-10.0 / 10.0 at 12-13, 10.1-10.3 / 9.9-10.3 at 14-16). */
 #define TPM_MOE_ROUTE_WIDE 11
+/* The permutation by every selecting block (tuning.route_perm_min, round 49) from this many
+ * tokens (0 = never), and never above TPM_MOE_ROUTE_PERM_MAX_T: its waiting blocks (one per
+ * 8-token group) must stay far fewer than the blocks the device holds at once. */
+#define TPM_MOE_ROUTE_PERM_MIN 12
+#define TPM_MOE_ROUTE_PERM_MAX_T 256
 #define TPM_MOE_ROUTE_TC_MIN 25
 #define TPM_MOE_ROUTE_TC_MAX 256
 #define TPM_MOE_ROUTE_TC_LOADS 2

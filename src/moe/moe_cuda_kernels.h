@@ -39,6 +39,8 @@ struct tpm_moe_dev {
      * offsets[E1] (the local row total) and are never computed or combined. */
     int ep, ep_rank, Eloc, e0, Es;
     int fused;
+    int route_perm;          /* this call: the permutation by every selecting block (routing modes
+                              * 1 and 3 with several 8-token groups; build_permutation_groups) */
     int route_fence;         /* routing tickets: 1 = every thread fences (fence.sc) around the
                               * ticket, 0 = barrier + one acq_rel atomic (block_ticket) */
     unsigned long long *trace; /* diagnostic (TPM_MOE_TRACE builds, tpm_cuda_moe_set_trace): [kernel]
@@ -73,7 +75,9 @@ struct tpm_moe_dev {
     uint32_t *bits, *bitpre; /* [E1 + 1][ceil(T/32)] (row E1: the drop bucket, ep > 1) */
     int32_t *ctr;            /* [16]: 0, 1 scalar decode item counters, 2 route ticket, 3 decode_mma
                               * item counter, 4 its exit counter, 5 its (and k_down2's per-expert
-                              * wait's) error flag, 7 k_down2's exit ticket (per-expert wait) */
+                              * wait's, and build_permutation_groups' wait's) error flag, 7 k_down2's
+                              * exit ticket (per-expert wait), 8 / 9 build_permutation_groups'
+                              * arrivals / departures */
     int32_t *done;           /* [E1] decode_mma / k_down2 with expert_wait: finished gate_up tiles
                               * per expert (zero between launches) */
     int32_t *tile_ctr;       /* [tile_cap] route_fused: finished logit blocks per 8-token tile */

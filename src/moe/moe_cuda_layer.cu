@@ -269,6 +269,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_stop = 0;
     m->tune.route_experts = TPM_MOE_ROUTE_EXPERTS;
     m->tune.route_wide = TPM_MOE_ROUTE_WIDE;
+    m->tune.route_perm_min = TPM_MOE_ROUTE_PERM_MIN;
     m->tune.shared_mma = TPM_MOE_SHARED_MMA;
     m->tune.route_tc_min = TPM_MOE_ROUTE_TC_MIN;
     m->tune.route_tc_max = TPM_MOE_ROUTE_TC_MAX;
@@ -446,6 +447,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   "route_experts %d is not 0 (by size), 8, 16 or 32", t->route_experts);
     TPM_ARG_CHECK(t->route_wide == 0 || (t->route_wide >= 9 && t->route_wide <= 16),
                   "route_wide %d is not 0 (never) or 9..16", t->route_wide);
+    TPM_ARG_CHECK(t->route_perm_min >= 0, "route_perm_min %d < 0", t->route_perm_min);
     TPM_ARG_CHECK(t->shared_mma >= 0, "shared_mma %d < 0", t->shared_mma);
     TPM_ARG_CHECK(t->route_tc_min >= 1 && t->route_tc_max >= 0, "route_tc_min %d < 1 or route_tc_max %d < 0",
                   t->route_tc_min, t->route_tc_max);
@@ -570,6 +572,7 @@ static void set_call(tpm_cuda_moe *m, int T) {
     m->d.shared_dense = m->d.fused && tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SPLIT &&
                         (m->d.ep > 1 || tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE);
     m->d.route_fence = m->tune.route_fence;
+    m->d.route_perm = m->tune.route_perm_min > 0 && T >= m->tune.route_perm_min && T <= TPM_MOE_ROUTE_PERM_MAX_T;
     m->d.gate_up_pipe = m->tune.gate_up_pipe;
 }
 
@@ -605,7 +608,8 @@ tpm_status tpm_cuda_moe_check(tpm_cuda_moe *m) {
     if (!flag) return TPM_OK;
     const int32_t zero = 0;
     TPM_CUDA_TRY(cudaMemcpy(m->d.ctr + 5, &zero, sizeof zero, cudaMemcpyHostToDevice));
-    return tpm_err(TPM_ERR_TIMEOUT, "tpm_cuda_moe: a decode kernel's wait for its gate_up tiles ran past its "
+    return tpm_err(TPM_ERR_TIMEOUT, "tpm_cuda_moe: a bounded wait inside a kernel (a decode kernel's for its "
+                                    "gate_up tiles, or the routing's for its other token groups) ran past its "
                                     "bound; the outputs since the last check are invalid");
 }
 

@@ -104,8 +104,9 @@ __device__ __forceinline__ unsigned order_key(float v) {
 /* Warp 0 of a permutation builder: the exclusive scan of the NB bucket
  * counts in cnt (shared memory, replaced by the offsets), offsets[0 .. E1]
  * (the drop bucket E1, with EP, is the last: its offset is the local row
- * total), the touched-slot list in increasing order and its length. */
-__device__ void scan_buckets(const tpm_moe_dev &d, int NB, int *cnt) {
+ * total), the touched-slot list in increasing order and its length. emit 0:
+ * the scan in cnt only (no global writes); counts 1: also counts[e] for e < E1. */
+__device__ void scan_buckets(const tpm_moe_dev &d, int NB, int *cnt, bool emit = true, bool counts = false) {
     const int lane = threadIdx.x & 31, E1 = d.E1;
     int base = 0, nact = 0;
     for (int e0 = 0; e0 < NB; e0 += 32) {
@@ -120,15 +121,16 @@ __device__ void scan_buckets(const tpm_moe_dev &d, int NB, int *cnt) {
         __syncwarp();
         if (e < NB) {
             cnt[e] = base + inc - c;
-            if (e <= E1) d.offsets[e] = base + inc - c;
+            if (emit && e <= E1) d.offsets[e] = base + inc - c;
+            if (emit && counts && e < E1) d.counts[e] = c;
         }
         const bool act = c > 0 && e < E1;
         const unsigned m = __ballot_sync(0xffffffffu, act);
-        if (act) d.active[nact + __popc(m & ((1u << lane) - 1u))] = e;
+        if (emit && act) d.active[nact + __popc(m & ((1u << lane) - 1u))] = e;
         nact += __popc(m);
         base += __shfl_sync(0xffffffffu, inc, 31);
     }
-    if (lane == 0) {
+    if (emit && lane == 0) {
         if (NB == E1) d.offsets[E1] = base;
         *d.n_active = nact;
     }
@@ -313,6 +315,99 @@ __device__ void build_permutation_gathered(const tpm_moe_dev &d, int T, int *s_s
         s_sel[p] = p < TS ? __ldcg(d.sel + (imp ? p + p / k : p)) : INT_MAX;
     __syncthreads();
     build_permutation_direct(d, T, s_sel, bits, imp);
+}
+
+/* Shared memory of build_permutation_groups, in ints: the bucket totals and the counts before the
+ * group (kMaxE1 + 1 each), the group's slots (8 tokens x K <= 17). */
+constexpr int kGroupPermInts = 2 * (kMaxE1 + 1) + 8 * 17;
+constexpr int kGroupSpinBound = 1 << 22; /* polls of an L2 line (~0.5 us each): seconds; a bug, never a hang */
+
+/* The permutation written by the blocks that selected the tokens (tuning.route_perm_min; mode 3,
+ * and mode 1 from two 8-token tiles), instead of by the last of them after a second ticket:
+ * each block that selected the group [t0, t0 + 8) (its selections stored in d.sel) writes that
+ * group's rows.
+ *  1. It arrives on ctr[8] (a barrier, then one acq_rel atomic, as block_ticket: its threads'
+ *     selections are released with it) and, unless it is the last of the ngroups, waits with
+ *     acquire loads until all have arrived (bounded: past kGroupSpinBound polls it sets ctr[5],
+ *     which tpm_cuda_moe_check reports, and goes on; the results are then invalid).
+ *  2. It reads all T K selections through L2 (slot_of: with EP, local slots and the drop bucket)
+ *     and counts them per bucket in shared memory: tot[b] over every pair, pre[b] over the pairs
+ *     of the tokens before t0. Warp 0 scans tot into the offsets; the block of group 0 also writes
+ *     counts, offsets and the touched-slot list (scan_buckets).
+ *  3. The group's pair q (token t0 + q / K) goes to row offsets[b] + pre[b] + #{q' < q in the
+ *     group on b}: tokens increasing inside a bucket, the rows of build_permutation_small and
+ *     build_permutation_direct (for the drop bucket, which nothing reads, rows by pair where the
+ *     bitmap numbers them by token).
+ *  4. The last block to leave (ctr[9]) zeroes ctr[8] and ctr[9] for the next launch.
+ * Progress: the wait needs every group's selecting block to run. At most ngroups (<= 32) blocks
+ * wait, the others leave, and the waiting ones have already done all their work but this, so no
+ * waiting block holds anything a missing one needs. s_cnt: kGroupPermInts ints of shared memory. */
+__device__ void build_permutation_groups(const tpm_moe_dev &d, int T, int t0, int ngroups, int *s_cnt) {
+    const int K = d.K, NB = n_buckets(d), TK = T * K, tid = threadIdx.x, nth = blockDim.x;
+    const int p0 = t0 * K, np = min(8, T - t0) * K;
+    int *s_tot = s_cnt, *s_pre = s_cnt + kMaxE1 + 1, *s_own = s_cnt + 2 * (kMaxE1 + 1);
+    for (int b = tid; b < NB; b += nth) {
+        s_tot[b] = 0;
+        s_pre[b] = 0;
+    }
+    if (d.route_fence) __threadfence();
+    __syncthreads(); /* every warp's selections stored, the counts cleared */
+    if (tid == 0) {
+        int old;
+        asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;" : "=r"(old) : "l"(d.ctr + 8) : "memory");
+        if (old != ngroups - 1) {
+            int v = 0, spins = 0;
+            do {
+                asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(d.ctr + 8) : "memory");
+                if (++spins > kGroupSpinBound) {
+                    atomicExch(d.ctr + 5, 1);
+                    break;
+                }
+            } while (v < ngroups);
+        }
+    }
+    __syncthreads();
+    if (d.route_fence) __threadfence();
+    /* every selection: a thread's first kHeld loads all in flight before the first atomic */
+    constexpr int kHeld = 8;
+    int held[kHeld];
+#pragma unroll
+    for (int i = 0; i < kHeld; i++) {
+        const int p = tid + i * nth;
+        held[i] = __ldcg(d.sel + (p < TK ? p : 0));
+    }
+#pragma unroll
+    for (int i = 0; i < kHeld; i++) {
+        const int p = tid + i * nth;
+        if (p < TK) {
+            const int b = slot_of(d, held[i], p / K);
+            atomicAdd(s_tot + b, 1);
+            if (p < p0) atomicAdd(s_pre + b, 1);
+            else if (p < p0 + np) s_own[p - p0] = b;
+        }
+    }
+    for (int p = tid + kHeld * nth; p < TK; p += nth) {
+        const int b = slot_of(d, __ldcg(d.sel + p), p / K);
+        atomicAdd(s_tot + b, 1);
+        if (p < p0) atomicAdd(s_pre + b, 1);
+        else if (p < p0 + np) s_own[p - p0] = b;
+    }
+    __syncthreads();
+    if (tid < 32) scan_buckets(d, NB, s_tot, t0 == 0, true); /* s_tot: totals -> offsets */
+    __syncthreads();
+    for (int q = tid; q < np; q += nth) {
+        const int b = s_own[q];
+        int row = s_tot[b] + s_pre[b];
+        for (int q2 = 0; q2 < q; q2++) row += s_own[q2] == b;
+        const int t = t0 + q / K;
+        d.perm_tok[row] = t;
+        d.perm_exp[row] = b;
+        d.inv[p0 + q] = row;
+    }
+    if (tid == 0 && atomicAdd(d.ctr + 9, 1) == ngroups - 1) {
+        d.ctr[8] = 0;
+        d.ctr[9] = 0;
+    }
 }
 
 /* Selection of token t by one warp. The logit of expert e is the sum, in

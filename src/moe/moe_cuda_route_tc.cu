@@ -46,11 +46,15 @@
  *  3. Ticket per 8-token group (tile_ctr[t/8], block_ticket): the last
  *     of the SC CTAs that wrote the group's partials sums them in sc order
  *     (ld.global.cg) and selects the group's tokens, one warp per token
- *     (select_token). Ticket ctr[2] over the ceil(T/8) groups: the last one
- *     builds the permutation (build_permutation_gathered: counted over the
- *     selections in shared memory up to 80 (token, slot) pairs, else
- *     build_permutation_small's bitmap). Each last CTA zeroes
- *     the counter it won, so the launch replays inside a CUDA graph.
+ *     (select_token). Then the permutation, by T (tuning.route_perm_min):
+ *     every selecting CTA writes its group's rows (build_permutation_groups:
+ *     the groups arrive on ctr[8], each waits for the others, counts every
+ *     selection in shared memory and places its own pairs; round 49), or a
+ *     ticket ctr[2] over the ceil(T/8) groups and the last one builds the
+ *     permutation (build_permutation_gathered: counted over the selections
+ *     in shared memory up to 80 (token, slot) pairs, else
+ *     build_permutation_small's bitmap). Each last CTA zeroes the counters
+ *     it won, so the launch replays inside a CUDA graph.
  * Every sum has a fixed order, so every run gives the same bits. The host
  * side chooses X so that all clusters are resident at once (the occupancy
  * query at setup); the tickets need no co-residency, only the cluster
@@ -266,7 +270,8 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     extern __shared__ __align__(16) uint4 ring[];
     __shared__ float sc[kTcThreads / 32][256];
     __shared__ float gsc[kTcThreads / 32][32];
-    __shared__ uint32_t bits[kPermSmemWords];
+    __shared__ uint32_t bits[kPermSmemWords]; /* also build_permutation_groups' counts */
+    static_assert(kGroupPermInts <= kPermSmemWords, "build_permutation_groups' counts fit in bits");
     __shared__ __align__(16) int s_sel[kDirectPairs + 4]; /* build_permutation_gathered */
     __shared__ int s_off[kMaxE1 + 1];
     __shared__ __align__(16) float s_lg[8][32 * kMaxPerLane];
@@ -432,7 +437,10 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
                 select_token(d, tg0 + warp, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], nullptr);
             TPM_TRACE_MARK_CLK(d, 5, lin);
             if (threadIdx.x == 0) d.tile_ctr[grp] = 0; /* for the next replay */
-            if (stop == 0) {
+            if (stop == 0 && d.route_perm) { /* every group's CTA its own rows (round 49) */
+                build_permutation_groups(d, T, tg0, ngroups, reinterpret_cast<int *>(bits));
+                TPM_TRACE_MARK_CLK(d, 2, lin);
+            } else if (stop == 0) {
                 if (block_ticket(d.ctr + 2, ngroups, d.route_fence, &s_last)) {
                     TPM_TRACE_MARK_CLK(d, 6, lin);
                     build_permutation_gathered(d, T, s_sel, bits, s_off);
