@@ -610,7 +610,7 @@ static void bad_arguments(void **state) {
     tu.route_wide = 17;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_wide = 0;
-    assert_int_equal(tu.route_perm_min, 12); /* the permutation by every selecting block (round 49) */
+    assert_int_equal(tu.route_perm_min, 25); /* the permutation by every selecting block (round 49) */
     tu.route_perm_min = -1;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_perm_min = 0;

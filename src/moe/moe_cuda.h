@@ -173,8 +173,8 @@ typedef struct tpm_cuda_moe_tuning {
                             * tokens every block that selected an 8-token group writes that
                             * group's rows of the permutation (all groups wait for each other,
                             * bounded), instead of the last group's block building all of them
-                            * after a second ticket; 0 = never; never above 256 tokens; the
-                            * same outputs (round 49) */
+                            * after a second ticket; 0 = never; default 25 (measured); never
+                            * above 256 tokens; the same outputs (round 49) */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */
