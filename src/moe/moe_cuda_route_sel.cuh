@@ -11,8 +11,11 @@
  * increasing inside an expert); build_permutation_gathered: the same for the
  * selections other blocks wrote, up to kDirectPairs of them, else
  * build_permutation_small: T <= a few hundred tokens by one block with a
- * bitmap in shared memory. They read data other blocks of the same launch
- * wrote with ld.global.cg (L2), after the caller's ticket.
+ * bitmap in shared memory; build_permutation_groups (round 49): each block
+ * that selected 8 tokens writes their rows itself, after every such block
+ * has arrived on a counter (a bounded wait). They read data other blocks of
+ * the same launch wrote with ld.global.cg (L2), after the caller's ticket or
+ * that wait.
  */
 #ifndef TPM_MOE_CUDA_ROUTE_SEL_CUH
 #define TPM_MOE_CUDA_ROUTE_SEL_CUH
