@@ -522,23 +522,17 @@ static void bad_arguments(void **state) {
     assert_int_equal(tpm_cuda_moe_route_experts_for(m, 24), 16);
     assert_int_equal(tpm_cuda_moe_route_experts_for(m, 25), 32);
     assert_int_equal(tu.route_tc_min, 25); /* mode 1 up to 24 tokens (round 27) */
-    {
-        /* a TP 2 rank (rank 0 alone here; its communicator is never called) takes 16 up to 2 tokens */
+    for (int tp = 2; tp <= 8; tp *= 4) {
+        /* a rank of TP 2 or 8 (rank 0 alone here; its communicator is never called) takes 16 up to
+         * 2 tokens (rounds 46 and 47: r253's TP 2 and TP 8 shares), then the TP 1 rule */
         static int marker;
         tpm_cuda_moe *m2 = NULL;
-        tpm_cuda_moe_desc d2 = {tpm_preset_find("m3-mini"), 0, 2, 0, 1, 8, (void *)&marker, 1, 0};
+        tpm_cuda_moe_desc d2 = {tpm_preset_find("m3-mini"), 0, tp, 0, 1, 8, (void *)&marker, 1, 0};
         assert_int_equal(tpm_cuda_moe_create(&d2, &m2), TPM_OK);
         assert_int_equal(tpm_cuda_moe_route_experts_for(m2, 1), 16);
         assert_int_equal(tpm_cuda_moe_route_experts_for(m2, 2), 16);
         assert_int_equal(tpm_cuda_moe_route_experts_for(m2, 3), 8);
         assert_int_equal(tpm_cuda_moe_route_experts_for(m2, 9), 16);
-        tpm_cuda_moe_destroy(m2);
-        /* and so does a TP 8 rank (round 47, r253's TP 8 share) */
-        tpm_cuda_moe_desc d8 = {tpm_preset_find("m3-mini"), 0, 8, 0, 1, 8, (void *)&marker, 1, 0};
-        assert_int_equal(tpm_cuda_moe_create(&d8, &m2), TPM_OK);
-        assert_int_equal(tpm_cuda_moe_route_experts_for(m2, 1), 16);
-        assert_int_equal(tpm_cuda_moe_route_experts_for(m2, 2), 16);
-        assert_int_equal(tpm_cuda_moe_route_experts_for(m2, 3), 8);
         assert_int_equal(tpm_cuda_moe_route_experts_for(m2, 25), 32);
         tpm_cuda_moe_destroy(m2);
     }
