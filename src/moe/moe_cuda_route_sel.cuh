@@ -344,8 +344,10 @@ constexpr int kGroupSpinBound = 1 << 22; /* polls of an L2 line (~0.5 us each): 
  *  4. The last block to leave (ctr[9]) zeroes ctr[8] and ctr[9] for the next launch.
  * Progress: the wait needs every group's selecting block to run. At most ngroups (<= 32) blocks
  * wait, the others leave, and the waiting ones have already done all their work but this, so no
- * waiting block holds anything a missing one needs. s_cnt: kGroupPermInts ints of shared memory. */
-__device__ void build_permutation_groups(const tpm_moe_dev &d, int T, int t0, int ngroups, int *s_cnt) {
+ * waiting block holds anything a missing one needs. s_cnt: kGroupPermInts ints of shared memory.
+ * lin (trace builds): the block's trace index, marked at slot 6 once the wait is over. */
+__device__ void build_permutation_groups(const tpm_moe_dev &d, int T, int t0, int ngroups, int *s_cnt, int lin = -1) {
+    (void)lin;
     const int K = d.K, NB = n_buckets(d), TK = T * K, tid = threadIdx.x, nth = blockDim.x;
     const int p0 = t0 * K, np = min(8, T - t0) * K;
     int *s_tot = s_cnt, *s_pre = s_cnt + kMaxE1 + 1, *s_own = s_cnt + 2 * (kMaxE1 + 1);
@@ -371,6 +373,7 @@ __device__ void build_permutation_groups(const tpm_moe_dev &d, int T, int t0, in
     }
     __syncthreads();
     if (d.route_fence) __threadfence();
+    if (lin >= 0) TPM_TRACE_MARK_CLK(d, 6, lin);
     /* every selection: a thread's first kHeld loads all in flight before the first atomic */
     constexpr int kHeld = 8;
     int held[kHeld];

@@ -438,7 +438,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
             TPM_TRACE_MARK_CLK(d, 5, lin);
             if (threadIdx.x == 0) d.tile_ctr[grp] = 0; /* for the next replay */
             if (stop == 0 && d.route_perm) { /* every group's CTA its own rows (round 49) */
-                build_permutation_groups(d, T, tg0, ngroups, reinterpret_cast<int *>(bits));
+                build_permutation_groups(d, T, tg0, ngroups, reinterpret_cast<int *>(bits), lin);
                 TPM_TRACE_MARK_CLK(d, 2, lin);
             } else if (stop == 0) {
                 if (block_ticket(d.ctr + 2, ngroups, d.route_fence, &s_last)) {
