@@ -320,28 +320,89 @@ __device__ void build_permutation_gathered(const tpm_moe_dev &d, int T, int *s_s
     build_permutation_direct(d, T, s_sel, bits, imp);
 }
 
-/* Shared memory of build_permutation_groups, in ints: the bucket totals and the counts before the
- * group (kMaxE1 + 1 each), the group's slots (8 tokens x K <= 17). */
-constexpr int kGroupPermInts = 2 * (kMaxE1 + 1) + 8 * 17;
+/* Shared memory of build_permutation_groups, in ints: the bucket totals, the counts before the
+ * group and the group's tokens on each bucket (kMaxE1 + 1 each), the group's slots (8 tokens x
+ * K <= 17), the scan's chunk totals and touched masks (kScanChunks each). */
+constexpr int kScanChunks = (kMaxE1 + 1 + 31) / 32;
+constexpr int kGroupPermInts = 3 * (kMaxE1 + 1) + 8 * 17 + 2 * kScanChunks;
 constexpr int kGroupSpinBound = 1 << 22; /* polls of an L2 line (~0.5 us each): seconds; a bug, never a hang */
+
+/* scan_buckets by every warp of the block (at most two 32-bucket chunks per warp): each chunk's
+ * inclusive scan and touched mask, a block barrier, then each chunk adds the totals of the chunks
+ * before it. cnt: counts in, offsets out; emit: also offsets[0 .. E1], counts[e < E1] and the
+ * touched list with its length, as scan_buckets. s_ct / s_cm: kScanChunks ints each. */
+__device__ void scan_buckets_all(const tpm_moe_dev &d, int NB, int *cnt, int *s_ct, uint32_t *s_cm, bool emit) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5, E1 = d.E1;
+    const int nch = (NB + 31) / 32;
+    int cown[2], iown[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int ch = warp + i * W, e = 32 * ch + lane;
+        const int c = ch < nch && e < NB ? cnt[e] : 0;
+        int inc = c;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const int v = __shfl_up_sync(0xffffffffu, inc, o);
+            if (lane >= o) inc += v;
+        }
+        const unsigned m = __ballot_sync(0xffffffffu, c > 0 && e < E1);
+        if (ch < nch && lane == 31) s_ct[ch] = inc;
+        if (ch < nch && lane == 0) s_cm[ch] = m;
+        cown[i] = c;
+        iown[i] = inc;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int ch = warp + i * W, e = 32 * ch + lane;
+        if (ch >= nch) break; /* warp-uniform */
+        int base = 0, na = 0;
+#pragma unroll
+        for (int c2 = 0; c2 < kScanChunks; c2++)
+            if (c2 < ch) {
+                base += s_ct[c2];
+                na += __popc(s_cm[c2]);
+            }
+        const int off = base + iown[i] - cown[i];
+        if (e < NB) cnt[e] = off;
+        if (emit) {
+            if (e <= E1) d.offsets[e] = off;
+            if (e < E1) d.counts[e] = cown[i];
+            const uint32_t m = s_cm[ch];
+            if ((m >> lane) & 1u) d.active[na + __popc(m & ((1u << lane) - 1u))] = e;
+        }
+    }
+    if (emit && threadIdx.x == 0) {
+        int tot = 0, na = 0;
+        for (int c2 = 0; c2 < nch; c2++) {
+            tot += s_ct[c2];
+            na += __popc(s_cm[c2]);
+        }
+        if (NB == E1) d.offsets[E1] = tot;
+        *d.n_active = na;
+    }
+}
 
 /* The permutation written by the blocks that selected the tokens (tuning.route_perm_min; mode 3,
  * and mode 1 from two 8-token tiles), instead of by the last of them after a second ticket:
  * each block that selected the group [t0, t0 + 8) (its selections stored in d.sel) writes that
  * group's rows.
- *  1. It arrives on ctr[8] (a barrier, then one acq_rel atomic, as block_ticket: its threads'
- *     selections are released with it) and, unless it is the last of the ngroups, waits with
- *     acquire loads until all have arrived (bounded: past kGroupSpinBound polls it sets ctr[5],
- *     which tpm_cuda_moe_check reports, and goes on; the results are then invalid).
+ *  1. A barrier over the groups' blocks with a generation counter: thread 0 reads the generation
+ *     (ctr[9]), then arrives on ctr[8] (after a block barrier, one acq_rel atomic, as
+ *     block_ticket: its threads' selections are released with it). The last of the ngroups
+ *     zeroes ctr[8] and bumps the generation (release); the others wait with acquire loads until
+ *     the generation moves (bounded: past kGroupSpinBound polls it sets ctr[5], which
+ *     tpm_cuda_moe_check reports, and goes on; the results are then invalid). No block waits on
+ *     an atomic's return after that, so none is held up leaving.
  *  2. It reads all T K selections through L2 (slot_of: with EP, local slots and the drop bucket)
  *     and counts them per bucket in shared memory: tot[b] over every pair, pre[b] over the pairs
- *     of the tokens before t0. Warp 0 scans tot into the offsets; the block of group 0 also writes
- *     counts, offsets and the touched-slot list (scan_buckets).
- *  3. The group's pair q (token t0 + q / K) goes to row offsets[b] + pre[b] + #{q' < q in the
- *     group on b}: tokens increasing inside a bucket, the rows of build_permutation_small and
- *     build_permutation_direct (for the drop bucket, which nothing reads, rows by pair where the
- *     bitmap numbers them by token).
- *  4. The last block to leave (ctr[9]) zeroes ctr[8] and ctr[9] for the next launch.
+ *     of the tokens before t0, and the group's tokens on b as a bit mask. The block's warps scan
+ *     tot into the offsets (scan_buckets_all); group 0's block also writes counts, offsets and
+ *     the touched-slot list.
+ *  3. The group's pair q (token t0 + w, w = q / K) goes to row offsets[b] + pre[b] + the group's
+ *     tokens before w on b: tokens increasing inside a bucket, the rows of
+ *     build_permutation_small and build_permutation_direct (a token has one pair per expert; the
+ *     drop bucket, which nothing reads, gets a token's pairs on one row, as the bitmap does).
  * Progress: the wait needs every group's selecting block to run. At most ngroups (<= 32) blocks
  * wait, the others leave, and the waiting ones have already done all their work but this, so no
  * waiting block holds anything a missing one needs. s_cnt: kGroupPermInts ints of shared memory.
@@ -350,25 +411,33 @@ __device__ void build_permutation_groups(const tpm_moe_dev &d, int T, int t0, in
     (void)lin;
     const int K = d.K, NB = n_buckets(d), TK = T * K, tid = threadIdx.x, nth = blockDim.x;
     const int p0 = t0 * K, np = min(8, T - t0) * K;
-    int *s_tot = s_cnt, *s_pre = s_cnt + kMaxE1 + 1, *s_own = s_cnt + 2 * (kMaxE1 + 1);
+    int *s_tot = s_cnt, *s_pre = s_cnt + kMaxE1 + 1, *s_own = s_cnt + 3 * (kMaxE1 + 1);
+    uint32_t *s_msk = reinterpret_cast<uint32_t *>(s_cnt + 2 * (kMaxE1 + 1));
+    int *s_ct = s_own + 8 * 17;
+    uint32_t *s_cm = reinterpret_cast<uint32_t *>(s_ct + kScanChunks);
     for (int b = tid; b < NB; b += nth) {
         s_tot[b] = 0;
         s_pre[b] = 0;
+        s_msk[b] = 0u;
     }
     if (d.route_fence) __threadfence();
     __syncthreads(); /* every warp's selections stored, the counts cleared */
     if (tid == 0) {
-        int old;
+        int gen0, old;
+        asm volatile("ld.relaxed.gpu.global.s32 %0, [%1];" : "=r"(gen0) : "l"(d.ctr + 9) : "memory");
         asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;" : "=r"(old) : "l"(d.ctr + 8) : "memory");
-        if (old != ngroups - 1) {
-            int v = 0, spins = 0;
+        if (old == ngroups - 1) {
+            asm volatile("st.relaxed.gpu.global.s32 [%0], 0;" ::"l"(d.ctr + 8) : "memory");
+            asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(d.ctr + 9) : "memory");
+        } else {
+            int v = gen0, spins = 0;
             do {
-                asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(d.ctr + 8) : "memory");
+                asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(d.ctr + 9) : "memory");
                 if (++spins > kGroupSpinBound) {
                     atomicExch(d.ctr + 5, 1);
                     break;
                 }
-            } while (v < ngroups);
+            } while (v == gen0);
         }
     }
     __syncthreads();
@@ -388,31 +457,33 @@ __device__ void build_permutation_groups(const tpm_moe_dev &d, int T, int t0, in
         if (p < TK) {
             const int b = slot_of(d, held[i], p / K);
             atomicAdd(s_tot + b, 1);
-            if (p < p0) atomicAdd(s_pre + b, 1);
-            else if (p < p0 + np) s_own[p - p0] = b;
+            if (p < p0) {
+                atomicAdd(s_pre + b, 1);
+            } else if (p < p0 + np) {
+                s_own[p - p0] = b;
+                atomicOr(s_msk + b, 1u << ((p - p0) / K));
+            }
         }
     }
     for (int p = tid + kHeld * nth; p < TK; p += nth) {
         const int b = slot_of(d, __ldcg(d.sel + p), p / K);
         atomicAdd(s_tot + b, 1);
-        if (p < p0) atomicAdd(s_pre + b, 1);
-        else if (p < p0 + np) s_own[p - p0] = b;
+        if (p < p0) {
+            atomicAdd(s_pre + b, 1);
+        } else if (p < p0 + np) {
+            s_own[p - p0] = b;
+            atomicOr(s_msk + b, 1u << ((p - p0) / K));
+        }
     }
     __syncthreads();
-    if (tid < 32) scan_buckets(d, NB, s_tot, t0 == 0, true); /* s_tot: totals -> offsets */
+    scan_buckets_all(d, NB, s_tot, s_ct, s_cm, t0 == 0); /* s_tot: totals -> offsets */
     __syncthreads();
     for (int q = tid; q < np; q += nth) {
-        const int b = s_own[q];
-        int row = s_tot[b] + s_pre[b];
-        for (int q2 = 0; q2 < q; q2++) row += s_own[q2] == b;
-        const int t = t0 + q / K;
-        d.perm_tok[row] = t;
+        const int b = s_own[q], w = q / K;
+        const int row = s_tot[b] + s_pre[b] + __popc(s_msk[b] & ((1u << w) - 1u));
+        d.perm_tok[row] = t0 + w;
         d.perm_exp[row] = b;
         d.inv[p0 + q] = row;
-    }
-    if (tid == 0 && atomicAdd(d.ctr + 9, 1) == ngroups - 1) {
-        d.ctr[8] = 0;
-        d.ctr[9] = 0;
     }
 }
 
