@@ -76,8 +76,8 @@ struct tpm_moe_dev {
     int32_t *ctr;            /* [16]: 0, 1 scalar decode item counters, 2 route ticket, 3 decode_mma
                               * item counter, 4 its exit counter, 5 its (and k_down2's per-expert
                               * wait's, and build_permutation_groups' wait's) error flag, 7 k_down2's
-                              * exit ticket (per-expert wait), 8 / 9 build_permutation_groups'
-                              * arrivals / generation (never reset) */
+                              * exit ticket (per-expert wait), 8 and 9 build_permutation_groups'
+                              * arrival counters (launches alternate), 10 which one is next */
     int32_t *done;           /* [E1] decode_mma / k_down2 with expert_wait: finished gate_up tiles
                               * per expert (zero between launches) */
     int32_t *tile_ctr;       /* [tile_cap] route_fused: finished logit blocks per 8-token tile */

@@ -387,13 +387,16 @@ __device__ void scan_buckets_all(const tpm_moe_dev &d, int NB, int *cnt, int *s_
  * and mode 1 from two 8-token tiles), instead of by the last of them after a second ticket:
  * each block that selected the group [t0, t0 + 8) (its selections stored in d.sel) writes that
  * group's rows.
- *  1. A barrier over the groups' blocks with a generation counter: thread 0 reads the generation
- *     (ctr[9]), then arrives on ctr[8] (after a block barrier, one acq_rel atomic, as
- *     block_ticket: its threads' selections are released with it). The last of the ngroups
- *     zeroes ctr[8] and bumps the generation (release); the others wait with acquire loads until
- *     the generation moves (bounded: past kGroupSpinBound polls it sets ctr[5], which
- *     tpm_cuda_moe_check reports, and goes on; the results are then invalid). No block waits on
- *     an atomic's return after that, so none is held up leaving.
+ *  1. A barrier over the groups' blocks on one of two counters, ctr[8 + par], par = ctr[10]
+ *     (launches alternate): thread 0 reads par, then arrives (after a block barrier, one acq_rel
+ *     atomic, as block_ticket: its threads' selections are released with it). The others wait
+ *     with acquire loads until the counter reaches ngroups (bounded: past kGroupSpinBound polls
+ *     it sets ctr[5], which tpm_cuda_moe_check reports, and goes on; the results are then
+ *     invalid). The last to arrive zeroes the other counter (the previous launch's, done) and
+ *     flips par for the next launch, both without waiting; par is read before the arrival, so
+ *     it is this launch's in every block. Round 49's first form zeroed one counter after a second
+ *     atomic (departures) that every block waited on; a generation count bumped by the last
+ *     arrival cost the waiters a second L2 hop (r265: 0.3-0.5 us at 32-64 tokens).
  *  2. It reads all T K selections through L2 (slot_of: with EP, local slots and the drop bucket)
  *     and counts them per bucket in shared memory: tot[b] over every pair, pre[b] over the pairs
  *     of the tokens before t0, and the group's tokens on b as a bit mask. The block's warps scan
@@ -423,21 +426,23 @@ __device__ void build_permutation_groups(const tpm_moe_dev &d, int T, int t0, in
     if (d.route_fence) __threadfence();
     __syncthreads(); /* every warp's selections stored, the counts cleared */
     if (tid == 0) {
-        int gen0, old;
-        asm volatile("ld.relaxed.gpu.global.s32 %0, [%1];" : "=r"(gen0) : "l"(d.ctr + 9) : "memory");
-        asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;" : "=r"(old) : "l"(d.ctr + 8) : "memory");
+        int par, old;
+        asm volatile("ld.relaxed.gpu.global.s32 %0, [%1];" : "=r"(par) : "l"(d.ctr + 10) : "memory");
+        par &= 1;
+        int *cnt = d.ctr + 8 + par;
+        asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;" : "=r"(old) : "l"(cnt) : "memory");
         if (old == ngroups - 1) {
-            asm volatile("st.relaxed.gpu.global.s32 [%0], 0;" ::"l"(d.ctr + 8) : "memory");
-            asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(d.ctr + 9) : "memory");
+            asm volatile("st.relaxed.gpu.global.s32 [%0], 0;" ::"l"(d.ctr + 9 - par) : "memory");
+            asm volatile("st.relaxed.gpu.global.s32 [%0], %1;" ::"l"(d.ctr + 10), "r"(par ^ 1) : "memory");
         } else {
-            int v = gen0, spins = 0;
+            int v = 0, spins = 0;
             do {
-                asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(d.ctr + 9) : "memory");
+                asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(cnt) : "memory");
                 if (++spins > kGroupSpinBound) {
                     atomicExch(d.ctr + 5, 1);
                     break;
                 }
-            } while (v == gen0);
+            } while (v < ngroups);
         }
     }
     __syncthreads();
