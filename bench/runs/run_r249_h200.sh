@@ -8,7 +8,8 @@
 # since 654fcea r254's (that rule on every TP >= 2 rank: still no TP 1 step here uses it); since
 # dabad61 r258's (efe0624: round 48's routing, the fused layer's shared slot implied at 1-16 tokens;
 # r259 ran these steps on them on an H100); since round 49's commit r263's (the permutation by every
-# selecting block from 25 tokens; r263 runs these steps on whatever card comes).
+# selecting block from 25 tokens; r263 runs these steps on whatever card comes); since 3aaadad
+# r266's (a73d944: round 49's final library, plus its tpmoe_trace, which these steps do not use).
 # Run from the repository root:  tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r249_h200.sh
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 case "$card" in *H200*) ;; *) echo "== r249: $card is not an H200, stopping"; exit 3 ;; esac
