@@ -107,9 +107,8 @@ __device__ __forceinline__ unsigned order_key(float v) {
 /* Warp 0 of a permutation builder: the exclusive scan of the NB bucket
  * counts in cnt (shared memory, replaced by the offsets), offsets[0 .. E1]
  * (the drop bucket E1, with EP, is the last: its offset is the local row
- * total), the touched-slot list in increasing order and its length. emit 0:
- * the scan in cnt only (no global writes); counts 1: also counts[e] for e < E1. */
-__device__ void scan_buckets(const tpm_moe_dev &d, int NB, int *cnt, bool emit = true, bool counts = false) {
+ * total), the touched-slot list in increasing order and its length. */
+__device__ void scan_buckets(const tpm_moe_dev &d, int NB, int *cnt) {
     const int lane = threadIdx.x & 31, E1 = d.E1;
     int base = 0, nact = 0;
     for (int e0 = 0; e0 < NB; e0 += 32) {
@@ -124,16 +123,15 @@ __device__ void scan_buckets(const tpm_moe_dev &d, int NB, int *cnt, bool emit =
         __syncwarp();
         if (e < NB) {
             cnt[e] = base + inc - c;
-            if (emit && e <= E1) d.offsets[e] = base + inc - c;
-            if (emit && counts && e < E1) d.counts[e] = c;
+            if (e <= E1) d.offsets[e] = base + inc - c;
         }
         const bool act = c > 0 && e < E1;
         const unsigned m = __ballot_sync(0xffffffffu, act);
-        if (emit && act) d.active[nact + __popc(m & ((1u << lane) - 1u))] = e;
+        if (act) d.active[nact + __popc(m & ((1u << lane) - 1u))] = e;
         nact += __popc(m);
         base += __shfl_sync(0xffffffffu, inc, 31);
     }
-    if (emit && lane == 0) {
+    if (lane == 0) {
         if (NB == E1) d.offsets[E1] = base;
         *d.n_active = nact;
     }
