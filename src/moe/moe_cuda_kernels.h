@@ -77,13 +77,10 @@ struct tpm_moe_dev {
                               * item counter, 4 its exit counter, 5 its (and k_down2's per-expert
                               * wait's, and build_permutation_groups' wait's) error flag, 7 k_down2's
                               * exit ticket (per-expert wait), 8 and 9 build_permutation_groups'
-                              * arrival counters (launches alternate), 10 which one (and which
-                              * mailbox) is next */
+                              * arrival counters (launches alternate), 10 which one is next */
     int32_t *done;           /* [E1] decode_mma / k_down2 with expert_wait: finished gate_up tiles
                               * per expert (zero between launches) */
     int32_t *tile_ctr;       /* [tile_cap] route_fused: finished logit blocks per 8-token tile */
-    int32_t *mbox;           /* [2][TPM_MOE_ROUTE_PERM_MAX_T * K] build_permutation_groups' mailboxes
-                              * (launches alternate; -1 = empty) */
     int tile_cap;
     /* decode buffers */
     float *act_f32;          /* [T*K][Il] */

@@ -161,7 +161,6 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
             DALLOC(d.wr3f, (size_t)3 * ((d.E + 15) / 16 * 16) * H * 2);
         DALLOC(d.done, E1 * 4);
         DALLOC(d.tile_ctr, (size_t)d.tile_cap * 4);
-        DALLOC(d.mbox, (size_t)2 * TPM_MOE_ROUTE_PERM_MAX_T * d.K * 4);
         if (p->router != TPM_ROUTER_SOFTMAX_TOPK) DALLOC(d.br, (size_t)d.E * 4);
         d.logit_rows = (int)(T > 4096 ? T : (16 * T < 4096 ? 16 * T : 4096)); /* H slices x tokens */
         if ((size_t)d.logit_rows < 3 * T) d.logit_rows = (int)(3 * T);      /* router GEMM: [T][3E] */
@@ -211,8 +210,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         DALLOC(m->wg.rtp, (2 * (E1 + 1) + 4 + E1 + 1) * 4);
         if (cudaMemset(m->wg.rtp, 0, (2 * (E1 + 1) + 4 + E1 + 1) * 4) != cudaSuccess ||
             cudaMemset(d.ctr, 0, 64) != cudaSuccess || cudaMemset(d.done, 0, E1 * 4) != cudaSuccess ||
-            cudaMemset(d.tile_ctr, 0, (size_t)d.tile_cap * 4) != cudaSuccess ||
-            cudaMemset(d.mbox, 0xff, (size_t)2 * TPM_MOE_ROUTE_PERM_MAX_T * d.K * 4) != cudaSuccess || cudaMemset(d.w13, 0, E1 * 2 * Il * H * 2) != cudaSuccess ||
+            cudaMemset(d.tile_ctr, 0, (size_t)d.tile_cap * 4) != cudaSuccess || cudaMemset(d.w13, 0, E1 * 2 * Il * H * 2) != cudaSuccess ||
             cudaMemset(d.w2, 0, E1 * H * Il * 2) != cudaSuccess) {
             st = tpm_err(TPM_ERR_CUDA, "cudaMemset failed");
             goto fail;
@@ -298,7 +296,7 @@ void tpm_cuda_moe_destroy(tpm_cuda_moe *m) {
                     d.wts,     d.counts, d.offsets, d.perm_tok, d.perm_exp, d.inv,     d.active, d.n_active,
                     d.bits,    d.bitpre, d.ctr,    d.act_f32, d.rows_f32, d.xp,      d.h13,    d.act_bf,
                     d.rows_bf, d.sh_h13, d.sh_act, d.sh_out,  m->blas_ws, d.wr3,     d.done,     d.tile_ctr,
-                    m->wg.rtp, d.trace, m->sh_x, d.wr3f, d.mbox};
+                    m->wg.rtp, d.trace, m->sh_x, d.wr3f};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) cudaFree(bufs[i]);
     if (m->blas) cublasDestroy(m->blas);

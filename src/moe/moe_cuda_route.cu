@@ -502,7 +502,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32 * TT) k_route_fused(tpm_moe_d
     if constexpr (TT == 1) {
         if constexpr (TOK == kLogitTokens && TW == 1) { /* the only forms that run several tiles */
             if (d.route_perm) { /* every tile's block its own rows (round 49) */
-                build_permutation_groups(d, T, tile * kTileTok, (int)gridDim.y, s_sel, reinterpret_cast<int *>(bits), lin);
+                build_permutation_groups(d, T, tile * kTileTok, (int)gridDim.y, reinterpret_cast<int *>(bits), lin);
                 TPM_TRACE_MARK_CLK(d, 2, 0);
                 return;
             }

@@ -20,7 +20,6 @@
 #ifndef TPM_MOE_CUDA_ROUTE_SEL_CUH
 #define TPM_MOE_CUDA_ROUTE_SEL_CUH
 
-#include "moe_cuda_defaults.h"
 #include "moe_cuda_kernels.h"
 
 #include <float.h>
@@ -321,10 +320,10 @@ __device__ void build_permutation_gathered(const tpm_moe_dev &d, int T, int *s_s
 
 /* Shared memory of build_permutation_groups, in ints: the bucket totals, the counts before the
  * group and the group's tokens on each bucket (kMaxE1 + 1 each), the group's slots (8 tokens x
- * K <= 17), the scan's chunk totals and touched masks (kScanChunks each), two flags. */
+ * K <= 17), the scan's chunk totals and touched masks (kScanChunks each). */
 constexpr int kScanChunks = (kMaxE1 + 1 + 31) / 32;
-constexpr int kGroupPermInts = 3 * (kMaxE1 + 1) + 8 * 17 + 2 * kScanChunks + 2;
-constexpr int kGroupSpinBound = 1 << 22; /* polling rounds (~0.5 us each): seconds; a bug, never a hang */
+constexpr int kGroupPermInts = 3 * (kMaxE1 + 1) + 8 * 17 + 2 * kScanChunks;
+constexpr int kGroupSpinBound = 1 << 22; /* polls of an L2 line (~0.5 us each): seconds; a bug, never a hang */
 
 /* scan_buckets by every warp of the block (at most two 32-bucket chunks per warp): each chunk's
  * inclusive scan and touched mask, a block barrier, then each chunk adds the totals of the chunks
@@ -384,93 +383,76 @@ __device__ void scan_buckets_all(const tpm_moe_dev &d, int NB, int *cnt, int *s_
 
 /* The permutation written by the blocks that selected the tokens (tuning.route_perm_min; mode 3,
  * and mode 1 from two 8-token tiles), instead of by the last of them after a second ticket:
- * each block that selected the group [t0, t0 + 8) writes that group's rows. sel_g: the group's
- * selections in shared memory, K per token.
- *  1. The selections travel through a mailbox, one of two that launches alternate: mbox[par],
- *     par = ctr[10], read by thread 0 before anything else. Each block stores its group's
- *     selections there (relaxed), then arrives on ctr[8 + par]. The last to arrive (every block
- *     has read par by then) clears the other mailbox to -1 and zeroes the other counter (the
- *     previous launch's, done), and flips par for the next launch, all without waiting.
- *  2. Every block then polls the whole mailbox [0, T K) until no word is -1 (each thread its
- *     words, a block vote per round; bounded: past kGroupSpinBound rounds it sets ctr[5], which
- *     tpm_cuda_moe_check reports, and goes on; the results are then invalid). The words it reads
- *     are the data: no acquire, no second load after the wait.
- *  3. It counts them per bucket in shared memory (slot_of: with EP, local slots and the drop
- *     bucket): tot[b] over every pair, pre[b] over the pairs of the tokens before t0, and the
- *     group's tokens on b as a bit mask. The block's warps scan tot into the offsets
- *     (scan_buckets_all); group 0's block also writes counts, offsets and the touched list.
- *  4. The group's pair q (token t0 + w, w = q / K) goes to row offsets[b] + pre[b] + the group's
+ * each block that selected the group [t0, t0 + 8) (its selections stored in d.sel) writes that
+ * group's rows.
+ *  1. A barrier over the groups' blocks on one of two counters, ctr[8 + par], par = ctr[10]
+ *     (launches alternate): thread 0 reads par, then arrives (after a block barrier, one acq_rel
+ *     atomic, as block_ticket: its threads' selections are released with it). The others wait
+ *     with acquire loads until the counter reaches ngroups (bounded: past kGroupSpinBound polls
+ *     it sets ctr[5], which tpm_cuda_moe_check reports, and goes on; the results are then
+ *     invalid). The last to arrive zeroes the other counter (the previous launch's, done) and
+ *     flips par for the next launch, both without waiting; par is read before the arrival, so
+ *     it is this launch's in every block. Round 49's first form zeroed one counter after a second
+ *     atomic (departures) that every block waited on; a generation count bumped by the last
+ *     arrival cost the waiters a second L2 hop (r265: 0.3-0.5 us at 32-64 tokens).
+ *  2. It reads all T K selections through L2 (slot_of: with EP, local slots and the drop bucket)
+ *     and counts them per bucket in shared memory: tot[b] over every pair, pre[b] over the pairs
+ *     of the tokens before t0, and the group's tokens on b as a bit mask. The block's warps scan
+ *     tot into the offsets (scan_buckets_all); group 0's block also writes counts, offsets and
+ *     the touched-slot list.
+ *  3. The group's pair q (token t0 + w, w = q / K) goes to row offsets[b] + pre[b] + the group's
  *     tokens before w on b: tokens increasing inside a bucket, the rows of
  *     build_permutation_small and build_permutation_direct (a token has one pair per expert; the
  *     drop bucket, which nothing reads, gets a token's pairs on one row, as the bitmap does).
- * Forms measured (round 49): a counter and a departure atomic every block waited on (r262);
- * a generation bumped by the last arrival, a second L2 hop for the waiters (r265); the counter
- * polled, then every selection loaded (r266: 0.8 us faster than the first); this one.
  * Progress: the wait needs every group's selecting block to run. At most ngroups (<= 32) blocks
  * wait, the others leave, and the waiting ones have already done all their work but this, so no
- * waiting block holds anything a missing one needs. s_cnt: kGroupPermInts ints of shared memory;
- * blocks of 256 threads (a thread polls at most kHeld words). lin (trace builds): the block's
- * trace index, marked at slot 6 once the wait is over. */
-__device__ void build_permutation_groups(const tpm_moe_dev &d, int T, int t0, int ngroups, const int *sel_g,
-                                         int *s_cnt, int lin = -1) {
+ * waiting block holds anything a missing one needs. s_cnt: kGroupPermInts ints of shared memory.
+ * lin (trace builds): the block's trace index, marked at slot 6 once the wait is over. */
+__device__ void build_permutation_groups(const tpm_moe_dev &d, int T, int t0, int ngroups, int *s_cnt, int lin = -1) {
     (void)lin;
     const int K = d.K, NB = n_buckets(d), TK = T * K, tid = threadIdx.x, nth = blockDim.x;
-    const int p0 = t0 * K, np = min(8, T - t0) * K, MB = TPM_MOE_ROUTE_PERM_MAX_T * K;
+    const int p0 = t0 * K, np = min(8, T - t0) * K;
     int *s_tot = s_cnt, *s_pre = s_cnt + kMaxE1 + 1, *s_own = s_cnt + 3 * (kMaxE1 + 1);
     uint32_t *s_msk = reinterpret_cast<uint32_t *>(s_cnt + 2 * (kMaxE1 + 1));
     int *s_ct = s_own + 8 * 17;
     uint32_t *s_cm = reinterpret_cast<uint32_t *>(s_ct + kScanChunks);
-    int *s_flag = reinterpret_cast<int *>(s_cm + kScanChunks); /* par, then last */
-    if (tid == 0) {
-        int par;
-        asm volatile("ld.relaxed.gpu.global.s32 %0, [%1];" : "=r"(par) : "l"(d.ctr + 10) : "memory");
-        s_flag[0] = par & 1;
-    }
     for (int b = tid; b < NB; b += nth) {
         s_tot[b] = 0;
         s_pre[b] = 0;
         s_msk[b] = 0u;
     }
-    __syncthreads(); /* par known; sel_g complete (the caller's warps); the counts cleared */
-    const int par = s_flag[0];
-    int32_t *mb = d.mbox + (size_t)par * MB;
-    for (int q = tid; q < np; q += nth)
-        asm volatile("st.relaxed.gpu.global.s32 [%0], %1;" ::"l"(mb + p0 + q), "r"(sel_g[q]) : "memory");
+    if (d.route_fence) __threadfence();
+    __syncthreads(); /* every warp's selections stored, the counts cleared */
     if (tid == 0) {
-        int old;
-        asm volatile("atom.relaxed.gpu.global.add.s32 %0, [%1], 1;" : "=r"(old) : "l"(d.ctr + 8 + par) : "memory");
-        s_flag[1] = old == ngroups - 1;
+        int par, old;
+        asm volatile("ld.relaxed.gpu.global.s32 %0, [%1];" : "=r"(par) : "l"(d.ctr + 10) : "memory");
+        par &= 1;
+        int *cnt = d.ctr + 8 + par;
+        asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;" : "=r"(old) : "l"(cnt) : "memory");
         if (old == ngroups - 1) {
             asm volatile("st.relaxed.gpu.global.s32 [%0], 0;" ::"l"(d.ctr + 9 - par) : "memory");
             asm volatile("st.relaxed.gpu.global.s32 [%0], %1;" ::"l"(d.ctr + 10), "r"(par ^ 1) : "memory");
+        } else {
+            int v = 0, spins = 0;
+            do {
+                asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(cnt) : "memory");
+                if (++spins > kGroupSpinBound) {
+                    atomicExch(d.ctr + 5, 1);
+                    break;
+                }
+            } while (v < ngroups);
         }
     }
-    /* every selection from the mailbox: a thread's words (at most kHeld), all loads of a round in
-     * flight before the vote */
-    constexpr int kHeld = (TPM_MOE_ROUTE_PERM_MAX_T * 17 + 255) / 256;
+    __syncthreads();
+    if (d.route_fence) __threadfence();
+    if (lin >= 0) TPM_TRACE_MARK_CLK(d, 6, lin);
+    /* every selection: a thread's first kHeld loads all in flight before the first atomic */
+    constexpr int kHeld = 8;
     int held[kHeld];
 #pragma unroll
-    for (int i = 0; i < kHeld; i++) held[i] = -1;
-    for (int round = 0;; round++) {
-        bool ok = true;
-#pragma unroll
-        for (int i = 0; i < kHeld; i++) {
-            const int p = tid + i * nth;
-            if (p < TK && held[i] < 0) {
-                asm volatile("ld.relaxed.gpu.global.s32 %0, [%1];" : "=r"(held[i]) : "l"(mb + p) : "memory");
-                ok = ok && held[i] >= 0;
-            }
-        }
-        if (__syncthreads_and(ok)) break;
-        if (round >= kGroupSpinBound) {
-            if (tid == 0) atomicExch(d.ctr + 5, 1);
-            break;
-        }
-    }
-    if (lin >= 0) TPM_TRACE_MARK_CLK(d, 6, lin);
-    if (s_flag[1]) { /* the last arrival: the other mailbox empty for the next launch */
-        int32_t *ob = d.mbox + (size_t)(par ^ 1) * MB;
-        for (int i = tid; i < MB; i += nth) asm volatile("st.relaxed.gpu.global.s32 [%0], -1;" ::"l"(ob + i) : "memory");
+    for (int i = 0; i < kHeld; i++) {
+        const int p = tid + i * nth;
+        held[i] = __ldcg(d.sel + (p < TK ? p : 0));
     }
 #pragma unroll
     for (int i = 0; i < kHeld; i++) {
@@ -484,6 +466,16 @@ __device__ void build_permutation_groups(const tpm_moe_dev &d, int T, int t0, in
                 s_own[p - p0] = b;
                 atomicOr(s_msk + b, 1u << ((p - p0) / K));
             }
+        }
+    }
+    for (int p = tid + kHeld * nth; p < TK; p += nth) {
+        const int b = slot_of(d, __ldcg(d.sel + p), p / K);
+        atomicAdd(s_tot + b, 1);
+        if (p < p0) {
+            atomicAdd(s_pre + b, 1);
+        } else if (p < p0 + np) {
+            s_own[p - p0] = b;
+            atomicOr(s_msk + b, 1u << ((p - p0) / K));
         }
     }
     __syncthreads();

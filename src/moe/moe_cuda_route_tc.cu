@@ -272,8 +272,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     __shared__ float gsc[kTcThreads / 32][32];
     __shared__ uint32_t bits[kPermSmemWords]; /* also build_permutation_groups' counts */
     static_assert(kGroupPermInts <= kPermSmemWords, "build_permutation_groups' counts fit in bits");
-    /* build_permutation_gathered's selections, or the group's for build_permutation_groups */
-    __shared__ __align__(16) int s_sel[(kDirectPairs > 8 * 17 ? kDirectPairs : 8 * 17) + 4];
+    __shared__ __align__(16) int s_sel[kDirectPairs + 4]; /* build_permutation_gathered */
     __shared__ int s_off[kMaxE1 + 1];
     __shared__ __align__(16) float s_lg[8][32 * kMaxPerLane];
     __shared__ float s_br[32 * kMaxPerLane];
@@ -435,12 +434,11 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
             TPM_TRACE_MARK_CLK(d, 4, lin);
             TPM_TRACE_MARK(d, 2, 5, lin);
             if (stop != 2 && tg0 + warp < T)
-                select_token(d, tg0 + warp, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp],
-                             d.route_perm ? s_sel + warp * d.K : nullptr);
+                select_token(d, tg0 + warp, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], nullptr);
             TPM_TRACE_MARK_CLK(d, 5, lin);
             if (threadIdx.x == 0) d.tile_ctr[grp] = 0; /* for the next replay */
             if (stop == 0 && d.route_perm) { /* every group's CTA its own rows (round 49) */
-                build_permutation_groups(d, T, tg0, ngroups, s_sel, reinterpret_cast<int *>(bits), lin);
+                build_permutation_groups(d, T, tg0, ngroups, reinterpret_cast<int *>(bits), lin);
                 TPM_TRACE_MARK_CLK(d, 2, lin);
             } else if (stop == 0) {
                 if (block_ticket(d.ctr + 2, ngroups, d.route_fence, &s_last)) {
