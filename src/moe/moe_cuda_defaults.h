@@ -47,10 +47,11 @@
 #define TPM_MOE_ROUTE_WIDE 11
 /* The permutation by every selecting block (tuning.route_perm_min, round 49) from this many
  * tokens (0 = never), and never above TPM_MOE_ROUTE_PERM_MAX_T: its waiting blocks (one per
- * 8-token group) must stay far fewer than the blocks the device holds at once. r262 (ONE H100,
- * m3 fused, routing net, medians of three passes, new - old): mode 3 -0.3 us at 25-64 tokens,
- * -0.1 at 96-128, -0.3 / -0.6 at 160 / 192, -1.7 at 256 (21.7 against 23.4); mode 1's several
- * tiles +0.1-0.2 at 12-24 (against the direct count and the bitmap). So from mode 3's start. */
+ * 8-token group) must stay far fewer than the blocks the device holds at once. r266 (ONE H100,
+ * m3 fused, routing net, medians of three passes, against the last block's permutation): mode 3
+ * -0.8 to -0.9 us at 25-128 tokens, -1.1 / -1.3 at 160 / 192, -3.1 at 256 (21.0-21.3 against
+ * 23.9-24.4); r267: mode 1's several tiles level at 12-24 (within 0.3 us either way, against the
+ * direct count and the bitmap). So from mode 3's start. */
 #define TPM_MOE_ROUTE_PERM_MIN 25
 #define TPM_MOE_ROUTE_PERM_MAX_T 256
 #define TPM_MOE_ROUTE_TC_MIN 25

@@ -48,7 +48,7 @@
  *     (ld.global.cg) and selects the group's tokens, one warp per token
  *     (select_token). Then the permutation, by T (tuning.route_perm_min):
  *     every selecting CTA writes its group's rows (build_permutation_groups:
- *     the groups arrive on ctr[8], each waits for the others, counts every
+ *     the groups arrive on a counter, each waits for the others, counts every
  *     selection in shared memory and places its own pairs; round 49), or a
  *     ticket ctr[2] over the ceil(T/8) groups and the last one builds the
  *     permutation (build_permutation_gathered: counted over the selections
