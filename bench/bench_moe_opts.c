@@ -20,7 +20,7 @@ static void usage(FILE *f) {
             "                       [--shard N] [--fuse-shared 0|1|both|0,1]\n"
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 0|8|16|32] [--route-wide N]\n"
-            "                       [--route-perm-min N] [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
+            "                       [--route-perm-min N] [--route-poll 0|1] [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
             "                       [--route-tc-loads ring|direct|pipe] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
             "                       [--trace-route N]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
@@ -61,6 +61,8 @@ static void usage(FILE *f) {
             "  --route-perm-min N  routing modes 1 (several 8-token tiles) and 3: from N tokens every\n"
             "                    selecting block writes its group's permutation rows (0 = never;\n"
             "                    default: the layer's)\n"
+            "  --route-poll B    mode 1 with one row of logits blocks (1-8 tokens, the wide form): one block\n"
+            "                    polls the partial logits (1) or a fenced ticket (0); the same bits\n"
             "  --route-tc MIN:MAX  one-launch tensor-core routing (mode 3) from MIN to MAX tokens\n"
             "                    (0:0 = off; default: the layer's)\n"
             "  --route-tc-clusters N  mode 3: spread over N clusters of 8 CTAs (default 0: as many\n"
@@ -144,6 +146,7 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
     o->route_experts = -1;
     o->route_wide = -1;
     o->route_perm_min = -1;
+    o->route_poll = -1;
     o->route_tc_min = o->route_tc_max = o->route_tc_clusters = o->route_tc_loads = o->expert_wait = o->route_fence = -1;
     o->prefill_early = -1;
     o->prefill_down_early = -1;
@@ -219,6 +222,8 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
             if (int_opt(a, v, 0, 32, &o->route_experts)) return 2;
         } else if (!strcmp(a, "--route-wide")) {
             if (int_opt(a, v, 0, 16, &o->route_wide)) return 2;
+        } else if (!strcmp(a, "--route-poll")) {
+            if (int_opt(a, v, 0, 1, &o->route_poll)) return 2;
         } else if (!strcmp(a, "--route-perm-min")) {
             if (int_opt(a, v, 0, 1 << 20, &o->route_perm_min)) return 2;
         } else if (!strcmp(a, "--route-tc")) {
@@ -307,6 +312,7 @@ tpm_status bench_moe_apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->route_experts >= 0) t.route_experts = o->route_experts;
     if (o->route_wide >= 0) t.route_wide = o->route_wide;
     if (o->route_perm_min >= 0) t.route_perm_min = o->route_perm_min;
+    if (o->route_poll >= 0) t.route_poll = o->route_poll;
     if (o->route_tc_min >= 0) t.route_tc_min = o->route_tc_min;
     if (o->route_tc_max >= 0) t.route_tc_max = o->route_tc_max;
     if (o->route_tc_clusters >= 0) t.route_tc_clusters = o->route_tc_clusters;

@@ -141,6 +141,24 @@ static void variants_vs_reference(void **state) {
                     assert_memory_equal(rm[1].y, rm[6].y, (size_t)T * p->hidden * 2);
                     free_run(&rm[6]);
                 }
+                if (T <= 16) { /* mode 1's ticket instead of the polled partials: the default's bits (round 50) */
+                    gpu_run rq;
+                    tune_route_gemm_min = 1 << 20;
+                    tune_route_experts = re;
+                    tune_route_tc_min = 1;
+                    tune_route_tc_max = 0;
+                    tune_route_poll = 0;
+                    run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rq);
+                    assert_int_equal(last_route_mode, 1);
+                    tune_route_gemm_min = tune_route_experts = tune_route_tc_min = tune_route_tc_max = -1;
+                    tune_route_poll = -1;
+                    assert_memory_equal(rm[1].sel, rq.sel, nk * sizeof(int32_t));
+                    assert_memory_equal(rm[1].wts, rq.wts, nk * sizeof(float));
+                    assert_memory_equal(rm[1].y, rq.y, (size_t)T * p->hidden * 2);
+                    printf("  %-17s T=%-4d route mode 1, %2d experts per block, ticket: the default's bits\n", p->name,
+                           T, re);
+                    free_run(&rq);
+                }
                 for (int run = 4; run < nrun; run++) { /* mode 3: direct, ring and pipelined loads, the same bits */
                     assert_memory_equal(rm[3].sel, rm[run].sel, nk * sizeof(int32_t));
                     assert_memory_equal(rm[3].wts, rm[run].wts, nk * sizeof(float));
@@ -176,6 +194,103 @@ static void variants_vs_reference(void **state) {
         }
         free_weights(&w);
     }
+}
+
+/* Routing mode 1's polled partials across the calls of one layer (round 50): the token count
+ * changes from call to call (one row of blocks, the wide form, two rows of tiles), the ticket is
+ * switched on and off in between, and a captured CUDA graph is replayed; every call gives the
+ * bits of a fresh layer's call with the ticket, and no bounded wait runs out. */
+static void route_poll_sequence(void **state) {
+    (void)state;
+    const tpm_preset *p = tpm_preset_find("m3-mini");
+    tpm_moe_weights w;
+    make_weights(p, 77, &w);
+    const int H = p->hidden, kMax = 16;
+    enum { NT = 17 };
+    gpu_run ref[NT];
+    uint16_t *xs[NT];
+    for (int T = 1; T <= kMax; T++) { /* references: fresh layers, the ticket */
+        xs[T] = make_x(T, H, 900 + T);
+        tune_route_gemm_min = 1 << 20;
+        tune_route_tc_min = 1;
+        tune_route_tc_max = 0;
+        tune_route_poll = 0;
+        run_gpu(&w, xs[T], T, 1, TPM_MOE_PATH_AUTO, &ref[T]);
+        assert_int_equal(last_route_mode, 1);
+        tune_route_gemm_min = tune_route_tc_min = tune_route_tc_max = tune_route_poll = -1;
+    }
+    tpm_cuda_moe_tuning tu;
+    tpm_cuda_moe *m = new_layer(&w, kMax, 1, TPM_MOE_PATH_AUTO, &tu);
+    tu.route_gemm_min = 1 << 20;
+    tu.route_tc_min = 1;
+    tu.route_tc_max = 0;
+    assert_int_equal(tu.route_poll, 1); /* the default */
+    void *dx = NULL, *dy = NULL;
+    assert_int_equal(cudaMalloc(&dx, (size_t)kMax * H * 2), cudaSuccess);
+    assert_int_equal(cudaMalloc(&dy, (size_t)kMax * H * 2), cudaSuccess);
+    uint16_t *y = malloc((size_t)kMax * H * 2);
+    int32_t *sel = malloc(sizeof(int32_t) * (size_t)kMax * 8);
+    float *wts = malloc(sizeof(float) * (size_t)kMax * 8);
+    const int Ts[] = {8, 3, 1, 11, 8, 16, 5, 2, 8, 10, 8, 13, 1, 7, 7, 4};
+    for (size_t i = 0; i < sizeof Ts / sizeof Ts[0]; i++) {
+        const int T = Ts[i];
+        tu.route_poll = i % 5 != 3; /* the ticket now and then */
+        assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+        assert_int_equal(cudaMemcpy(dx, xs[T], (size_t)T * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
+        assert_int_equal(cudaMemset(dy, 0xff, (size_t)T * H * 2), cudaSuccess); /* poison (NaN) */
+        assert_int_equal(tpm_cuda_moe_forward(m, dx, T, dy, NULL), TPM_OK);
+        assert_int_equal(cudaMemcpy(y, dy, (size_t)T * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+        assert_int_equal(tpm_cuda_moe_get_routing(m, T, sel, wts, NULL), TPM_OK);
+        assert_memory_equal(y, ref[T].y, (size_t)T * H * 2);
+        assert_memory_equal(sel, ref[T].sel, sizeof(int32_t) * (size_t)T * ref[T].K);
+        assert_memory_equal(wts, ref[T].wts, sizeof(float) * (size_t)T * ref[T].K);
+    }
+    /* a graph of two calls (8 and 3 tokens), replayed: the parity of the polled buffer moves on
+     * inside the graph as it does outside */
+    tu.route_poll = 1;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+    if (tpm_cuda_moe_capturable(m, 8) && tpm_cuda_moe_capturable(m, 3)) {
+        void *dx3 = NULL, *dy3 = NULL;
+        assert_int_equal(cudaMalloc(&dx3, (size_t)3 * H * 2), cudaSuccess);
+        assert_int_equal(cudaMalloc(&dy3, (size_t)3 * H * 2), cudaSuccess);
+        assert_int_equal(cudaMemcpy(dx, xs[8], (size_t)8 * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
+        assert_int_equal(cudaMemcpy(dx3, xs[3], (size_t)3 * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
+        cudaStream_t s;
+        cudaGraph_t g;
+        cudaGraphExec_t ge;
+        assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+        assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+        assert_int_equal(tpm_cuda_moe_forward(m, dx, 8, dy, s), TPM_OK);
+        assert_int_equal(tpm_cuda_moe_forward(m, dx3, 3, dy3, s), TPM_OK);
+        assert_int_equal(cudaStreamEndCapture(s, &g), cudaSuccess);
+        assert_int_equal(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
+        for (int rep = 0; rep < 5; rep++) {
+            assert_int_equal(cudaMemset(dy, 0xff, (size_t)8 * H * 2), cudaSuccess);
+            assert_int_equal(cudaMemset(dy3, 0xff, (size_t)3 * H * 2), cudaSuccess);
+            assert_int_equal(cudaGraphLaunch(ge, s), cudaSuccess);
+            assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+            assert_int_equal(cudaMemcpy(y, dy, (size_t)8 * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+            assert_memory_equal(y, ref[8].y, (size_t)8 * H * 2);
+            assert_int_equal(cudaMemcpy(y, dy3, (size_t)3 * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+            assert_memory_equal(y, ref[3].y, (size_t)3 * H * 2);
+        }
+        cudaGraphExecDestroy(ge);
+        cudaGraphDestroy(g);
+        cudaStreamDestroy(s);
+        cudaFree(dx3);
+        cudaFree(dy3);
+        printf("  route_poll: 16 calls of 1-16 tokens and 5 replays of a two-call graph: fresh layers' bits\n");
+    }
+    assert_int_equal(tpm_cuda_moe_check(m), TPM_OK); /* no bounded wait ran out */
+    tpm_cuda_moe_destroy(m);
+    for (int T = 1; T <= kMax; T++) {
+        free_run(&ref[T]);
+        free(xs[T]);
+    }
+    free(y);
+    free(sel);
+    free(wts);
+    free_weights(&w);
 }
 
 static void m2_like_structure(void **state) {
@@ -608,6 +723,12 @@ static void bad_arguments(void **state) {
     tu.route_perm_min = -1;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_perm_min = 0;
+    assert_int_equal(tu.route_poll, 1); /* mode 1's polled partials (round 50) */
+    tu.route_poll = 2;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.route_poll = -1;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.route_poll = 1;
     assert_int_equal(tu.route_tc_loads, 2); /* mode 3's pipelined loads (round 31) */
     assert_int_equal(tu.route_tc_max, 256);
     tu.route_tc_loads = 3;
@@ -654,6 +775,7 @@ int main(void) {
         cmocka_unit_test(presets_vs_reference),
         cmocka_unit_test(variants_vs_reference),
         cmocka_unit_test(m2_like_structure),
+        cmocka_unit_test(route_poll_sequence),
         cmocka_unit_test(fused_equals_unfused),
         cmocka_unit_test(nan_logits_and_overfull),
         cmocka_unit_test(tp2_equals_tp1),

@@ -175,6 +175,11 @@ typedef struct tpm_cuda_moe_tuning {
                             * bounded), instead of the last group's block building all of them
                             * after a second ticket; 0 = never; default 25 (measured); never
                             * above 256 tokens; the same outputs (round 49) */
+    int route_poll;        /* routing mode 1 with one row of logits blocks (1-8 tokens, and the
+                            * wide form): 1 = the partial logits land in a buffer of sentinels
+                            * that one block polls (bounded) while the others go, instead of a
+                            * fenced ticket after which the last block reads them; 0 = the ticket;
+                            * the same bits (round 50) */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */

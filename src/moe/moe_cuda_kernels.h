@@ -28,6 +28,11 @@
 
 #define TPM_MOE_MAX_SLOTS 257 /* E1 = experts (<= 256) + shared (<= 1) */
 
+/* routing mode 1's polled partials (tpm_moe_dev.pl): slices of H and tokens per plane (the most
+ * slices logit_splits gives, the most tokens of one row of logits blocks: the wide form) */
+#define TPM_MOE_POLL_S 16
+#define TPM_MOE_POLL_T 16
+
 struct tpm_moe_dev {
     /* shapes and math */
     int H, E, E1, k, K, Il, tp, rank;
@@ -41,6 +46,7 @@ struct tpm_moe_dev {
     int fused;
     int route_perm;          /* this call: the permutation by every selecting block (routing modes
                               * 1 and 3 with several 8-token groups; build_permutation_groups) */
+    int route_poll;          /* this call: routing mode 1's one-row form polls the partials (pl) */
     int route_fence;         /* routing tickets: 1 = every thread fences (fence.sc) around the
                               * ticket, 0 = barrier + one acq_rel atomic (block_ticket) */
     unsigned long long *trace; /* diagnostic (TPM_MOE_TRACE builds, tpm_cuda_moe_set_trace): [kernel]
@@ -67,6 +73,9 @@ struct tpm_moe_dev {
     /* routing state */
     float *logits;           /* [S][T][E] partial logits of S slices of H */
     int logit_rows;          /* capacity of logits in rows of E (S * T <= it) */
+    float *pl;               /* [2][TPM_MOE_POLL_S][TPM_MOE_POLL_T][E] routing mode 1's polled partials (route_poll):
+                              * plane ctr[11] & 1 is this launch's, the other one is refilled with
+                              * the sentinel (all ones, never a value) for the next launch */
     int32_t *sel;            /* [T][K] */
     float *wts;              /* [T][K] */
     int32_t *counts, *offsets; /* [E1], [E1+1] */
@@ -77,7 +86,8 @@ struct tpm_moe_dev {
                               * item counter, 4 its exit counter, 5 its (and k_down2's per-expert
                               * wait's, and build_permutation_groups' wait's) error flag, 7 k_down2's
                               * exit ticket (per-expert wait), 8 and 9 build_permutation_groups'
-                              * arrival counters (launches alternate), 10 which one is next */
+                              * arrival counters (launches alternate), 10 which one is next, 11
+                              * the plane of pl the next polled routing launch writes */
     int32_t *done;           /* [E1] decode_mma / k_down2 with expert_wait: finished gate_up tiles
                               * per expert (zero between launches) */
     int32_t *tile_ctr;       /* [tile_cap] route_fused: finished logit blocks per 8-token tile */

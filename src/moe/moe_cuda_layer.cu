@@ -165,6 +165,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         d.logit_rows = (int)(T > 4096 ? T : (16 * T < 4096 ? 16 * T : 4096)); /* H slices x tokens */
         if ((size_t)d.logit_rows < 3 * T) d.logit_rows = (int)(3 * T);      /* router GEMM: [T][3E] */
         DALLOC(d.logits, (size_t)d.logit_rows * d.E * 4);
+        DALLOC(d.pl, (size_t)2 * TPM_MOE_POLL_S * TPM_MOE_POLL_T * d.E * 4);
         DALLOC(d.sel, R * 4);
         DALLOC(d.wts, R * 4);
         DALLOC(d.counts, E1 * 4);
@@ -210,6 +211,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         DALLOC(m->wg.rtp, (2 * (E1 + 1) + 4 + E1 + 1) * 4);
         if (cudaMemset(m->wg.rtp, 0, (2 * (E1 + 1) + 4 + E1 + 1) * 4) != cudaSuccess ||
             cudaMemset(d.ctr, 0, 64) != cudaSuccess || cudaMemset(d.done, 0, E1 * 4) != cudaSuccess ||
+            cudaMemset(d.pl, 0xff, (size_t)2 * TPM_MOE_POLL_S * TPM_MOE_POLL_T * d.E * 4) != cudaSuccess ||
             cudaMemset(d.tile_ctr, 0, (size_t)d.tile_cap * 4) != cudaSuccess || cudaMemset(d.w13, 0, E1 * 2 * Il * H * 2) != cudaSuccess ||
             cudaMemset(d.w2, 0, E1 * H * Il * 2) != cudaSuccess) {
             st = tpm_err(TPM_ERR_CUDA, "cudaMemset failed");
@@ -270,6 +272,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_experts = TPM_MOE_ROUTE_EXPERTS;
     m->tune.route_wide = TPM_MOE_ROUTE_WIDE;
     m->tune.route_perm_min = TPM_MOE_ROUTE_PERM_MIN;
+    m->tune.route_poll = TPM_MOE_ROUTE_POLL;
     m->tune.shared_mma = TPM_MOE_SHARED_MMA;
     m->tune.route_tc_min = TPM_MOE_ROUTE_TC_MIN;
     m->tune.route_tc_max = TPM_MOE_ROUTE_TC_MAX;
@@ -296,7 +299,7 @@ void tpm_cuda_moe_destroy(tpm_cuda_moe *m) {
                     d.wts,     d.counts, d.offsets, d.perm_tok, d.perm_exp, d.inv,     d.active, d.n_active,
                     d.bits,    d.bitpre, d.ctr,    d.act_f32, d.rows_f32, d.xp,      d.h13,    d.act_bf,
                     d.rows_bf, d.sh_h13, d.sh_act, d.sh_out,  m->blas_ws, d.wr3,     d.done,     d.tile_ctr,
-                    m->wg.rtp, d.trace, m->sh_x, d.wr3f};
+                    m->wg.rtp, d.trace, m->sh_x, d.wr3f,    d.pl};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) cudaFree(bufs[i]);
     if (m->blas) cublasDestroy(m->blas);
@@ -448,6 +451,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->route_wide == 0 || (t->route_wide >= 9 && t->route_wide <= 16),
                   "route_wide %d is not 0 (never) or 9..16", t->route_wide);
     TPM_ARG_CHECK(t->route_perm_min >= 0, "route_perm_min %d < 0", t->route_perm_min);
+    TPM_ARG_CHECK(t->route_poll == 0 || t->route_poll == 1, "route_poll %d is not 0 or 1", t->route_poll);
     TPM_ARG_CHECK(t->shared_mma >= 0, "shared_mma %d < 0", t->shared_mma);
     TPM_ARG_CHECK(t->route_tc_min >= 1 && t->route_tc_max >= 0, "route_tc_min %d < 1 or route_tc_max %d < 0",
                   t->route_tc_min, t->route_tc_max);
@@ -573,6 +577,7 @@ static void set_call(tpm_cuda_moe *m, int T) {
                         (m->d.ep > 1 || tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE);
     m->d.route_fence = m->tune.route_fence;
     m->d.route_perm = m->tune.route_perm_min > 0 && T >= m->tune.route_perm_min && T <= TPM_MOE_ROUTE_PERM_MAX_T;
+    m->d.route_poll = m->tune.route_poll && m->d.E % 4 == 0 && T <= TPM_MOE_POLL_T;
     m->d.gate_up_pipe = m->tune.gate_up_pipe;
 }
 
@@ -608,9 +613,13 @@ tpm_status tpm_cuda_moe_check(tpm_cuda_moe *m) {
     if (!flag) return TPM_OK;
     const int32_t zero = 0;
     TPM_CUDA_TRY(cudaMemcpy(m->d.ctr + 5, &zero, sizeof zero, cudaMemcpyHostToDevice));
+    /* the polled routing's partials: every plane back to the sentinel, so that the next call
+     * starts clean whatever the timed-out launch left (the waits keep the counters consistent) */
+    TPM_CUDA_TRY(cudaMemset(m->d.pl, 0xff, (size_t)2 * TPM_MOE_POLL_S * TPM_MOE_POLL_T * m->d.E * 4));
     return tpm_err(TPM_ERR_TIMEOUT, "tpm_cuda_moe: a bounded wait inside a kernel (a decode kernel's for its "
-                                    "gate_up tiles, or the routing's for its other token groups) ran past its "
-                                    "bound; the outputs since the last check are invalid");
+                                    "gate_up tiles, or the routing's for its other token groups or its "
+                                    "partial logits) ran past its bound; the outputs since the last check are "
+                                    "invalid");
 }
 
 int tpm_cuda_moe_route_tc_shape(const tpm_cuda_moe *m, int T, int shape[4]) {

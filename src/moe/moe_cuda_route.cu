@@ -30,6 +30,21 @@
  *    8i .. 8i+7 compute tile i's logits, the same slices and arithmetic), so the last block of
  *    the row takes all T tokens: one ticket, 16 warps select, and the one-tile permutation; no
  *    second ticket (round 29).
+ *    Polled form (tuning.route_poll, the default; one row of blocks: T <= 8 or
+ *    the wide form; round 50): no ticket. The partials go with strong relaxed
+ *    stores to plane par = ctr[11] of the buffer pl, laid out [slice][16][E]
+ *    (the ticket's layout with 16 token rows per slice), which holds
+ *    the sentinel 0xffffffff (a NaN; logits_tile stores NaN as 0x7fffffff)
+ *    wherever nothing was written. The last block of the row (in launch
+ *    order, so every other block has started) loads its threads' slices at
+ *    once and loads the ones still holding the sentinel again until none
+ *    does (bounded: past kPollBound, ctr[5]), so the data arrive with the
+ *    poll: no fence before a ticket, no ticket round trip, no second trip for
+ *    the data. It adds the slices in slice order (the ticket's bits) and flips
+ *    ctr[11]; every block first refills its share of the other plane (the
+ *    previous launch's, read by then) with the sentinel for the next launch.
+ *    Every block reads par before it stores, and the poller flips it only
+ *    after every partial has landed, so no block sees the flip.
  *    Data written inside the launch is read
  *    with ld.global.cg (L2), never through a possibly stale L1 line. Each
  *    last block zeroes the ticket it won, so the launch replays inside a
@@ -117,7 +132,7 @@ __device__ __forceinline__ void xor_tree_sum(float (&vals)[V], int lane) {
  * arithmetic does not depend on EPW, TOK or TW: the same bits in every form. */
 template <int kLogitEpw, int TOK = kLogitTokens, int TW = 1, int TT = 1>
 __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, const float *__restrict__ wr,
-                                            float *__restrict__ part, int T, int H, int E) {
+                                            float *__restrict__ part, int T, int H, int E, bool poll) {
     static_assert(TW == 1 || (TW == 2 && TOK == 4), "logits_tile: TW 2 takes 4 tokens per warp");
     /* TT 8-token tiles per block (k_route_fused's wide form): warps 8i .. 8i+7 take tile i */
     const int wid = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -200,15 +215,23 @@ __device__ __forceinline__ void logits_tile(const uint16_t *__restrict__ x, cons
         for (int j = 0; j < TOK; j++) vals[i * TOK + j] = acc[i][j];
     xor_tree_sum<V, V, 16>(vals, lane);
     const int v = lane >> (5 - kLog2V), i = v / TOK, j = v - i * TOK;
-    if ((lane & ((32 >> kLog2V) - 1)) == 0 && j < nt && e0 + i < E)
-        part[((size_t)split * T + t0 + j) * E + e0 + i] = vals[0];
+    if ((lane & ((32 >> kLog2V) - 1)) == 0 && j < nt && e0 + i < E) {
+        if (poll) { /* the polled layout [slice][TPM_MOE_POLL_T][E] (poll_sums); a strong store, as
+                     * the poller's loads are (no data race in the PTX memory model) */
+            const float o = isnan(vals[0]) ? __uint_as_float(0x7fffffffu) : vals[0]; /* never the sentinel */
+            float *dst = part + ((size_t)split * TPM_MOE_POLL_T + t0 + j) * E + e0 + i;
+            asm volatile("st.relaxed.gpu.global.f32 [%0], %1;" ::"l"(dst), "f"(o) : "memory");
+        } else {
+            part[((size_t)split * T + t0 + j) * E + e0 + i] = vals[0];
+        }
+    }
 }
 
 template <int kLogitEpw>
 __global__ void __launch_bounds__(kLogitWarps * 32) k_logits(const uint16_t *__restrict__ x,
                                                              const float *__restrict__ wr,
                                                              float *__restrict__ part, int T, int H, int E) {
-    logits_tile<kLogitEpw>(x, wr, part, T, H, E);
+    logits_tile<kLogitEpw>(x, wr, part, T, H, E, false);
 }
 
 /* build_permutation's prefixes with few words per expert: one thread per (expert, segment). */
@@ -363,12 +386,90 @@ __global__ void __launch_bounds__(kSelThreads) k_select(tpm_moe_dev d, int T, in
         build_permutation(d, T, scatter != 0, s_seg, s_cnt);
 }
 
+/* Mode 1's polled partials (tuning.route_poll, round 50; see the top of the file). */
+constexpr unsigned kPollSentinel = 0xffffffffu; /* a NaN no logit is stored as (logits_tile's canon) */
+static_assert(TPM_MOE_POLL_S >= kMaxSplits && TPM_MOE_POLL_T >= 2 * kLogitTokens, "pl holds every slice and token");
+constexpr int kPollBound = 1 << 22;             /* polls of L2 (~0.5-1 us each): seconds; a bug, never a hang */
+
+__device__ __forceinline__ unsigned ld_relaxed_u32(const int32_t *p) {
+    unsigned v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ float4 ld_relaxed_f4(const float4 *p) {
+    float4 v;
+    asm volatile("ld.relaxed.gpu.global.v4.f32 {%0,%1,%2,%3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "l"(p));
+    return v;
+}
+/* Whether any of the four values is still the sentinel (each float is one 4-byte store). */
+__device__ __forceinline__ bool poll_pending(const float4 &v) {
+    return (__float_as_uint(v.x) == kPollSentinel) | (__float_as_uint(v.y) == kPollSentinel) |
+           (__float_as_uint(v.z) == kPollSentinel) | (__float_as_uint(v.w) == kPollSentinel);
+}
+
+/* Block b of nb's share of a plane of n floats (n % 4 == 0) back to the sentinel. */
+__device__ __forceinline__ void poll_refill(float *plane, size_t n, int b, int nb) {
+    uint4 *p = reinterpret_cast<uint4 *>(plane);
+    const size_t n4 = n / 4, i0 = n4 * b / nb, i1 = n4 * (b + 1) / nb;
+    const uint4 ones = make_uint4(kPollSentinel, kPollSentinel, kPollSentinel, kPollSentinel);
+    for (size_t i = i0 + threadIdx.x; i < i1; i += blockDim.x) p[i] = ones;
+}
+
+/* The polling block's slice sums (E % 4 == 0): four experts of one token per thread (a warp's
+ * 16-byte loads of one slice side by side: with each thread's slices side by side instead, every
+ * load of a warp touched 32 sectors and the poll at 8 tokens took 2.8 us, r270), every slice
+ * loaded at once, then the pending ones again until none holds the sentinel (bounded: past
+ * kPollBound it sets ctr[5] and goes on with what it has), added in slice order: the ticket's
+ * bits. */
+__device__ __forceinline__ void poll_sums(const tpm_moe_dev &d, const float *plane, int T, int ns, float *s_lg_row0,
+                                          int lgs) {
+    const int E = d.E, np = T * E, nth = (int)blockDim.x;
+    for (int q = threadIdx.x; q < np / 4; q += nth) {
+        const int j = 4 * q / E, e = 4 * q - j * E;
+        const float4 *src = reinterpret_cast<const float4 *>(plane + (size_t)j * E + e);
+        const size_t st4 = (size_t)TPM_MOE_POLL_T * E / 4;
+        float4 v[kMaxSplits];
+#pragma unroll
+        for (int sp = 0; sp < kMaxSplits; sp++)
+            v[sp] = sp < ns ? ld_relaxed_f4(src + sp * st4) : make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int it = 0;; it++) {
+            bool miss = false;
+#pragma unroll
+            for (int sp = 0; sp < kMaxSplits; sp++) miss |= sp < ns && poll_pending(v[sp]);
+            if (!miss) break;
+            if (it >= kPollBound) {
+                atomicExch(d.ctr + 5, 1);
+                break;
+            }
+#pragma unroll
+            for (int sp = 0; sp < kMaxSplits; sp++)
+                if (sp < ns && poll_pending(v[sp])) v[sp] = ld_relaxed_f4(src + sp * st4);
+        }
+        float4 l = v[0];
+#pragma unroll
+        for (int sp = 1; sp < kMaxSplits; sp++) /* slice order, as the ticket's sums */
+            if (sp < ns) {
+                l.x += v[sp].x;
+                l.y += v[sp].y;
+                l.z += v[sp].z;
+                l.w += v[sp].w;
+            }
+        float *row = s_lg_row0 + (size_t)j * lgs;
+        row[e] = l.x;
+        row[e + 1] = l.y;
+        row[e + 2] = l.z;
+        row[e + 3] = l.w;
+    }
+}
+
 /* Mode 1: the whole routing in one launch (see the top of the file);
  * kLogitEpw experts x TOK tokens per warp, TW token parts per 8-token tile, TT tiles per block
  * (8 TT warps). TT = 2 (the wide form, 9-16 tokens: tuning.route_wide) runs only as one block row
  * (gridDim.y == 1): one ticket, 16 warps select, the one-tile permutation. */
-template <int kLogitEpw, int TOK, int TW = 1, int TT = 1>
-__global__ void __launch_bounds__(kLogitWarps * 32 * TT) k_route_fused(tpm_moe_dev d, const uint16_t *__restrict__ x,
+template <int kLogitEpw, int TOK, int TW = 1, int TT = 1, bool POLL = false>
+__global__ void __launch_bounds__(kLogitWarps * 32 * TT, POLL && TT == 1 && kLogitEpw * TOK <= 16 ? 2 : 0) k_route_fused(tpm_moe_dev d, const uint16_t *__restrict__ x,
                                                                        int T, int stop) {
     static_assert(TT == 1 || TT == 2, "k_route_fused: one or two 8-token tiles per block");
     constexpr int kW = kLogitWarps * TT, kTileTok = kLogitTokens * TT;
@@ -398,13 +499,34 @@ __global__ void __launch_bounds__(kLogitWarps * 32 * TT) k_route_fused(tpm_moe_d
         asm volatile("prefetch.global.L2 [%0];" ::"l"(d.tile_ctr + blockIdx.y));
         asm volatile("prefetch.global.L2 [%0];" ::"l"(d.ctr + 2));
     }
-    logits_tile<kLogitEpw, TOK, TW, TT>(x, d.wr, d.logits, T, d.H, d.E);
+    /* one row of blocks (T <= 8, or the wide form) with route_poll: the partials go to plane par of
+     * the polled buffer (par = ctr[11], read before any block can flip it: the poller flips it only
+     * once every block's partials, stored after this read, have landed) */
+    constexpr bool poll = POLL; /* the host's choice: one row of blocks, E % 4 == 0 */
+    const size_t plane_n = (size_t)TPM_MOE_POLL_S * TPM_MOE_POLL_T * d.E;
+    const unsigned par = poll ? ld_relaxed_u32(d.ctr + 11) & 1u : 0u;
+    float *const part = poll ? d.pl + par * plane_n : d.logits;
+    logits_tile<kLogitEpw, TOK, TW, TT>(x, d.wr, part, T, d.H, d.E, poll);
     TPM_TRACE_MARK_CLK(d, 1, lin);
-    if (stop == 1) return; /* diagnostic stops (tuning.route_stop): results invalid */
     const int tile = blockIdx.y, per_tile = (int)(gridDim.x * gridDim.z);
-    if (!block_ticket(d.tile_ctr + tile, per_tile, d.route_fence, &s_last)) return;
+    if (poll) {
+        /* the other plane (the last launch's, read by then) back to the sentinel for the next
+         * launch; the last block (in launch order: every other block has started before it) then
+         * polls the partials, the others are done */
+        poll_refill(d.pl + (par ^ 1u) * plane_n, plane_n, lin, per_tile);
+        if (lin != per_tile - 1) return;
+    } else {
+        if (stop == 1) return; /* diagnostic stops (tuning.route_stop): results invalid */
+        if (!block_ticket(d.tile_ctr + tile, per_tile, d.route_fence, &s_last)) return;
+    }
     TPM_TRACE_MARK_CLK(d, 3, lin);
     if ((int)threadIdx.x < d.E) s_br[threadIdx.x] = my_br; /* read after the barrier below */
+    if (poll) {
+        poll_sums(d, d.pl + par * plane_n, T, (int)gridDim.z, &s_lg[0][0], 32 * kMaxPerLane);
+        __syncthreads(); /* every partial landed: no block reads ctr[11] any more */
+        if (threadIdx.x == 0) d.ctr[11] = (int)(par ^ 1u);
+        if (stop == 1) return; /* after the flip, so the next launch starts on a clean plane */
+    } else
     /* sum the tile's slices: every (token, expert) of the tile by one thread,
      * two pairs per pass with all their slice loads in flight, added in slice
      * order (the same bits as select_token's own loop, without its chain of
@@ -569,6 +691,14 @@ dim3 logit_grid(const tpm_moe_dev &d, int T, int epw) {
     return dim3((d.E + bx - 1) / bx, (T + kLogitTokens - 1) / kLogitTokens, logit_splits(d, T, epw));
 }
 
+/* k_route_fused with the polled partials (one row of blocks) or the ticket. */
+template <int EPW, int TOK, int TW = 1, int TT = 1>
+void launch_fused(bool poll, dim3 g, int nth, const tpm_moe_dev &d, const uint16_t *x, int T, int stop,
+                  cudaStream_t s) {
+    if (poll) k_route_fused<EPW, TOK, TW, TT, true><<<g, nth, 0, s>>>(d, x, T, stop);
+    else k_route_fused<EPW, TOK, TW, TT, false><<<g, nth, 0, s>>>(d, x, T, stop);
+}
+
 tpm_status launch_scatter(const tpm_moe_dev &d, int T, cudaStream_t s) {
     k_perm_scatter<<<(T + 31) / 32, 256, 0, s>>>(d, T);
     TPM_CUDA_LAUNCHED();
@@ -607,6 +737,8 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
         /* 5-8 tokens with 8 or 16 experts per block: two 4-token parts per block (logits_tile's TW),
          * ~30% fewer instructions per warp than one 8-token part (r168: -0.3 us) */
         const bool tw2 = T > 4;
+        /* one row of blocks (T <= 8, or the wide form below) polls its partials (round 50) */
+        bool poll = d.route_poll && d.E % 4 == 0;
         /* the wide form (9 .. wide <= 16 tokens): both 8-token tiles in one block row of 512-thread
          * blocks, so one ticket and one block's 16 warps do what two tiles' tickets, selections and
          * a second ticket did; the same H slices as the 8-token tiles (logit_grid), so the same bits */
@@ -617,27 +749,29 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
              * (bench/results/r185) */
             g.y = 1;
             const int nth = 2 * kLogitWarps * 32;
-            if (epw == 1) k_route_fused<2, 4, 2, 2><<<g, nth, 0, s>>>(d, x, T, stop);
-            else k_route_fused<4, 4, 2, 2><<<g, nth, 0, s>>>(d, x, T, stop);
+            if (epw == 1) launch_fused<2, 4, 2, 2>(poll, g, nth, d, x, T, stop, s);
+            else launch_fused<4, 4, 2, 2>(poll, g, nth, d, x, T, stop, s);
             TPM_CUDA_LAUNCHED();
             return TPM_OK;
         }
         /* up to 1 / 2 / 4 tokens: the logits blocks keep that many tokens' accumulators and x
          * loads instead of 8 (fewer registers; the same bits) */
-        if (T == 1 && epw == 4) k_route_fused<4, 1><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
-        else if (T == 2 && epw == 4) k_route_fused<4, 2><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
-        else if (T <= 4 && epw == 4) k_route_fused<4, 4><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
-        else if (T == 1 && epw == 2) k_route_fused<2, 1><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
-        else if (T == 2 && epw == 2) k_route_fused<2, 2><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
-        else if (T <= 4 && epw == 2) k_route_fused<2, 4><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
-        else if (T == 1 && epw == 1) k_route_fused<1, 1><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
-        else if (T == 2 && epw == 1) k_route_fused<1, 2><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
-        else if (T <= 4 && epw == 1) k_route_fused<1, 4><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
-        else if (epw == 1 && tw2) k_route_fused<2, 4, 2><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
-        else if (epw == 2 && tw2) k_route_fused<4, 4, 2><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
-        else if (epw == 1) k_route_fused<1, kLogitTokens><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
-        else if (epw == 2) k_route_fused<2, kLogitTokens><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
-        else k_route_fused<4, kLogitTokens><<<g, kLogitWarps * 32, 0, s>>>(d, x, T, stop);
+        const int nth = kLogitWarps * 32;
+        poll = poll && g.y == 1;
+        if (T == 1 && epw == 4) launch_fused<4, 1>(poll, g, nth, d, x, T, stop, s);
+        else if (T == 2 && epw == 4) launch_fused<4, 2>(poll, g, nth, d, x, T, stop, s);
+        else if (T <= 4 && epw == 4) launch_fused<4, 4>(poll, g, nth, d, x, T, stop, s);
+        else if (T == 1 && epw == 2) launch_fused<2, 1>(poll, g, nth, d, x, T, stop, s);
+        else if (T == 2 && epw == 2) launch_fused<2, 2>(poll, g, nth, d, x, T, stop, s);
+        else if (T <= 4 && epw == 2) launch_fused<2, 4>(poll, g, nth, d, x, T, stop, s);
+        else if (T == 1 && epw == 1) launch_fused<1, 1>(poll, g, nth, d, x, T, stop, s);
+        else if (T == 2 && epw == 1) launch_fused<1, 2>(poll, g, nth, d, x, T, stop, s);
+        else if (T <= 4 && epw == 1) launch_fused<1, 4>(poll, g, nth, d, x, T, stop, s);
+        else if (epw == 1 && tw2) launch_fused<2, 4, 2>(poll, g, nth, d, x, T, stop, s);
+        else if (epw == 2 && tw2) launch_fused<4, 4, 2>(poll, g, nth, d, x, T, stop, s);
+        else if (epw == 1) launch_fused<1, kLogitTokens>(poll, g, nth, d, x, T, stop, s);
+        else if (epw == 2) launch_fused<2, kLogitTokens>(poll, g, nth, d, x, T, stop, s);
+        else launch_fused<4, kLogitTokens>(poll, g, nth, d, x, T, stop, s);
         TPM_CUDA_LAUNCHED();
         return TPM_OK;
     }

@@ -111,6 +111,7 @@ int tune_shared_split_min = -1, tune_prefill_gemm = -1, tune_pdl = -1, tune_pref
 int tune_prefill_band = -1;
 int tune_prefill_split_min = -1, tune_prefill_split_max = -1, tune_route_experts = -1, tune_route_tc_min = -1, tune_route_tc_max = -1;
 int tune_route_tc_loads = -1, tune_route_wide = -1, tune_shared_mma = -1, tune_route_perm_min = -1;
+int tune_route_poll = -1;
 int last_plan = -1;       /* tpm_cuda_moe_shared_plan of the last run_gpu call */
 int last_route_mode = -1; /* tpm_cuda_moe_route_mode of the last run_gpu call */
 
@@ -148,6 +149,7 @@ void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fused, tpm_
     if (tune_route_wide >= 0) tu.route_wide = tune_route_wide;
     if (tune_shared_mma >= 0) tu.shared_mma = tune_shared_mma;
     if (tune_route_perm_min >= 0) tu.route_perm_min = tune_route_perm_min;
+    if (tune_route_poll >= 0) tu.route_poll = tune_route_poll;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     last_plan = tpm_cuda_moe_shared_plan(m, T);
     last_route_mode = tpm_cuda_moe_route_mode(m, T);
