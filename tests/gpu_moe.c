@@ -24,6 +24,7 @@ int main(void) {
 #else
 
 #include "util/gpu_moe_util.h"
+#include "moe/moe_cuda_defaults.h"
 
 #include "moe/moe_math.h"
 #include "numeric.h"
@@ -159,6 +160,24 @@ static void variants_vs_reference(void **state) {
                            T, re);
                     free_run(&rq);
                 }
+                if (re == 8 && T <= 256 && last_route_mode >= 0) { /* mode 3's tickets instead of its polled
+                                                                    * cluster partials: the same bits */
+                    gpu_run rq;
+                    tune_route_gemm_min = 1 << 20;
+                    tune_route_tc_min = 1;
+                    tune_route_tc_max = 256;
+                    tune_route_poll = 1;
+                    run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rq);
+                    const int ran = last_route_mode;
+                    tune_route_gemm_min = tune_route_tc_min = tune_route_tc_max = tune_route_poll = -1;
+                    if (ran == 3) {
+                        assert_memory_equal(rm[3].sel, rq.sel, nk * sizeof(int32_t));
+                        assert_memory_equal(rm[3].wts, rq.wts, nk * sizeof(float));
+                        assert_memory_equal(rm[3].y, rq.y, (size_t)T * p->hidden * 2);
+                        printf("  %-17s T=%-4d route mode 3, tickets: the polled form's bits\n", p->name, T);
+                    }
+                    free_run(&rq);
+                }
                 for (int run = 4; run < nrun; run++) { /* mode 3: direct, ring and pipelined loads, the same bits */
                     assert_memory_equal(rm[3].sel, rm[run].sel, nk * sizeof(int32_t));
                     assert_memory_equal(rm[3].wts, rm[run].wts, nk * sizeof(float));
@@ -224,7 +243,7 @@ static void route_poll_sequence(void **state) {
     tu.route_gemm_min = 1 << 20;
     tu.route_tc_min = 1;
     tu.route_tc_max = 0;
-    assert_int_equal(tu.route_poll, 1); /* the default */
+    assert_int_equal(tu.route_poll, TPM_MOE_ROUTE_POLL); /* the default */
     void *dx = NULL, *dy = NULL;
     assert_int_equal(cudaMalloc(&dx, (size_t)kMax * H * 2), cudaSuccess);
     assert_int_equal(cudaMalloc(&dy, (size_t)kMax * H * 2), cudaSuccess);
@@ -287,6 +306,62 @@ static void route_poll_sequence(void **state) {
         free_run(&ref[T]);
         free(xs[T]);
     }
+    /* mode 3 (forced from 1 token): its polled cluster partials across calls of 9-256 tokens,
+     * the tickets now and then */
+    const int T3[] = {32, 100, 25, 256, 64, 9, 200, 32, 256, 57};
+    enum { N3 = sizeof T3 / sizeof T3[0] };
+    gpu_run ref3[N3];
+    uint16_t *x3[N3];
+    for (int i = 0; i < N3; i++) {
+        x3[i] = make_x(T3[i], H, 950 + i);
+        tune_route_gemm_min = 1 << 20;
+        tune_route_tc_min = 1;
+        tune_route_tc_max = 256;
+        tune_route_poll = 0;
+        run_gpu(&w, x3[i], T3[i], 1, TPM_MOE_PATH_AUTO, &ref3[i]);
+        const int ran = last_route_mode;
+        tune_route_gemm_min = tune_route_tc_min = tune_route_tc_max = tune_route_poll = -1;
+        if (ran != 3) { /* no 9.0 device */
+            for (int j = 0; j <= i; j++) {
+                free_run(&ref3[j]);
+                free(x3[j]);
+            }
+            printf("  route_poll: mode 3 not available here\n");
+            goto done3;
+        }
+    }
+    m = new_layer(&w, 256, 1, TPM_MOE_PATH_AUTO, &tu);
+    tu.route_gemm_min = 1 << 20;
+    tu.route_tc_min = 1;
+    tu.route_tc_max = 256;
+    {
+        void *dx3 = NULL, *dy3 = NULL;
+        uint16_t *y3 = malloc((size_t)256 * H * 2);
+        assert_int_equal(cudaMalloc(&dx3, (size_t)256 * H * 2), cudaSuccess);
+        assert_int_equal(cudaMalloc(&dy3, (size_t)256 * H * 2), cudaSuccess);
+        for (int i = 0; i < N3; i++) {
+            const int T = T3[i];
+            tu.route_poll = i % 4 == 2 ? 1 : 3;
+            assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+            assert_int_equal(tpm_cuda_moe_route_mode(m, T), 3);
+            assert_int_equal(cudaMemcpy(dx3, x3[i], (size_t)T * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
+            assert_int_equal(cudaMemset(dy3, 0xff, (size_t)T * H * 2), cudaSuccess);
+            assert_int_equal(tpm_cuda_moe_forward(m, dx3, T, dy3, NULL), TPM_OK);
+            assert_int_equal(cudaMemcpy(y3, dy3, (size_t)T * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+            assert_memory_equal(y3, ref3[i].y, (size_t)T * H * 2);
+        }
+        assert_int_equal(tpm_cuda_moe_check(m), TPM_OK);
+        printf("  route_poll: mode 3, %d calls of 9-256 tokens: fresh layers' bits\n", (int)N3);
+        cudaFree(dx3);
+        cudaFree(dy3);
+        free(y3);
+    }
+    tpm_cuda_moe_destroy(m);
+    for (int i = 0; i < N3; i++) {
+        free_run(&ref3[i]);
+        free(x3[i]);
+    }
+done3:
     free(y);
     free(sel);
     free(wts);
@@ -723,8 +798,8 @@ static void bad_arguments(void **state) {
     tu.route_perm_min = -1;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_perm_min = 0;
-    assert_int_equal(tu.route_poll, 1); /* mode 1's polled partials (round 50) */
-    tu.route_poll = 2;
+    assert_int_equal(tu.route_poll, TPM_MOE_ROUTE_POLL); /* polled partials (round 50) */
+    tu.route_poll = 4;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_poll = -1;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);

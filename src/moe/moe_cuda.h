@@ -175,11 +175,12 @@ typedef struct tpm_cuda_moe_tuning {
                             * bounded), instead of the last group's block building all of them
                             * after a second ticket; 0 = never; default 25 (measured); never
                             * above 256 tokens; the same outputs (round 49) */
-    int route_poll;        /* routing mode 1 with one row of logits blocks (1-8 tokens, and the
-                            * wide form): 1 = the partial logits land in a buffer of sentinels
-                            * that one block polls (bounded) while the others go, instead of a
-                            * fenced ticket after which the last block reads them; 0 = the ticket;
-                            * the same bits (round 50) */
+    int route_poll;        /* partial logits that land in a buffer of sentinels, polled
+                            * (bounded) by the block that sums them, instead of a fenced ticket
+                            * after which the last block reads them; bit 0: routing mode 1 with
+                            * one row of logits blocks (1-8 tokens, and the wide form); bit 1:
+                            * mode 3's cluster partials, each 8-token group's by its block of the
+                            * last cluster; 0 = tickets; the same bits (round 50) */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */

@@ -57,7 +57,7 @@
 /* Routing mode 1's one-row form polls its partial logits (tuning.route_poll, round 50). r271 (ONE
  * H100, m3 fused, routing net, three passes, polled against the ticket): -0.6 us at 1 token,
  * level at 2, -0.3 to -0.5 at 3-7, -0.8 at 8 (7.2-7.3 against 8.1), level in the wide form (9-11). */
-#define TPM_MOE_ROUTE_POLL 1
+#define TPM_MOE_ROUTE_POLL 3
 #define TPM_MOE_ROUTE_TC_MIN 25
 #define TPM_MOE_ROUTE_TC_MAX 256
 #define TPM_MOE_ROUTE_TC_LOADS 2

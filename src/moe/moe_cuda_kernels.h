@@ -46,7 +46,8 @@ struct tpm_moe_dev {
     int fused;
     int route_perm;          /* this call: the permutation by every selecting block (routing modes
                               * 1 and 3 with several 8-token groups; build_permutation_groups) */
-    int route_poll;          /* this call: routing mode 1's one-row form polls the partials (pl) */
+    int route_poll;          /* this call: bit 0, routing mode 1's one-row form polls the partials
+                              * (pl); bit 1, mode 3's group sums poll the cluster partials (pl3) */
     int route_fence;         /* routing tickets: 1 = every thread fences (fence.sc) around the
                               * ticket, 0 = barrier + one acq_rel atomic (block_ticket) */
     unsigned long long *trace; /* diagnostic (TPM_MOE_TRACE builds, tpm_cuda_moe_set_trace): [kernel]
@@ -76,6 +77,10 @@ struct tpm_moe_dev {
     float *pl;               /* [2][TPM_MOE_POLL_S][TPM_MOE_POLL_T][E] routing mode 1's polled partials (route_poll):
                               * plane ctr[11] & 1 is this launch's, the other one is refilled with
                               * the sentinel (all ones, never a value) for the next launch */
+    float *pl3;              /* [pl3_rows][E] routing mode 3's polled cluster partials [SC][T][E]
+                              * (route_poll bit 1): the sentinel between launches (each group's
+                              * poller refills what it read); null where mode 3 cannot run */
+    int pl3_rows;
     int32_t *sel;            /* [T][K] */
     float *wts;              /* [T][K] */
     int32_t *counts, *offsets; /* [E1], [E1+1] */

@@ -166,6 +166,10 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         if ((size_t)d.logit_rows < 3 * T) d.logit_rows = (int)(3 * T);      /* router GEMM: [T][3E] */
         DALLOC(d.logits, (size_t)d.logit_rows * d.E * 4);
         DALLOC(d.pl, (size_t)2 * TPM_MOE_POLL_S * TPM_MOE_POLL_T * d.E * 4);
+        if (d.wr3f) { /* mode 3's polled cluster partials: at most 16 clusters x 256 tokens */
+            d.pl3_rows = d.logit_rows < 4096 ? d.logit_rows : 4096;
+            DALLOC(d.pl3, (size_t)d.pl3_rows * d.E * 4);
+        }
         DALLOC(d.sel, R * 4);
         DALLOC(d.wts, R * 4);
         DALLOC(d.counts, E1 * 4);
@@ -212,6 +216,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         if (cudaMemset(m->wg.rtp, 0, (2 * (E1 + 1) + 4 + E1 + 1) * 4) != cudaSuccess ||
             cudaMemset(d.ctr, 0, 64) != cudaSuccess || cudaMemset(d.done, 0, E1 * 4) != cudaSuccess ||
             cudaMemset(d.pl, 0xff, (size_t)2 * TPM_MOE_POLL_S * TPM_MOE_POLL_T * d.E * 4) != cudaSuccess ||
+            (d.pl3 && cudaMemset(d.pl3, 0xff, (size_t)d.pl3_rows * d.E * 4) != cudaSuccess) ||
             cudaMemset(d.tile_ctr, 0, (size_t)d.tile_cap * 4) != cudaSuccess || cudaMemset(d.w13, 0, E1 * 2 * Il * H * 2) != cudaSuccess ||
             cudaMemset(d.w2, 0, E1 * H * Il * 2) != cudaSuccess) {
             st = tpm_err(TPM_ERR_CUDA, "cudaMemset failed");
@@ -299,7 +304,7 @@ void tpm_cuda_moe_destroy(tpm_cuda_moe *m) {
                     d.wts,     d.counts, d.offsets, d.perm_tok, d.perm_exp, d.inv,     d.active, d.n_active,
                     d.bits,    d.bitpre, d.ctr,    d.act_f32, d.rows_f32, d.xp,      d.h13,    d.act_bf,
                     d.rows_bf, d.sh_h13, d.sh_act, d.sh_out,  m->blas_ws, d.wr3,     d.done,     d.tile_ctr,
-                    m->wg.rtp, d.trace, m->sh_x, d.wr3f,    d.pl};
+                    m->wg.rtp, d.trace, m->sh_x, d.wr3f,    d.pl,       d.pl3};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) cudaFree(bufs[i]);
     if (m->blas) cublasDestroy(m->blas);
@@ -451,7 +456,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->route_wide == 0 || (t->route_wide >= 9 && t->route_wide <= 16),
                   "route_wide %d is not 0 (never) or 9..16", t->route_wide);
     TPM_ARG_CHECK(t->route_perm_min >= 0, "route_perm_min %d < 0", t->route_perm_min);
-    TPM_ARG_CHECK(t->route_poll == 0 || t->route_poll == 1, "route_poll %d is not 0 or 1", t->route_poll);
+    TPM_ARG_CHECK(t->route_poll >= 0 && t->route_poll <= 3, "route_poll %d is not 0..3", t->route_poll);
     TPM_ARG_CHECK(t->shared_mma >= 0, "shared_mma %d < 0", t->shared_mma);
     TPM_ARG_CHECK(t->route_tc_min >= 1 && t->route_tc_max >= 0, "route_tc_min %d < 1 or route_tc_max %d < 0",
                   t->route_tc_min, t->route_tc_max);
@@ -577,7 +582,7 @@ static void set_call(tpm_cuda_moe *m, int T) {
                         (m->d.ep > 1 || tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE);
     m->d.route_fence = m->tune.route_fence;
     m->d.route_perm = m->tune.route_perm_min > 0 && T >= m->tune.route_perm_min && T <= TPM_MOE_ROUTE_PERM_MAX_T;
-    m->d.route_poll = m->tune.route_poll && m->d.E % 4 == 0 && T <= TPM_MOE_POLL_T;
+    m->d.route_poll = m->d.E % 4 == 0 ? (m->tune.route_poll & (T <= TPM_MOE_POLL_T ? 3 : 2)) : 0;
     m->d.gate_up_pipe = m->tune.gate_up_pipe;
 }
 
@@ -616,6 +621,7 @@ tpm_status tpm_cuda_moe_check(tpm_cuda_moe *m) {
     /* the polled routing's partials: every plane back to the sentinel, so that the next call
      * starts clean whatever the timed-out launch left (the waits keep the counters consistent) */
     TPM_CUDA_TRY(cudaMemset(m->d.pl, 0xff, (size_t)2 * TPM_MOE_POLL_S * TPM_MOE_POLL_T * m->d.E * 4));
+    if (m->d.pl3) TPM_CUDA_TRY(cudaMemset(m->d.pl3, 0xff, (size_t)m->d.pl3_rows * m->d.E * 4));
     return tpm_err(TPM_ERR_TIMEOUT, "tpm_cuda_moe: a bounded wait inside a kernel (a decode kernel's for its "
                                     "gate_up tiles, or the routing's for its other token groups or its "
                                     "partial logits) ran past its bound; the outputs since the last check are "

@@ -386,28 +386,9 @@ __global__ void __launch_bounds__(kSelThreads) k_select(tpm_moe_dev d, int T, in
         build_permutation(d, T, scatter != 0, s_seg, s_cnt);
 }
 
-/* Mode 1's polled partials (tuning.route_poll, round 50; see the top of the file). */
-constexpr unsigned kPollSentinel = 0xffffffffu; /* a NaN no logit is stored as (logits_tile's canon) */
+/* Mode 1's polled partials (tuning.route_poll, round 50; see the top of the file; the loads and
+ * the sentinel in moe_cuda_route_sel.cuh). */
 static_assert(TPM_MOE_POLL_S >= kMaxSplits && TPM_MOE_POLL_T >= 2 * kLogitTokens, "pl holds every slice and token");
-constexpr int kPollBound = 1 << 22;             /* polls of L2 (~0.5-1 us each): seconds; a bug, never a hang */
-
-__device__ __forceinline__ unsigned ld_relaxed_u32(const int32_t *p) {
-    unsigned v;
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p));
-    return v;
-}
-__device__ __forceinline__ float4 ld_relaxed_f4(const float4 *p) {
-    float4 v;
-    asm volatile("ld.relaxed.gpu.global.v4.f32 {%0,%1,%2,%3}, [%4];"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                 : "l"(p));
-    return v;
-}
-/* Whether any of the four values is still the sentinel (each float is one 4-byte store). */
-__device__ __forceinline__ bool poll_pending(const float4 &v) {
-    return (__float_as_uint(v.x) == kPollSentinel) | (__float_as_uint(v.y) == kPollSentinel) |
-           (__float_as_uint(v.z) == kPollSentinel) | (__float_as_uint(v.w) == kPollSentinel);
-}
 
 /* Block b of nb's share of a plane of n floats (n % 4 == 0) back to the sentinel. */
 __device__ __forceinline__ void poll_refill(float *plane, size_t n, int b, int nb) {
@@ -738,7 +719,7 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
          * ~30% fewer instructions per warp than one 8-token part (r168: -0.3 us) */
         const bool tw2 = T > 4;
         /* one row of blocks (T <= 8, or the wide form below) polls its partials (round 50) */
-        bool poll = d.route_poll && d.E % 4 == 0;
+        bool poll = (d.route_poll & 1) && d.E % 4 == 0;
         /* the wide form (9 .. wide <= 16 tokens): both 8-token tiles in one block row of 512-thread
          * blocks, so one ticket and one block's 16 warps do what two tiles' tickets, selections and
          * a second ticket did; the same H slices as the 8-token tiles (logit_grid), so the same bits */

@@ -46,6 +46,28 @@ __device__ __forceinline__ int slot_of(const tpm_moe_dev &d, int e, int t) {
     return (unsigned)l < (unsigned)d.Eloc ? l : d.E1;
 }
 
+/* Polled partial logits (tuning.route_poll, round 50: routing mode 1's one row, mode 3's groups). */
+constexpr unsigned kPollSentinel = 0xffffffffu; /* a NaN no logit is stored as (logits_tile's canon) */
+constexpr int kPollBound = 1 << 22;             /* polls of L2 (~0.5-1 us each): seconds; a bug, never a hang */
+
+__device__ __forceinline__ unsigned ld_relaxed_u32(const int32_t *p) {
+    unsigned v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ float4 ld_relaxed_f4(const float4 *p) {
+    float4 v;
+    asm volatile("ld.relaxed.gpu.global.v4.f32 {%0,%1,%2,%3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "l"(p));
+    return v;
+}
+/* Whether any of the four values is still the sentinel (each float is one 4-byte store). */
+__device__ __forceinline__ bool poll_pending(const float4 &v) {
+    return (__float_as_uint(v.x) == kPollSentinel) | (__float_as_uint(v.y) == kPollSentinel) |
+           (__float_as_uint(v.z) == kPollSentinel) | (__float_as_uint(v.w) == kPollSentinel);
+}
+
 /* A block-done ticket on *ctr: true in the last of n blocks to arrive (uniform in the block;
  * s_flag: a shared int). Every thread's earlier writes are released with it, and the last block
  * acquires the others': a barrier, then thread 0's atom.acq_rel.gpu (the pattern of a CUTLASS
@@ -408,7 +430,12 @@ __device__ void scan_buckets_all(const tpm_moe_dev &d, int NB, int *cnt, int *s_
  * wait, the others leave, and the waiting ones have already done all their work but this, so no
  * waiting block holds anything a missing one needs. s_cnt: kGroupPermInts ints of shared memory.
  * lin (trace builds): the block's trace index, marked at slot 6 once the wait is over. */
-__device__ void build_permutation_groups(const tpm_moe_dev &d, int T, int t0, int ngroups, int *s_cnt, int lin = -1) {
+struct no_wait_work {
+    __device__ void operator()(int, int) const {}
+};
+template <class W = no_wait_work>
+__device__ void build_permutation_groups(const tpm_moe_dev &d, int T, int t0, int ngroups, int *s_cnt, int lin = -1,
+                                         W work = W()) {
     (void)lin;
     const int K = d.K, NB = n_buckets(d), TK = T * K, tid = threadIdx.x, nth = blockDim.x;
     const int p0 = t0 * K, np = min(8, T - t0) * K;
@@ -442,6 +469,8 @@ __device__ void build_permutation_groups(const tpm_moe_dev &d, int T, int t0, in
                 }
             } while (v < ngroups);
         }
+    } else {
+        work(tid - 1, nth - 1); /* the caller's work for the other threads while thread 0 waits */
     }
     __syncthreads();
     if (d.route_fence) __threadfence();

@@ -46,7 +46,14 @@
  *  3. Ticket per 8-token group (tile_ctr[t/8], block_ticket): the last
  *     of the SC CTAs that wrote the group's partials sums them in sc order
  *     (ld.global.cg) and selects the group's tokens, one warp per token
- *     (select_token). Then the permutation, by T (tuning.route_perm_min):
+ *     (select_token). Polled form (tuning.route_poll bit 1, round 50): the
+ *     cluster partials go with strong stores (a NaN as 0x7fffffff) to pl3,
+ *     which holds the sentinel 0xffffffff between launches; the group's CTA
+ *     of the last cluster along H (scx = SC - 1; every CTA is resident at
+ *     once) loads all SC partials at once and again those still holding
+ *     the sentinel (bounded: past kPollBound, ctr[5]), so the data come with
+ *     the poll (no fence, no ticket round trip), sums them in sc order (the
+ *     ticket's bits) and writes the sentinel back where it read. Then the permutation, by T (tuning.route_perm_min):
  *     every selecting CTA writes its group's rows (build_permutation_groups:
  *     the groups arrive on a counter, each waits for the others, counts every
  *     selection in shared memory and places its own pairs; round 49), or a
@@ -263,9 +270,26 @@ __device__ __forceinline__ void logits_pipe(const tpm_moe_dev &d, const uint16_t
     }
 }
 
+/* The polled cluster partials of the group at tg0 back to the sentinel (items i0, i0 + step, ...:
+ * a token's four experts x SC partials each), once the group's sums have read them. */
+__device__ __forceinline__ void tc_poll_reset(float *pl3, int E, int T, int tg0, int SC, int i0, int step) {
+    const int E4 = E / 4;
+    const size_t st4 = (size_t)T * E4;
+    const float4 sent = make_float4(__uint_as_float(kPollSentinel), __uint_as_float(kPollSentinel),
+                                    __uint_as_float(kPollSentinel), __uint_as_float(kPollSentinel));
+    for (int i = i0; i < 8 * E4; i += step) {
+        const int tl = i / E4, e4 = i - tl * E4, t = tg0 + tl;
+        if (t >= T) continue;
+        float4 *dst = reinterpret_cast<float4 *>(pl3 + (size_t)t * E) + e4;
+#pragma unroll
+        for (int k = 0; k < kTcMaxSC; k++)
+            if (k < SC) dst[k * st4] = sent;
+    }
+}
+
 template <int MT, int LOADS>
 __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
-                                                            int Ep, int stop) {
+                                                            int Ep, int stop, int poll) {
     constexpr int kTcStages = tc_stages<MT>();
     extern __shared__ __align__(16) uint4 ring[];
     __shared__ float sc[kTcThreads / 32][256];
@@ -390,7 +414,19 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
                 s.z += v.z;
                 s.w += v.w;
             }
-            *reinterpret_cast<float4 *>(d.logits + ((size_t)scx * T + t) * E + 4 * e4) = s;
+            if (poll) { /* the polled buffer: strong stores, never the sentinel (a NaN as 0x7fffffff) */
+                const float cn = __uint_as_float(0x7fffffffu);
+                s.x = isnan(s.x) ? cn : s.x;
+                s.y = isnan(s.y) ? cn : s.y;
+                s.z = isnan(s.z) ? cn : s.z;
+                s.w = isnan(s.w) ? cn : s.w;
+                asm volatile("st.relaxed.gpu.global.v4.f32 [%0], {%1,%2,%3,%4};" ::"l"(
+                                 d.pl3 + ((size_t)scx * T + t) * E + 4 * e4),
+                             "f"(s.x), "f"(s.y), "f"(s.z), "f"(s.w)
+                             : "memory");
+            } else {
+                *reinterpret_cast<float4 *>(d.logits + ((size_t)scx * T + t) * E + 4 * e4) = s;
+            }
         }
         TPM_TRACE_MARK(d, 1, 4, lin);
     }
@@ -399,12 +435,54 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     TPM_TRACE_MARK(d, 1, 6, lin);
 
     /* 3. the group's selection by the last of its SC CTAs, then the permutation by the last group */
-    if (tg0 < T && stop != 1) {
+    /* poll: the group's block of the last cluster along H polls the SC partials instead of a
+     * ticket (every CTA is resident at once: the host's X), and refills them with the sentinel
+     * once read (so the buffer is all sentinel between launches); it runs even at stop 1 */
+    if (tg0 < T && (stop != 1 || poll)) {
         const int grp = tg0 / 8, ngroups = (T + 7) / 8;
-        if (block_ticket(d.tile_ctr + grp, SC, d.route_fence, &s_last)) {
+        if (poll ? scx == SC - 1 : block_ticket(d.tile_ctr + grp, SC, d.route_fence, &s_last)) {
             TPM_TRACE_MARK_CLK(d, 3, lin);
             TPM_TRACE_MARK(d, 2, 4, lin);
-            for (int i = threadIdx.x; i < 8 * E4; i += kTcThreads) {
+            for (int i = threadIdx.x; poll && i < 8 * E4; i += kTcThreads) {
+                const int tl = i / E4, e4 = i - tl * E4, t = tg0 + tl;
+                if (t >= T) continue;
+                const float4 *src = reinterpret_cast<const float4 *>(d.pl3 + (size_t)t * E) + e4;
+                const size_t st4 = (size_t)T * E4;
+                float4 v[kTcMaxSC];
+#pragma unroll
+                for (int k = 0; k < kTcMaxSC; k++)
+                    v[k] = k < SC ? ld_relaxed_f4(src + k * st4) : make_float4(0.f, 0.f, 0.f, 0.f);
+                for (int it = 0;; it++) {
+                    bool miss = false;
+#pragma unroll
+                    for (int k = 0; k < kTcMaxSC; k++) miss |= k < SC && poll_pending(v[k]);
+                    if (!miss) break;
+                    if (it >= kPollBound) {
+                        atomicExch(d.ctr + 5, 1);
+                        break;
+                    }
+#pragma unroll
+                    for (int k = 0; k < kTcMaxSC; k++)
+                        if (k < SC && poll_pending(v[k])) v[k] = ld_relaxed_f4(src + k * st4);
+                }
+                float4 sum = v[0];
+#pragma unroll
+                for (int k = 1; k < kTcMaxSC; k++) {
+                    if (k < SC) {
+                        sum.x += v[k].x;
+                        sum.y += v[k].y;
+                        sum.z += v[k].z;
+                        sum.w += v[k].w;
+                    }
+                }
+                *reinterpret_cast<float4 *>(&s_lg[tl][4 * e4]) = sum;
+            }
+            /* the sentinel back where the sums read: with the permutation by groups, while its
+             * thread 0 waits for the other groups (r272: stored here, before the group's arrival,
+             * the release of that arrival waited for them: +0.25 us at 32 tokens) */
+            const bool reset_later = poll && stop == 0 && d.route_perm;
+            if (poll && !reset_later) tc_poll_reset(d.pl3, E, T, tg0, SC, threadIdx.x, kTcThreads);
+            for (int i = threadIdx.x; !poll && i < 8 * E4; i += kTcThreads) {
                 const int tl = i / E4, e4 = i - tl * E4, t = tg0 + tl;
                 if (t >= T) continue;
                 const float4 *src = reinterpret_cast<const float4 *>(d.logits + (size_t)t * E) + e4;
@@ -433,11 +511,17 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
             __syncthreads();
             TPM_TRACE_MARK_CLK(d, 4, lin);
             TPM_TRACE_MARK(d, 2, 5, lin);
-            if (stop != 2 && tg0 + warp < T)
+            if (stop != 1 && stop != 2 && tg0 + warp < T)
                 select_token(d, tg0 + warp, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], nullptr);
             TPM_TRACE_MARK_CLK(d, 5, lin);
             if (threadIdx.x == 0) d.tile_ctr[grp] = 0; /* for the next replay */
-            if (stop == 0 && d.route_perm) { /* every group's CTA its own rows (round 49) */
+            if (stop == 0 && d.route_perm && poll) { /* every group's CTA its own rows (round 49) */
+                build_permutation_groups(d, T, tg0, ngroups, reinterpret_cast<int *>(bits), lin,
+                                         [pl3 = d.pl3, E, T, tg0, SC](int i0, int step) {
+                                             tc_poll_reset(pl3, E, T, tg0, SC, i0, step);
+                                         });
+                TPM_TRACE_MARK_CLK(d, 2, lin);
+            } else if (stop == 0 && d.route_perm) {
                 build_permutation_groups(d, T, tg0, ngroups, reinterpret_cast<int *>(bits), lin);
                 TPM_TRACE_MARK_CLK(d, 2, lin);
             } else if (stop == 0) {
@@ -559,12 +643,14 @@ tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int 
     TPM_ASSERT(tpm_moe_route_tc_ok(d, x, T) && tc_geometry(d, T, clusters, loads, &g));
     cudaLaunchAttribute at[1];
     cudaLaunchConfig_t cfg = tc_config(dim3((unsigned)g.X, (unsigned)g.tiles, 1), g.smem, s, at);
-    if (g.MT == 1 && g.loads == 2) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 2>, d, x, T, g.Ep, stop));
-    else if (g.MT == 1 && g.loads == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 1>, d, x, T, g.Ep, stop));
-    else if (g.MT == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 0>, d, x, T, g.Ep, stop));
-    else if (g.loads == 2) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 2>, d, x, T, g.Ep, stop));
-    else if (g.loads == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 1>, d, x, T, g.Ep, stop));
-    else TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 0>, d, x, T, g.Ep, stop));
+    /* the group sums poll the cluster partials (round 50) where pl3 holds them */
+    const int poll = (d.route_poll & 2) && d.pl3 && (size_t)(g.X / kTcCluster) * T <= (size_t)d.pl3_rows;
+    if (g.MT == 1 && g.loads == 2) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 2>, d, x, T, g.Ep, stop, poll));
+    else if (g.MT == 1 && g.loads == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 1>, d, x, T, g.Ep, stop, poll));
+    else if (g.MT == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 0>, d, x, T, g.Ep, stop, poll));
+    else if (g.loads == 2) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 2>, d, x, T, g.Ep, stop, poll));
+    else if (g.loads == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 1>, d, x, T, g.Ep, stop, poll));
+    else TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 0>, d, x, T, g.Ep, stop, poll));
     return TPM_OK;
 }
 
