@@ -430,12 +430,7 @@ __device__ void scan_buckets_all(const tpm_moe_dev &d, int NB, int *cnt, int *s_
  * wait, the others leave, and the waiting ones have already done all their work but this, so no
  * waiting block holds anything a missing one needs. s_cnt: kGroupPermInts ints of shared memory.
  * lin (trace builds): the block's trace index, marked at slot 6 once the wait is over. */
-struct no_wait_work {
-    __device__ void operator()(int, int) const {}
-};
-template <class W = no_wait_work>
-__device__ void build_permutation_groups(const tpm_moe_dev &d, int T, int t0, int ngroups, int *s_cnt, int lin = -1,
-                                         W work = W()) {
+__device__ void build_permutation_groups(const tpm_moe_dev &d, int T, int t0, int ngroups, int *s_cnt, int lin = -1) {
     (void)lin;
     const int K = d.K, NB = n_buckets(d), TK = T * K, tid = threadIdx.x, nth = blockDim.x;
     const int p0 = t0 * K, np = min(8, T - t0) * K;
@@ -469,8 +464,6 @@ __device__ void build_permutation_groups(const tpm_moe_dev &d, int T, int t0, in
                 }
             } while (v < ngroups);
         }
-    } else {
-        work(tid - 1, nth - 1); /* the caller's work for the other threads while thread 0 waits */
     }
     __syncthreads();
     if (d.route_fence) __threadfence();

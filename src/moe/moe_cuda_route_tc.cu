@@ -270,23 +270,6 @@ __device__ __forceinline__ void logits_pipe(const tpm_moe_dev &d, const uint16_t
     }
 }
 
-/* The polled cluster partials of the group at tg0 back to the sentinel (items i0, i0 + step, ...:
- * a token's four experts x SC partials each), once the group's sums have read them. */
-__device__ __forceinline__ void tc_poll_reset(float *pl3, int E, int T, int tg0, int SC, int i0, int step) {
-    const int E4 = E / 4;
-    const size_t st4 = (size_t)T * E4;
-    const float4 sent = make_float4(__uint_as_float(kPollSentinel), __uint_as_float(kPollSentinel),
-                                    __uint_as_float(kPollSentinel), __uint_as_float(kPollSentinel));
-    for (int i = i0; i < 8 * E4; i += step) {
-        const int tl = i / E4, e4 = i - tl * E4, t = tg0 + tl;
-        if (t >= T) continue;
-        float4 *dst = reinterpret_cast<float4 *>(pl3 + (size_t)t * E) + e4;
-#pragma unroll
-        for (int k = 0; k < kTcMaxSC; k++)
-            if (k < SC) dst[k * st4] = sent;
-    }
-}
-
 template <int MT, int LOADS>
 __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
                                                             int Ep, int stop, int poll) {
@@ -476,12 +459,16 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
                     }
                 }
                 *reinterpret_cast<float4 *>(&s_lg[tl][4 * e4]) = sum;
+                /* the sentinel back where this thread read (r273: written instead by the other
+                 * threads while thread 0 waits in the permutation's group barrier, the routing
+                 * was 0.5-1.7 us slower at 32-128 tokens) */
+                const float4 sent = make_float4(__uint_as_float(kPollSentinel), __uint_as_float(kPollSentinel),
+                                                __uint_as_float(kPollSentinel), __uint_as_float(kPollSentinel));
+                float4 *dst = const_cast<float4 *>(src);
+#pragma unroll
+                for (int k = 0; k < kTcMaxSC; k++)
+                    if (k < SC) dst[k * st4] = sent;
             }
-            /* the sentinel back where the sums read: with the permutation by groups, while its
-             * thread 0 waits for the other groups (r272: stored here, before the group's arrival,
-             * the release of that arrival waited for them: +0.25 us at 32 tokens) */
-            const bool reset_later = poll && stop == 0 && d.route_perm;
-            if (poll && !reset_later) tc_poll_reset(d.pl3, E, T, tg0, SC, threadIdx.x, kTcThreads);
             for (int i = threadIdx.x; !poll && i < 8 * E4; i += kTcThreads) {
                 const int tl = i / E4, e4 = i - tl * E4, t = tg0 + tl;
                 if (t >= T) continue;
@@ -515,13 +502,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
                 select_token(d, tg0 + warp, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], nullptr);
             TPM_TRACE_MARK_CLK(d, 5, lin);
             if (threadIdx.x == 0) d.tile_ctr[grp] = 0; /* for the next replay */
-            if (stop == 0 && d.route_perm && poll) { /* every group's CTA its own rows (round 49) */
-                build_permutation_groups(d, T, tg0, ngroups, reinterpret_cast<int *>(bits), lin,
-                                         [pl3 = d.pl3, E, T, tg0, SC](int i0, int step) {
-                                             tc_poll_reset(pl3, E, T, tg0, SC, i0, step);
-                                         });
-                TPM_TRACE_MARK_CLK(d, 2, lin);
-            } else if (stop == 0 && d.route_perm) {
+            if (stop == 0 && d.route_perm) { /* every group's CTA its own rows (round 49) */
                 build_permutation_groups(d, T, tg0, ngroups, reinterpret_cast<int *>(bits), lin);
                 TPM_TRACE_MARK_CLK(d, 2, lin);
             } else if (stop == 0) {
