@@ -142,13 +142,14 @@ static void variants_vs_reference(void **state) {
                     assert_memory_equal(rm[1].y, rm[6].y, (size_t)T * p->hidden * 2);
                     free_run(&rm[6]);
                 }
-                if (T <= 16) { /* mode 1's ticket instead of the polled partials: the default's bits (round 50) */
+                for (int rp = 0; T <= 24 && rp <= 7; rp += 7) { /* mode 1's tickets (0) and every row polled
+                                                                  * (7): the default's bits (round 50) */
                     gpu_run rq;
                     tune_route_gemm_min = 1 << 20;
                     tune_route_experts = re;
                     tune_route_tc_min = 1;
                     tune_route_tc_max = 0;
-                    tune_route_poll = 0;
+                    tune_route_poll = rp;
                     run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rq);
                     assert_int_equal(last_route_mode, 1);
                     tune_route_gemm_min = tune_route_experts = tune_route_tc_min = tune_route_tc_max = -1;
@@ -156,8 +157,8 @@ static void variants_vs_reference(void **state) {
                     assert_memory_equal(rm[1].sel, rq.sel, nk * sizeof(int32_t));
                     assert_memory_equal(rm[1].wts, rq.wts, nk * sizeof(float));
                     assert_memory_equal(rm[1].y, rq.y, (size_t)T * p->hidden * 2);
-                    printf("  %-17s T=%-4d route mode 1, %2d experts per block, ticket: the default's bits\n", p->name,
-                           T, re);
+                    printf("  %-17s T=%-4d route mode 1, %2d experts per block, route_poll %d: the default's bits\n",
+                           p->name, T, re, rp);
                     free_run(&rq);
                 }
                 if (re == 8 && T <= 256 && last_route_mode >= 0) { /* mode 3's tickets instead of its polled
@@ -224,8 +225,8 @@ static void route_poll_sequence(void **state) {
     const tpm_preset *p = tpm_preset_find("m3-mini");
     tpm_moe_weights w;
     make_weights(p, 77, &w);
-    const int H = p->hidden, kMax = 16;
-    enum { NT = 17 };
+    const int H = p->hidden, kMax = 24;
+    enum { NT = 25 };
     gpu_run ref[NT];
     uint16_t *xs[NT];
     for (int T = 1; T <= kMax; T++) { /* references: fresh layers, the ticket */
@@ -250,10 +251,10 @@ static void route_poll_sequence(void **state) {
     uint16_t *y = malloc((size_t)kMax * H * 2);
     int32_t *sel = malloc(sizeof(int32_t) * (size_t)kMax * 8);
     float *wts = malloc(sizeof(float) * (size_t)kMax * 8);
-    const int Ts[] = {8, 3, 1, 11, 8, 16, 5, 2, 8, 10, 8, 13, 1, 7, 7, 4};
+    const int Ts[] = {8, 3, 1, 11, 8, 16, 5, 24, 2, 8, 10, 17, 8, 13, 1, 7, 20, 7, 4, 12};
     for (size_t i = 0; i < sizeof Ts / sizeof Ts[0]; i++) {
         const int T = Ts[i];
-        tu.route_poll = i % 5 != 3; /* the ticket now and then */
+        tu.route_poll = i % 5 == 3 ? 0 : i % 5 == 1 ? 3 : 7; /* the tickets now and then */
         assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
         assert_int_equal(cudaMemcpy(dx, xs[T], (size_t)T * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
         assert_int_equal(cudaMemset(dy, 0xff, (size_t)T * H * 2), cudaSuccess); /* poison (NaN) */
@@ -298,7 +299,7 @@ static void route_poll_sequence(void **state) {
         cudaStreamDestroy(s);
         cudaFree(dx3);
         cudaFree(dy3);
-        printf("  route_poll: 16 calls of 1-16 tokens and 5 replays of a two-call graph: fresh layers' bits\n");
+        printf("  route_poll: 20 calls of 1-24 tokens and 5 replays of a two-call graph: fresh layers' bits\n");
     }
     assert_int_equal(tpm_cuda_moe_check(m), TPM_OK); /* no bounded wait ran out */
     tpm_cuda_moe_destroy(m);
@@ -799,7 +800,7 @@ static void bad_arguments(void **state) {
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_perm_min = 0;
     assert_int_equal(tu.route_poll, TPM_MOE_ROUTE_POLL); /* polled partials (round 50) */
-    tu.route_poll = 4;
+    tu.route_poll = 8;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_poll = -1;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);

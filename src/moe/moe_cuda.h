@@ -180,7 +180,9 @@ typedef struct tpm_cuda_moe_tuning {
                             * after which the last block reads them; bit 0: routing mode 1 with
                             * one row of logits blocks (1-8 tokens, and the wide form); bit 1:
                             * mode 3's cluster partials, each 8-token group's by its block of the
-                            * last cluster; 0 = tickets; the same bits (round 50) */
+                            * last cluster; bit 2: mode 1's several rows (9-24 tokens), each row's
+                            * by its last block (not with route_perm_min's permutation); 0 =
+                            * tickets; default 7 (measured); the same bits (round 50) */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */

@@ -54,10 +54,12 @@
  * direct count and the bitmap). So from mode 3's start. */
 #define TPM_MOE_ROUTE_PERM_MIN 25
 #define TPM_MOE_ROUTE_PERM_MAX_T 256
-/* Routing mode 1's one-row form polls its partial logits (tuning.route_poll, round 50). r271 (ONE
- * H100, m3 fused, routing net, three passes, polled against the ticket): -0.6 us at 1 token,
- * level at 2, -0.3 to -0.5 at 3-7, -0.8 at 8 (7.2-7.3 against 8.1), level in the wide form (9-11). */
-#define TPM_MOE_ROUTE_POLL 3
+/* Polled partial logits (tuning.route_poll, round 50; ONE H100, m3 fused, routing net, three
+ * passes, polled against the tickets): bit 0, mode 1's one row (r271): -0.6 us at 1 token, level at
+ * 2, -0.3 to -0.5 at 3-7, -0.8 at 8 (7.2-7.3 against 8.1), level in the wide form (9-11); bit 1,
+ * mode 3's groups (r272, r273): -0.2 to -0.6 at 25, -0.1 to -0.4 at 32-64, -0.7 to -1.5 at 96-256;
+ * bit 2, mode 1's several rows (r275): -0.5 to -0.7 at 12-24. All three. */
+#define TPM_MOE_ROUTE_POLL 7
 #define TPM_MOE_ROUTE_TC_MIN 25
 #define TPM_MOE_ROUTE_TC_MAX 256
 #define TPM_MOE_ROUTE_TC_LOADS 2

@@ -29,9 +29,9 @@
 #define TPM_MOE_MAX_SLOTS 257 /* E1 = experts (<= 256) + shared (<= 1) */
 
 /* routing mode 1's polled partials (tpm_moe_dev.pl): slices of H and tokens per plane (the most
- * slices logit_splits gives, the most tokens of one row of logits blocks: the wide form) */
+ * slices logit_splits gives; the most tokens polled: three rows of 8-token tiles, mode 3's start) */
 #define TPM_MOE_POLL_S 16
-#define TPM_MOE_POLL_T 16
+#define TPM_MOE_POLL_T 24
 
 struct tpm_moe_dev {
     /* shapes and math */
@@ -47,7 +47,8 @@ struct tpm_moe_dev {
     int route_perm;          /* this call: the permutation by every selecting block (routing modes
                               * 1 and 3 with several 8-token groups; build_permutation_groups) */
     int route_poll;          /* this call: bit 0, routing mode 1's one-row form polls the partials
-                              * (pl); bit 1, mode 3's group sums poll the cluster partials (pl3) */
+                              * (pl); bit 1, mode 3's group sums poll the cluster partials (pl3);
+                              * bit 2, mode 1's several rows poll theirs (pl) */
     int route_fence;         /* routing tickets: 1 = every thread fences (fence.sc) around the
                               * ticket, 0 = barrier + one acq_rel atomic (block_ticket) */
     unsigned long long *trace; /* diagnostic (TPM_MOE_TRACE builds, tpm_cuda_moe_set_trace): [kernel]

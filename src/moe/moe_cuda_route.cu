@@ -32,8 +32,8 @@
  *    second ticket (round 29).
  *    Polled form (tuning.route_poll, the default; one row of blocks: T <= 8 or
  *    the wide form; round 50): no ticket. The partials go with strong relaxed
- *    stores to plane par = ctr[11] of the buffer pl, laid out [slice][16][E]
- *    (the ticket's layout with 16 token rows per slice), which holds
+ *    stores to plane par = ctr[11] of the buffer pl, laid out [slice][24][E]
+ *    (the ticket's layout with 24 token rows per slice), which holds
  *    the sentinel 0xffffffff (a NaN; logits_tile stores NaN as 0x7fffffff)
  *    wherever nothing was written. The last block of the row (in launch
  *    order, so every other block has started) loads its threads' slices at
@@ -44,7 +44,11 @@
  *    ctr[11]; every block first refills its share of the other plane (the
  *    previous launch's, read by then) with the sentinel for the next launch.
  *    Every block reads par before it stores, and the poller flips it only
- *    after every partial has landed, so no block sees the flip.
+ *    after every partial has landed, so no block sees the flip. Several rows
+ *    (9-24 tokens, route_poll bit 2): each row's last block
+ *    polls its row's partials (24 token rows per slice hold three tiles:
+ *    TPM_MOE_POLL_T 24), and the winner of the ticket over the rows (ctr[2])
+ *    flips par once every row has polled.
  *    Data written inside the launch is read
  *    with ld.global.cg (L2), never through a possibly stale L1 line. Each
  *    last block zeroes the ticket it won, so the launch replays inside a
@@ -480,10 +484,11 @@ __global__ void __launch_bounds__(kLogitWarps * 32 * TT, POLL && TT == 1 && kLog
         asm volatile("prefetch.global.L2 [%0];" ::"l"(d.tile_ctr + blockIdx.y));
         asm volatile("prefetch.global.L2 [%0];" ::"l"(d.ctr + 2));
     }
-    /* one row of blocks (T <= 8, or the wide form) with route_poll: the partials go to plane par of
-     * the polled buffer (par = ctr[11], read before any block can flip it: the poller flips it only
-     * once every block's partials, stored after this read, have landed) */
-    constexpr bool poll = POLL; /* the host's choice: one row of blocks, E % 4 == 0 */
+    /* with route_poll the partials go to plane par of the polled buffer (par = ctr[11], read before
+     * any block can flip it: it is flipped only once every block's partials, stored after this
+     * read, have landed: by the poller of one row of blocks, or with several rows (route_poll bit
+     * 2) by the winner of the ticket over the rows, after every row's poll) */
+    constexpr bool poll = POLL; /* the host's choice: E % 4 == 0, T <= TPM_MOE_POLL_T */
     const size_t plane_n = (size_t)TPM_MOE_POLL_S * TPM_MOE_POLL_T * d.E;
     const unsigned par = poll ? ld_relaxed_u32(d.ctr + 11) & 1u : 0u;
     float *const part = poll ? d.pl + par * plane_n : d.logits;
@@ -494,8 +499,9 @@ __global__ void __launch_bounds__(kLogitWarps * 32 * TT, POLL && TT == 1 && kLog
         /* the other plane (the last launch's, read by then) back to the sentinel for the next
          * launch; the last block (in launch order: every other block has started before it) then
          * polls the partials, the others are done */
-        poll_refill(d.pl + (par ^ 1u) * plane_n, plane_n, lin, per_tile);
-        if (lin != per_tile - 1) return;
+        poll_refill(d.pl + (par ^ 1u) * plane_n, plane_n, lin, per_tile * (int)gridDim.y);
+        /* the row's last block in launch order: x, then y, then z */
+        if (blockIdx.x != gridDim.x - 1 || blockIdx.z != gridDim.z - 1) return;
     } else {
         if (stop == 1) return; /* diagnostic stops (tuning.route_stop): results invalid */
         if (!block_ticket(d.tile_ctr + tile, per_tile, d.route_fence, &s_last)) return;
@@ -503,10 +509,14 @@ __global__ void __launch_bounds__(kLogitWarps * 32 * TT, POLL && TT == 1 && kLog
     TPM_TRACE_MARK_CLK(d, 3, lin);
     if ((int)threadIdx.x < d.E) s_br[threadIdx.x] = my_br; /* read after the barrier below */
     if (poll) {
-        poll_sums(d, d.pl + par * plane_n, T, (int)gridDim.z, &s_lg[0][0], 32 * kMaxPerLane);
-        __syncthreads(); /* every partial landed: no block reads ctr[11] any more */
-        if (threadIdx.x == 0) d.ctr[11] = (int)(par ^ 1u);
-        if (stop == 1) return; /* after the flip, so the next launch starts on a clean plane */
+        const int t0 = tile * kTileTok;
+        poll_sums(d, d.pl + par * plane_n + (size_t)t0 * d.E, min(kTileTok, T - t0), (int)gridDim.z, &s_lg[0][0],
+                  32 * kMaxPerLane);
+        __syncthreads(); /* every partial of the row landed */
+        if (gridDim.y == 1) { /* every partial landed: no block reads ctr[11] any more */
+            if (threadIdx.x == 0) d.ctr[11] = (int)(par ^ 1u);
+            if (stop == 1) return; /* after the flip, so the next launch starts on a clean plane */
+        }
     } else
     /* sum the tile's slices: every (token, expert) of the tile by one thread,
      * two pairs per pass with all their slice loads in flight, added in slice
@@ -612,6 +622,7 @@ __global__ void __launch_bounds__(kLogitWarps * 32 * TT, POLL && TT == 1 && kLog
         }
         if (!block_ticket(d.ctr + 2, (int)gridDim.y, d.route_fence, &s_last)) return;
         TPM_TRACE_MARK_CLK(d, 6, lin);
+        if (poll && threadIdx.x == 0) d.ctr[11] = (int)(par ^ 1u); /* every row polled: every partial landed */
         build_permutation_gathered(d, T, s_sel, bits, s_off);
     }
     if (threadIdx.x == 0) d.ctr[2] = 0;
@@ -718,8 +729,11 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
         /* 5-8 tokens with 8 or 16 experts per block: two 4-token parts per block (logits_tile's TW),
          * ~30% fewer instructions per warp than one 8-token part (r168: -0.3 us) */
         const bool tw2 = T > 4;
-        /* one row of blocks (T <= 8, or the wide form below) polls its partials (round 50) */
+        /* one row of blocks (T <= 8, or the wide form below) polls its partials (round 50); several
+         * rows with route_poll bit 2, where the ticket over the rows flips the planes (not with the
+         * permutation by groups, nor with a diagnostic stop, which skip that ticket) */
         bool poll = (d.route_poll & 1) && d.E % 4 == 0;
+        const bool poll_rows = (d.route_poll & 4) && d.E % 4 == 0 && !d.route_perm && stop == 0;
         /* the wide form (9 .. wide <= 16 tokens): both 8-token tiles in one block row of 512-thread
          * blocks, so one ticket and one block's 16 warps do what two tiles' tickets, selections and
          * a second ticket did; the same H slices as the 8-token tiles (logit_grid), so the same bits */
@@ -738,7 +752,7 @@ tpm_status tpm_moe_launch_route(const tpm_moe_dev &d, void *blas, const uint16_t
         /* up to 1 / 2 / 4 tokens: the logits blocks keep that many tokens' accumulators and x
          * loads instead of 8 (fewer registers; the same bits) */
         const int nth = kLogitWarps * 32;
-        poll = poll && g.y == 1;
+        poll = g.y == 1 ? poll : poll_rows;
         if (T == 1 && epw == 4) launch_fused<4, 1>(poll, g, nth, d, x, T, stop, s);
         else if (T == 2 && epw == 4) launch_fused<4, 2>(poll, g, nth, d, x, T, stop, s);
         else if (T <= 4 && epw == 4) launch_fused<4, 4>(poll, g, nth, d, x, T, stop, s);
