@@ -75,9 +75,10 @@ struct tpm_moe_dev {
     /* routing state */
     float *logits;           /* [S][T][E] partial logits of S slices of H */
     int logit_rows;          /* capacity of logits in rows of E (S * T <= it) */
-    float *pl;               /* [2][TPM_MOE_POLL_S][TPM_MOE_POLL_T][E] routing mode 1's polled partials (route_poll):
-                              * plane ctr[11] & 1 is this launch's, the other one is refilled with
-                              * the sentinel (all ones, never a value) for the next launch */
+    float *pl;               /* [2][TPM_MOE_POLL_S][TPM_MOE_POLL_T][E] routing mode 1's polled
+                              * partials (route_poll): plane ctr[11] & 1 is this launch's, the other
+                              * one is refilled with the sentinel (all ones, never a value) for the
+                              * next launch */
     float *pl3;              /* [pl3_rows][E] routing mode 3's polled cluster partials [SC][T][E]
                               * (route_poll bit 1): the sentinel between launches (each group's
                               * poller refills what it read); null where mode 3 cannot run */

@@ -453,9 +453,11 @@ __device__ __forceinline__ void poll_sums(const tpm_moe_dev &d, const float *pla
  * kLogitEpw experts x TOK tokens per warp, TW token parts per 8-token tile, TT tiles per block
  * (8 TT warps). TT = 2 (the wide form, 9-16 tokens: tuning.route_wide) runs only as one block row
  * (gridDim.y == 1): one ticket, 16 warps select, the one-tile permutation. */
+/* POLL (the polled partials): two blocks per SM where the logits fit 128 registers (no spills);
+ * the ticket's forms keep the compiler's choice (0: unspecified) */
 template <int kLogitEpw, int TOK, int TW = 1, int TT = 1, bool POLL = false>
-__global__ void __launch_bounds__(kLogitWarps * 32 * TT, POLL && TT == 1 && kLogitEpw * TOK <= 16 ? 2 : 0) k_route_fused(tpm_moe_dev d, const uint16_t *__restrict__ x,
-                                                                       int T, int stop) {
+__global__ void __launch_bounds__(kLogitWarps * 32 * TT, POLL && TT == 1 && kLogitEpw * TOK <= 16 ? 2 : 0)
+    k_route_fused(tpm_moe_dev d, const uint16_t *__restrict__ x, int T, int stop) {
     static_assert(TT == 1 || TT == 2, "k_route_fused: one or two 8-token tiles per block");
     constexpr int kW = kLogitWarps * TT, kTileTok = kLogitTokens * TT;
     __shared__ float sc[kW][256];
@@ -497,8 +499,8 @@ __global__ void __launch_bounds__(kLogitWarps * 32 * TT, POLL && TT == 1 && kLog
     const int tile = blockIdx.y, per_tile = (int)(gridDim.x * gridDim.z);
     if (poll) {
         /* the other plane (the last launch's, read by then) back to the sentinel for the next
-         * launch; the last block (in launch order: every other block has started before it) then
-         * polls the partials, the others are done */
+         * launch; each row's last block (in launch order: every other block of its row has
+         * started before it) then polls the row's partials, the others are done */
         poll_refill(d.pl + (par ^ 1u) * plane_n, plane_n, lin, per_tile * (int)gridDim.y);
         /* the row's last block in launch order: x, then y, then z */
         if (blockIdx.x != gridDim.x - 1 || blockIdx.z != gridDim.z - 1) return;

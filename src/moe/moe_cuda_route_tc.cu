@@ -53,7 +53,8 @@
  *     once) loads all SC partials at once and again those still holding
  *     the sentinel (bounded: past kPollBound, ctr[5]), so the data come with
  *     the poll (no fence, no ticket round trip), sums them in sc order (the
- *     ticket's bits) and writes the sentinel back where it read. Then the permutation, by T (tuning.route_perm_min):
+ *     ticket's bits) and writes the sentinel back where it read. Then the
+ *     permutation, by T (tuning.route_perm_min):
  *     every selecting CTA writes its group's rows (build_permutation_groups:
  *     the groups arrive on a counter, each waits for the others, counts every
  *     selection in shared memory and places its own pairs; round 49), or a
@@ -626,8 +627,10 @@ tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int 
     cudaLaunchConfig_t cfg = tc_config(dim3((unsigned)g.X, (unsigned)g.tiles, 1), g.smem, s, at);
     /* the group sums poll the cluster partials (round 50) where pl3 holds them */
     const int poll = (d.route_poll & 2) && d.pl3 && (size_t)(g.X / kTcCluster) * T <= (size_t)d.pl3_rows;
-    if (g.MT == 1 && g.loads == 2) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 2>, d, x, T, g.Ep, stop, poll));
-    else if (g.MT == 1 && g.loads == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 1>, d, x, T, g.Ep, stop, poll));
+    if (g.MT == 1 && g.loads == 2)
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 2>, d, x, T, g.Ep, stop, poll));
+    else if (g.MT == 1 && g.loads == 1)
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 1>, d, x, T, g.Ep, stop, poll));
     else if (g.MT == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 0>, d, x, T, g.Ep, stop, poll));
     else if (g.loads == 2) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 2>, d, x, T, g.Ep, stop, poll));
     else if (g.loads == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 1>, d, x, T, g.Ep, stop, poll));
