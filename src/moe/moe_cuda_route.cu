@@ -404,10 +404,8 @@ __device__ __forceinline__ void poll_refill(float *plane, size_t n, int b, int n
 
 /* The polling block's slice sums (E % 4 == 0): four experts of one token per thread (a warp's
  * 16-byte loads of one slice side by side: with each thread's slices side by side instead, every
- * load of a warp touched 32 sectors and the poll at 8 tokens took 2.8 us, r270), every slice
- * loaded at once, then the pending ones again until none holds the sentinel (bounded: past
- * kPollBound it sets ctr[5] and goes on with what it has), added in slice order: the ticket's
- * bits. */
+ * load of a warp touched 32 sectors and the poll at 8 tokens took 2.8 us, r270), polled and added
+ * in slice order by poll_sum (moe_cuda_route_sel.cuh): the ticket's bits. */
 __device__ __forceinline__ void poll_sums(const tpm_moe_dev &d, const float *plane, int T, int ns, float *s_lg_row0,
                                           int lgs) {
     const int E = d.E, np = T * E, nth = (int)blockDim.x;
@@ -415,32 +413,7 @@ __device__ __forceinline__ void poll_sums(const tpm_moe_dev &d, const float *pla
         const int j = 4 * q / E, e = 4 * q - j * E;
         const float4 *src = reinterpret_cast<const float4 *>(plane + (size_t)j * E + e);
         const size_t st4 = (size_t)TPM_MOE_POLL_T * E / 4;
-        float4 v[kMaxSplits];
-#pragma unroll
-        for (int sp = 0; sp < kMaxSplits; sp++)
-            v[sp] = sp < ns ? ld_relaxed_f4(src + sp * st4) : make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int it = 0;; it++) {
-            bool miss = false;
-#pragma unroll
-            for (int sp = 0; sp < kMaxSplits; sp++) miss |= sp < ns && poll_pending(v[sp]);
-            if (!miss) break;
-            if (it >= kPollBound) {
-                atomicExch(d.ctr + 5, 1);
-                break;
-            }
-#pragma unroll
-            for (int sp = 0; sp < kMaxSplits; sp++)
-                if (sp < ns && poll_pending(v[sp])) v[sp] = ld_relaxed_f4(src + sp * st4);
-        }
-        float4 l = v[0];
-#pragma unroll
-        for (int sp = 1; sp < kMaxSplits; sp++) /* slice order, as the ticket's sums */
-            if (sp < ns) {
-                l.x += v[sp].x;
-                l.y += v[sp].y;
-                l.z += v[sp].z;
-                l.w += v[sp].w;
-            }
+        const float4 l = poll_sum<kMaxSplits>(d.ctr + 5, src, st4, ns); /* slice order */
         float *row = s_lg_row0 + (size_t)j * lgs;
         row[e] = l.x;
         row[e + 1] = l.y;

@@ -68,6 +68,40 @@ __device__ __forceinline__ bool poll_pending(const float4 &v) {
            (__float_as_uint(v.z) == kPollSentinel) | (__float_as_uint(v.w) == kPollSentinel);
 }
 
+/* The sum, in order, of n <= N partials at src + k st4 (k < n) in a buffer of sentinels: every
+ * load at once, then the pending ones again until none holds the sentinel (bounded: past
+ * kPollBound it sets *err and goes on with what it has). The same adds as a ticket's sums. */
+template <int N>
+__device__ __forceinline__ float4 poll_sum(int32_t *err, const float4 *src, size_t st4, int n) {
+    float4 v[N];
+#pragma unroll
+    for (int k = 0; k < N; k++) v[k] = k < n ? ld_relaxed_f4(src + k * st4) : make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int it = 0;; it++) {
+        bool miss = false;
+#pragma unroll
+        for (int k = 0; k < N; k++) miss |= k < n && poll_pending(v[k]);
+        if (!miss) break;
+        if (it >= kPollBound) {
+            atomicExch(err, 1);
+            break;
+        }
+#pragma unroll
+        for (int k = 0; k < N; k++)
+            if (k < n && poll_pending(v[k])) v[k] = ld_relaxed_f4(src + k * st4);
+    }
+    float4 s = v[0];
+#pragma unroll
+    for (int k = 1; k < N; k++) {
+        if (k < n) {
+            s.x += v[k].x;
+            s.y += v[k].y;
+            s.z += v[k].z;
+            s.w += v[k].w;
+        }
+    }
+    return s;
+}
+
 /* A block-done ticket on *ctr: true in the last of n blocks to arrive (uniform in the block;
  * s_flag: a shared int). Every thread's earlier writes are released with it, and the last block
  * acquires the others': a barrier, then thread 0's atom.acq_rel.gpu (the pattern of a CUTLASS

@@ -432,33 +432,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
                 if (t >= T) continue;
                 const float4 *src = reinterpret_cast<const float4 *>(d.pl3 + (size_t)t * E) + e4;
                 const size_t st4 = (size_t)T * E4;
-                float4 v[kTcMaxSC];
-#pragma unroll
-                for (int k = 0; k < kTcMaxSC; k++)
-                    v[k] = k < SC ? ld_relaxed_f4(src + k * st4) : make_float4(0.f, 0.f, 0.f, 0.f);
-                for (int it = 0;; it++) {
-                    bool miss = false;
-#pragma unroll
-                    for (int k = 0; k < kTcMaxSC; k++) miss |= k < SC && poll_pending(v[k]);
-                    if (!miss) break;
-                    if (it >= kPollBound) {
-                        atomicExch(d.ctr + 5, 1);
-                        break;
-                    }
-#pragma unroll
-                    for (int k = 0; k < kTcMaxSC; k++)
-                        if (k < SC && poll_pending(v[k])) v[k] = ld_relaxed_f4(src + k * st4);
-                }
-                float4 sum = v[0];
-#pragma unroll
-                for (int k = 1; k < kTcMaxSC; k++) {
-                    if (k < SC) {
-                        sum.x += v[k].x;
-                        sum.y += v[k].y;
-                        sum.z += v[k].z;
-                        sum.w += v[k].w;
-                    }
-                }
+                const float4 sum = poll_sum<kTcMaxSC>(d.ctr + 5, src, st4, SC); /* cluster order */
                 *reinterpret_cast<float4 *>(&s_lg[tl][4 * e4]) = sum;
                 /* the sentinel back where this thread read (r273: written instead by the other
                  * threads while thread 0 waits in the permutation's group barrier, the routing
