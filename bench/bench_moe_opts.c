@@ -21,7 +21,7 @@ static void usage(FILE *f) {
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 0|8|16|32] [--route-wide N]\n"
             "                       [--route-perm-min N] [--route-poll 0..7] [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
-            "                       [--route-tc-loads ring|direct|pipe] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
+            "                       [--route-tc-loads ring|direct|pipe|pipef32] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
             "                       [--trace-route N]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
             "                       [--down-kernel 0..4] [--gate-up-pairs 1|2] [--gate-up-pipe 0|1] [--shared-overlap 0|1] [--prefill-cluster -1..3] [--prefill-band N] [--prefill-early N]\n"
@@ -71,7 +71,8 @@ static void usage(FILE *f) {
             "                    as are resident at once)\n"
             "  --route-tc-loads X  mode 3: fragments straight into registers (direct), through a\n"
             "                    cp.async ring in shared memory (ring), or straight into registers\n"
-            "                    in a pipeline of register stages (pipe) (default: the layer's)\n"
+            "                    in a pipeline of register stages (pipe), or that pipeline on the fp32\n"
+            "                    router, split in registers (pipef32) (default: the layer's)\n"
             "  --prefill-early N fused slot plan, prefill: up to N tokens the shared slot's gate_up items\n"
             "                    start before the routing ends (0 = never; default: the layer's)\n"
             "  --prefill-down-early N  wgmma prefill, persistent forms: up to N tokens the down launch\n"
@@ -239,8 +240,9 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
             if (!strcmp(v, "ring")) o->route_tc_loads = 0;
             else if (!strcmp(v, "direct")) o->route_tc_loads = 1;
             else if (!strcmp(v, "pipe")) o->route_tc_loads = 2;
+            else if (!strcmp(v, "pipef32")) o->route_tc_loads = 3;
             else {
-                fprintf(stderr, "tpmoe bench moe: --route-tc-loads wants ring, direct or pipe, got '%s'\n", v);
+                fprintf(stderr, "tpmoe bench moe: --route-tc-loads wants ring, direct, pipe or pipef32, got '%s'\n", v);
                 return 2;
             }
         } else if (!strcmp(a, "--prefill-early")) {

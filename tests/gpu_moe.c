@@ -65,7 +65,8 @@ static void presets_vs_reference(void **state) {
  * cores up to 256 tokens) against the reference, the first two with 8, 16 and 32 router
  * experts per logits block; for each block size the fused launch gives the legacy routing
  * bit for bit (same arithmetic), and mode 3 gives the same bits with its fragments loaded
- * straight into registers, through the shared-memory ring, or in the register pipeline; a NaN router row is never
+ * straight into registers, through the shared-memory ring, or in the register pipeline (from wr3f
+ * or from wrf, split in registers); a NaN router row is never
  * selected by any mode; 1500 tokens take k_select's separate row scatter (T*K > 4096); at 10 and
  * 16 tokens mode 1's wide form (one row of 16-token blocks) gives the bits of its two rows of
  * 8-token tiles. */
@@ -93,9 +94,9 @@ static void variants_vs_reference(void **state) {
                 }
             }
             for (int re = 8; re <= 32; re *= 2) {
-                gpu_run rm[7]; /* modes 0 .. 3, then mode 3 with the ring loads and with the pipelined
-                                * loads, then (below) mode 1's other form */
-                const int nrun = re != 8 ? 2 : T > 256 ? 3 : 6;
+                gpu_run rm[8]; /* modes 0 .. 3, then mode 3 with the ring loads, the pipelined loads
+                                * and the fp32 pipelined loads, then (below) mode 1's other form */
+                const int nrun = re != 8 ? 2 : T > 256 ? 3 : 7;
                 for (int run = 0; run < nrun; run++) {
                     const int mode = run < 4 ? run : 3;
                     tune_route_legacy = mode == 0;
@@ -103,7 +104,7 @@ static void variants_vs_reference(void **state) {
                     tune_route_experts = re;
                     tune_route_tc_min = 1;
                     tune_route_tc_max = mode == 3 ? 256 : 0;
-                    tune_route_tc_loads = run == 4 ? 0 : run == 5 ? 2 : 1;
+                    tune_route_tc_loads = run == 4 ? 0 : run == 5 ? 2 : run == 6 ? 3 : 1;
                     run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rm[run]);
                     if (mode == 3 && last_route_mode != 3) { /* no 9.0 device: mode 3 cannot run */
                         printf("  %-17s T=%-4d route mode 3 not available here (mode %d ran)\n", p->name, T,
@@ -118,7 +119,7 @@ static void variants_vs_reference(void **state) {
                             assert_int_not_equal(rm[run].sel[(size_t)t * rm[run].K + sl], 5);
                     const double e = check_run(&w, x, &rm[run], 1, 4, 1e-2);
                     printf("  %-17s T=%-4d route mode %d%s, %2d experts per block: rel err %.2e\n", p->name, T, mode,
-                           run == 4 ? " (ring)" : run == 5 ? " (pipe)" : "", re, e);
+                           run == 4 ? " (ring)" : run == 5 ? " (pipe)" : run == 6 ? " (pipe fp32)" : "", re, e);
                 }
                 const size_t nk = (size_t)T * rm[0].K;
                 assert_memory_equal(rm[0].sel, rm[1].sel, nk * sizeof(int32_t));
@@ -130,17 +131,17 @@ static void variants_vs_reference(void **state) {
                     tune_route_tc_min = 1;
                     tune_route_tc_max = 0;
                     tune_route_wide = T <= 11 ? 0 : 16;
-                    run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rm[6]);
+                    run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rm[7]);
                     assert_int_equal(last_route_mode, 1);
                     tune_route_gemm_min = tune_route_experts = tune_route_tc_min = tune_route_tc_max = -1;
                     tune_route_wide = -1;
-                    const double e = check_run(&w, x, &rm[6], 1, 4, 1e-2);
+                    const double e = check_run(&w, x, &rm[7], 1, 4, 1e-2);
                     printf("  %-17s T=%-4d route mode 1 (%s), %2d experts per block: rel err %.2e\n", p->name, T,
                            T <= 11 ? "8-token tiles" : "wide", re, e);
-                    assert_memory_equal(rm[1].sel, rm[6].sel, nk * sizeof(int32_t));
-                    assert_memory_equal(rm[1].wts, rm[6].wts, nk * sizeof(float));
-                    assert_memory_equal(rm[1].y, rm[6].y, (size_t)T * p->hidden * 2);
-                    free_run(&rm[6]);
+                    assert_memory_equal(rm[1].sel, rm[7].sel, nk * sizeof(int32_t));
+                    assert_memory_equal(rm[1].wts, rm[7].wts, nk * sizeof(float));
+                    assert_memory_equal(rm[1].y, rm[7].y, (size_t)T * p->hidden * 2);
+                    free_run(&rm[7]);
                 }
                 for (int rp = 0; T <= 24 && rp <= 7; rp += 7) { /* mode 1's tickets (0) and every row polled
                                                                   * (7): the default's bits (round 50) */
@@ -179,7 +180,8 @@ static void variants_vs_reference(void **state) {
                     }
                     free_run(&rq);
                 }
-                for (int run = 4; run < nrun; run++) { /* mode 3: direct, ring and pipelined loads, the same bits */
+                for (int run = 4; run < nrun; run++) { /* mode 3: direct, ring, pipelined and fp32 pipelined
+                                                        * loads, the same bits */
                     assert_memory_equal(rm[3].sel, rm[run].sel, nk * sizeof(int32_t));
                     assert_memory_equal(rm[3].wts, rm[run].wts, nk * sizeof(float));
                     assert_memory_equal(rm[3].y, rm[run].y, (size_t)T * p->hidden * 2);
@@ -387,7 +389,7 @@ static void m2_like_structure(void **state) {
         free(x);
     }
     free_weights(&w);
-    /* routing mode 3 at Ep = 256 (two m-tiles per warp): the ring, direct and pipelined loads
+    /* routing mode 3 at Ep = 256 (two m-tiles per warp): the ring, direct, pipelined and fp32 pipelined loads
      * give the same bits, and they match the reference; hidden 1024: 32 chunks, so every CTA
      * of the launch runs several chunks through each form's pipeline */
     p.hidden = 1024;
@@ -396,8 +398,8 @@ static void m2_like_structure(void **state) {
     for (int i = 0; i < 4; i++) {
         const int T = Tm[i];
         uint16_t *x = make_x(T, p.hidden, 30 + i);
-        gpu_run rm[3];
-        for (int ld = 0; ld < 3; ld++) {
+        gpu_run rm[4];
+        for (int ld = 0; ld < 4; ld++) {
             tune_route_gemm_min = 1 << 20;
             tune_route_tc_min = 1;
             tune_route_tc_max = 256;
@@ -407,19 +409,19 @@ static void m2_like_structure(void **state) {
             tune_route_gemm_min = tune_route_tc_min = tune_route_tc_max = tune_route_tc_loads = -1;
             const double e = check_run(&w, x, &rm[ld], 1, 4, 1e-2);
             printf("  m2-like T=%-4d route mode %d, %s loads: rel err %.2e\n", T, mode,
-                   ld == 0 ? "ring" : ld == 1 ? "direct" : "pipelined", e);
+                   ld == 0 ? "ring" : ld == 1 ? "direct" : ld == 2 ? "pipelined" : "fp32 pipelined", e);
             if (mode != 3) { /* no 9.0 device */
                 for (int k = 0; k <= ld; k++) free_run(&rm[k]);
                 goto next;
             }
         }
-        for (int ld = 1; ld < 3; ld++) {
+        for (int ld = 1; ld < 4; ld++) {
             const size_t nk = (size_t)T * rm[0].K;
             assert_memory_equal(rm[0].sel, rm[ld].sel, nk * sizeof(int32_t));
             assert_memory_equal(rm[0].wts, rm[ld].wts, nk * sizeof(float));
             assert_memory_equal(rm[0].y, rm[ld].y, (size_t)T * p.hidden * 2);
         }
-        for (int ld = 0; ld < 3; ld++) free_run(&rm[ld]);
+        for (int ld = 0; ld < 4; ld++) free_run(&rm[ld]);
     next:
         free(x);
     }
@@ -807,7 +809,7 @@ static void bad_arguments(void **state) {
     tu.route_poll = 1;
     assert_int_equal(tu.route_tc_loads, 2); /* mode 3's pipelined loads (round 31) */
     assert_int_equal(tu.route_tc_max, 256);
-    tu.route_tc_loads = 3;
+    tu.route_tc_loads = 4;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_tc_loads = 2;
     tu.route_tc_min = 0;

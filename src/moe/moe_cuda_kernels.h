@@ -72,6 +72,9 @@ struct tpm_moe_dev {
     uint16_t *wr3f;          /* wr3 in mma operand order (routing mode 3's pipelined loads), null where
                               * mode 3 cannot run: [H/32][Ep/16][3][2 k-steps][32 lanes] x 16 bytes,
                               * Ep = E padded to 16 (zeros); moe_cuda_route.cu, k_frag_router */
+    float *wrf;              /* wr (fp32) in mma operand order (routing mode 3's loads 3: split into hi /
+                              * mid / lo in registers), null where mode 3 cannot run: [H/32][Ep/16][4]
+                              * [32 lanes] x 16 bytes; moe_cuda_route.cu, k_frag_router_f32 */
     /* routing state */
     float *logits;           /* [S][T][E] partial logits of S slices of H */
     int logit_rows;          /* capacity of logits in rows of E (S * T <= it) */
@@ -108,8 +111,8 @@ struct tpm_moe_dev {
     uint16_t *sh_h13, *sh_act, *sh_out;     /* [T][2Il], [T][Il], [T][H]; fused layer: sh_h13 and
                                              * sh_act only, [Td][..] for the split plan (Td = decode rows) */
     int sm_count;
-    int tc_clusters[6];      /* route mode 3: clusters of 8 resident at once, [3 (Ep > 128) + loads
-                              * (0 ring, 1 direct, 2 pipelined)]; 0 = off */
+    int tc_clusters[8];      /* route mode 3: clusters of 8 resident at once, [4 (Ep > 128) + loads
+                              * (0 ring, 1 direct, 2 pipelined, 3 pipelined fp32)]; 0 = off */
 };
 
 /* Prefill on several streams / grouped GEMM: the extra state the layer owns. */
@@ -209,13 +212,13 @@ int tpm_moe_route_tc_ok(const tpm_moe_dev &d, const void *x, int T);
 /* clusters: clusters of 8 to spread the work over (0: as many as are resident at once);
  * loads: router and x fragments through a cp.async ring in shared memory (0), straight into
  * registers (1), or straight into registers from wr3f, the next chunks' loads in flight during
- * a chunk's mma (2; the same bits as 1). shape: grid x, token tiles, resident clusters, chunks
+ * a chunk's mma (2), or that pipeline from wrf, split in registers (3); the same bits. shape: grid x, token tiles, resident clusters, chunks
  * of 32 h per CTA (at most); 0 if mode 3 cannot take T tokens. */
 int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int loads, int shape[4]);
 tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int clusters, int loads,
                                    int stop, cudaStream_t s);
-/* wr3 = the 3-way bf16 split of wr, and wr3f its mma operand order where allocated (after wr
- * changed). */
+/* wr3 = the 3-way bf16 split of wr, and wr3f / wrf (wr3's and wr's mma operand orders) where
+ * allocated (after wr changed). */
 tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s);
 /* moe_cuda_decode.cu: gate_up + activation, then down (persistent, one pass over weights).
  * skip_shared: leave the fused shared slot (the last touched expert, E) out (split plan). */

@@ -157,8 +157,10 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         }
         DALLOC(d.wr, (size_t)d.E * H * 4);
         DALLOC(d.wr3, (size_t)3 * d.E * H * 2);
-        if (H % 32 == 0 && d.E <= 256) /* routing mode 3 can run: its operand-order copy */
+        if (H % 32 == 0 && d.E <= 256) { /* routing mode 3 can run: its operand-order copies */
             DALLOC(d.wr3f, (size_t)3 * ((d.E + 15) / 16 * 16) * H * 2);
+            DALLOC(d.wrf, (size_t)((d.E + 15) / 16 * 16) * H * 4);
+        }
         DALLOC(d.done, E1 * 4);
         DALLOC(d.tile_ctr, (size_t)d.tile_cap * 4);
         if (p->router != TPM_ROUTER_SOFTMAX_TOPK) DALLOC(d.br, (size_t)d.E * 4);
@@ -304,7 +306,7 @@ void tpm_cuda_moe_destroy(tpm_cuda_moe *m) {
                     d.wts,     d.counts, d.offsets, d.perm_tok, d.perm_exp, d.inv,     d.active, d.n_active,
                     d.bits,    d.bitpre, d.ctr,    d.act_f32, d.rows_f32, d.xp,      d.h13,    d.act_bf,
                     d.rows_bf, d.sh_h13, d.sh_act, d.sh_out,  m->blas_ws, d.wr3,     d.done,     d.tile_ctr,
-                    m->wg.rtp, d.trace, m->sh_x, d.wr3f,    d.pl,       d.pl3};
+                    m->wg.rtp, d.trace, m->sh_x, d.wr3f,    d.pl,       d.pl3,    d.wrf};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) cudaFree(bufs[i]);
     if (m->blas) cublasDestroy(m->blas);
@@ -460,7 +462,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->shared_mma >= 0, "shared_mma %d < 0", t->shared_mma);
     TPM_ARG_CHECK(t->route_tc_min >= 1 && t->route_tc_max >= 0, "route_tc_min %d < 1 or route_tc_max %d < 0",
                   t->route_tc_min, t->route_tc_max);
-    TPM_ARG_CHECK(t->route_tc_loads >= 0 && t->route_tc_loads <= 2, "route_tc_loads %d is not 0, 1 or 2",
+    TPM_ARG_CHECK(t->route_tc_loads >= 0 && t->route_tc_loads <= 3, "route_tc_loads %d is not 0..3",
                   t->route_tc_loads);
     TPM_ARG_CHECK(t->expert_wait == 0 || t->expert_wait == 1, "expert_wait %d is not 0 or 1", t->expert_wait);
     TPM_ARG_CHECK(t->route_fence == 0 || t->route_fence == 1, "route_fence %d is not 0 or 1", t->route_fence);

@@ -644,6 +644,24 @@ __global__ void k_frag_router(const uint16_t *__restrict__ wr3, uint4 *__restric
     }
 }
 
+/* wrf (routing mode 3's loads 3): wr (fp32) in mma operand order, one float4 per thread:
+ * [c][m][j][lane] = wr[16m + g + 8 (j >> 1)][32c + 8q + 4 (j & 1) .. +3] (g = lane / 4, q =
+ * lane % 4), zeros past E: the fp32 values of wr3f's words at k-step j & 1, row g (j < 2) or
+ * g + 8, before their split. */
+__global__ void k_frag_router_f32(const float *__restrict__ wr, float4 *__restrict__ wrf, int E, int H, int Ep) {
+    const int mt = Ep / 16;
+    const size_t n = (size_t)(H / 32) * mt * 4 * 32;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const int lane = (int)(i & 31);
+        size_t r = i >> 5;
+        const int j = (int)(r % 4);
+        r /= 4;
+        const int m = (int)(r % mt), c = (int)(r / mt);
+        const int e = 16 * m + (lane >> 2) + 8 * (j >> 1), h = 32 * c + 8 * (lane & 3) + 4 * (j & 1);
+        wrf[i] = e < E ? *reinterpret_cast<const float4 *>(wr + (size_t)e * H + h) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+}
+
 int logit_splits(const tpm_moe_dev &d, int T, int epw) {
     /* split H so that the grid fills the GPU about twice; slices of >= 128 floats */
     const int bx = kLogitWarps * epw;
@@ -686,6 +704,11 @@ tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s) {
     if (d.wr3f) {
         k_frag_router<<<d.sm_count * 4, 256, 0, s>>>(d.wr3, reinterpret_cast<uint4 *>(d.wr3f), d.E, d.H,
                                                      (d.E + 15) / 16 * 16);
+        TPM_CUDA_LAUNCHED();
+    }
+    if (d.wrf) {
+        k_frag_router_f32<<<d.sm_count * 4, 256, 0, s>>>(d.wr, reinterpret_cast<float4 *>(d.wrf), d.E, d.H,
+                                                         (d.E + 15) / 16 * 16);
         TPM_CUDA_LAUNCHED();
     }
     return TPM_OK;

@@ -36,7 +36,11 @@
  *     into place before every mma: 4 moves, a branch and a nop per mma, ~8
  *     instructions per mma in all, r193), one 512-byte run per warp load, a
  *     CTA's chunks one contiguous range; the mma of a full n-tile set has no
- *     branches (4 or 8 n-tiles, by the tile's tokens).
+ *     branches (4 or 8 n-tiles, by the tile's tokens). 3 (round 51): strategy
+ *     2's pipeline on wrf, the fp32 router in operand order (a lane's rows g
+ *     and g + 8, h = 8q .. 8q+7: four 16-byte loads, 512 contiguous bytes per
+ *     warp load), split into hi / mid / lo in registers as k_split_router
+ *     does (cvt.rn.bf16x2.f32): wr3f's words from two thirds of its bytes.
  *  2. The CTA's partial tile [64][Ep] (fp32) goes to shared memory; cluster
  *     barrier; CTA rank r sums tokens 8r..8r+7 of the tile over the 8 CTAs'
  *     tiles (distributed shared memory, rank order) and writes that cluster's
@@ -87,6 +91,13 @@ constexpr int kTcMaxT = 256;
 constexpr int kTcMaxSC = 16;     /* clusters along H: partials per token */
 constexpr int kTcPipe = 3;       /* loads 2, Ep <= 128: one-chunk register stages (2 chunks in flight per mma) */
 constexpr int kTcPipe2 = 2;      /* loads 2, Ep > 128: two m-tiles per warp, a stage twice the registers */
+#ifndef TPM_TC_PIPE3 /* loads 3: its stages (4 + 8 uint4 per m-tile, 2's 6 + 8), Ep <= 128 / Ep > 128 */
+#define TPM_TC_PIPE3 3
+#endif
+#ifndef TPM_TC_PIPE3_2
+#define TPM_TC_PIPE3_2 2
+#endif
+constexpr int kTcPipe3 = TPM_TC_PIPE3, kTcPipe3_2 = TPM_TC_PIPE3_2;
 
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src_bytes) {
     const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
@@ -221,18 +232,21 @@ __device__ __forceinline__ void mma_chunk_f(float (&acc)[8][4], const uint4 (&f)
  * from wr3f (per m-tile 6 loads of 512 contiguous bytes per warp; warp w owns m-tiles w and,
  * when Ep > 128, w + 8), the x rows' of NT n-tiles as strategy 1; zeros where the chunk is
  * past the CTA's range (cv) or the warp has no such m-tile. */
-template <int MT, int NT>
+template <int MT, int NT, int LOADS, int NA = LOADS == 3 ? 2 : 3>
 __device__ __forceinline__ void pipe_load(const tpm_moe_dev &d, const uint16_t *__restrict__ x, int T, int Ep,
-                                          int t_base, int c, bool cv, uint4 (&f)[MT][3][2], uint4 (&b)[8]) {
+                                          int t_base, int c, bool cv, uint4 (&f)[MT][NA][2], uint4 (&b)[8]) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3, H = d.H;
     const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
         const int m = warp + 8 * mt;
         const bool av = cv && m * 16 < Ep;
-        const uint4 *af = reinterpret_cast<const uint4 *>(d.wr3f) + ((size_t)c * (Ep / 16) + m) * 6 * 32 + lane;
+        /* 2: wr3f, [split][k-step]; 3: wrf, [row half][k-step] (4 loads instead of 6) */
+        const uint4 *af = (LOADS == 3 ? reinterpret_cast<const uint4 *>(d.wrf)
+                                      : reinterpret_cast<const uint4 *>(d.wr3f)) +
+                          ((size_t)c * (Ep / 16) + m) * (2 * NA) * 32 + lane;
 #pragma unroll
-        for (int sp = 0; sp < 3; sp++)
+        for (int sp = 0; sp < NA; sp++)
 #pragma unroll
             for (int ks = 0; ks < 2; ks++) f[mt][sp][ks] = av ? __ldg(af + (2 * sp + ks) * 32) : zero;
     }
@@ -244,28 +258,69 @@ __device__ __forceinline__ void pipe_load(const tpm_moe_dev &d, const uint16_t *
     }
 }
 
+/* k_split_router's split of the fp32 pair (a, b), a at the lower h: the bf16x2 words hi, mid
+ * and lo with w = hi + mid + lo, each rounded to nearest (cvt.rn.bf16x2.f32, subnormals kept, as
+ * tpm_f32_to_bf16); mid = lo = 0 where w is not finite (hi alone carries a NaN / inf). */
+__device__ __forceinline__ uint32_t bf16x2_rn(float lo_h, float hi_h) {
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi_h), "f"(lo_h));
+    return r;
+}
+__device__ __forceinline__ void split3(float a, float b, uint32_t &hi, uint32_t &mid, uint32_t &lo) {
+    hi = bf16x2_rn(a, b);
+    float ra = a - __uint_as_float(hi << 16), rb = b - __uint_as_float(hi & 0xffff0000u);
+    ra = fabsf(a) < INFINITY ? ra : 0.0f;
+    rb = fabsf(b) < INFINITY ? rb : 0.0f;
+    mid = bf16x2_rn(ra, rb);
+    lo = bf16x2_rn(ra - __uint_as_float(mid << 16), rb - __uint_as_float(mid & 0xffff0000u));
+}
+
+/* Strategy 3's mma of one chunk: r[2 hf + s] = the fp32 values of rows g + 8 hf at k-step s as
+ * stored in wrf, split into wr3f's operands (the same words), then strategy 2's mma. */
+template <int NT>
+__device__ __forceinline__ void mma_chunk_f32(float (&acc)[8][4], const uint4 (&r)[2][2], const uint4 (&b)[8]) {
+    uint4 f[3][2];
+#pragma unroll
+    for (int s = 0; s < 2; s++) {
+        const float4 u = *reinterpret_cast<const float4 *>(&r[0][s]), v = *reinterpret_cast<const float4 *>(&r[1][s]);
+        uint4 h, m, l;
+        split3(u.x, u.y, h.x, m.x, l.x);
+        split3(v.x, v.y, h.y, m.y, l.y);
+        split3(u.z, u.w, h.z, m.z, l.z);
+        split3(v.z, v.w, h.w, m.w, l.w);
+        f[0][s] = h;
+        f[1][s] = m;
+        f[2][s] = l;
+    }
+    mma_chunk_f<NT>(acc, f, b);
+}
+
 /* Strategy 2's pipeline: P register stages of one chunk (P = kTcPipe for one m-tile per warp,
  * kTcPipe2 for two: the registers of a stage double); step c refills the stage step c - 1
  * used with chunk c + P - 1, then runs chunk c's mma (the stage indices static: the loop
  * unrolled P times). The same chunks in the same order per accumulator as strategy 1. NT:
  * the n-tiles computed (4 when the tile holds <= 32 tokens, else 8). */
-template <int MT, int NT>
+template <int MT, int NT, int LOADS>
 __device__ __forceinline__ void logits_pipe(const tpm_moe_dev &d, const uint16_t *__restrict__ x, int T, int Ep,
                                             int t_base, int c_begin, int nc, float (&acc)[MT][8][4]) {
-    constexpr int P = MT == 1 ? kTcPipe : kTcPipe2;
+    constexpr int P = LOADS == 3 ? (MT == 1 ? kTcPipe3 : kTcPipe3_2) : MT == 1 ? kTcPipe : kTcPipe2;
+    constexpr int NA = LOADS == 3 ? 2 : 3;
     const int warp = threadIdx.x >> 5;
-    uint4 f[P][MT][3][2], b[P][8];
+    uint4 f[P][MT][NA][2], b[P][8];
 #pragma unroll
-    for (int i = 0; i < P - 1; i++) pipe_load<MT, NT>(d, x, T, Ep, t_base, c_begin + i, i < nc, f[i], b[i]);
+    for (int i = 0; i < P - 1; i++) pipe_load<MT, NT, LOADS>(d, x, T, Ep, t_base, c_begin + i, i < nc, f[i], b[i]);
     for (int c0 = 0; c0 < nc; c0 += P) {
 #pragma unroll
         for (int i = 0; i < P; i++) {
             const int c = c0 + i, cn = c + P - 1, sn = (i + P - 1) % P;
-            pipe_load<MT, NT>(d, x, T, Ep, t_base, c_begin + cn, cn < nc, f[sn], b[sn]);
+            pipe_load<MT, NT, LOADS>(d, x, T, Ep, t_base, c_begin + cn, cn < nc, f[sn], b[sn]);
             if (c < nc) {
 #pragma unroll
-                for (int mt = 0; mt < MT; mt++)
-                    if ((warp + 8 * mt) * 16 < Ep) mma_chunk_f<NT>(acc[mt], f[i][mt], b[i]); /* warp-uniform */
+                for (int mt = 0; mt < MT; mt++) {
+                    if ((warp + 8 * mt) * 16 >= Ep) continue; /* warp-uniform */
+                    if constexpr (LOADS == 3) mma_chunk_f32<NT>(acc[mt], f[i][mt], b[i]);
+                    else mma_chunk_f<NT>(acc[mt], f[i][mt], b[i]);
+                }
             }
         }
     }
@@ -317,9 +372,9 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
 #pragma unroll
             for (int i = 0; i < 4; i++) acc[mt][j][i] = 0.0f;
     constexpr bool DIRECT = LOADS != 0;
-    if constexpr (LOADS == 2) {
-        if (nt_valid > 4) logits_pipe<MT, 8>(d, x, T, Ep, t_base, c_begin, nc, acc);
-        else logits_pipe<MT, 4>(d, x, T, Ep, t_base, c_begin, nc, acc);
+    if constexpr (LOADS >= 2) {
+        if (nt_valid > 4) logits_pipe<MT, 8, LOADS>(d, x, T, Ep, t_base, c_begin, nc, acc);
+        else logits_pipe<MT, 4, LOADS>(d, x, T, Ep, t_base, c_begin, nc, acc);
     }
     else if (DIRECT) logits_direct<MT, MT == 1 ? 2 : 1>(d, x, T, Ep, t_base, c_begin, nc, nt_valid, acc);
 #pragma unroll
@@ -508,13 +563,13 @@ size_t tc_smem(int Ep, int stages) { /* stages 0: direct loads, the partial tile
  * direct form's clusters where it holds more (the same H slices: the same bits). */
 int tc_geometry(const tpm_moe_dev &d, int T, int clusters, int loads, tc_geom *g) {
     if (T < 1 || T > kTcMaxT || d.E % 4 != 0 || d.E > 256 || d.H % 32 != 0 || d.H / 32 < kTcCluster) return 0;
-    if (loads < 0 || loads > 2 || (loads == 2 && !d.wr3f)) return 0;
+    if (loads < 0 || loads > 3 || (loads == 2 && !d.wr3f) || (loads == 3 && !d.wrf)) return 0;
     g->Ep = (d.E + 15) / 16 * 16;
     g->MT = g->Ep > 128 ? 2 : 1;
-    const int v = 3 * (g->MT - 1) + loads;
+    const int v = 4 * (g->MT - 1) + loads;
     if (d.tc_clusters[v] < 1) return 0;
     int res = d.tc_clusters[v];
-    if (loads == 2) res = min(res, d.tc_clusters[3 * (g->MT - 1) + 1]);
+    if (loads >= 2) res = min(res, d.tc_clusters[4 * (g->MT - 1) + 1]);
     const int maxc = clusters > 0 ? clusters : res;
     g->loads = loads;
     g->tiles = (T + kTcTokens - 1) / kTcTokens;
@@ -555,23 +610,24 @@ template <int MT, int LOADS> cudaError_t tc_setup_one(tpm_moe_dev &d) {
     int n = 0;
     e = cudaOccupancyMaxActiveClusters(&n, k_route_tc<MT, LOADS>, &cfg);
     if (e != cudaSuccess) return e;
-    d.tc_clusters[3 * (MT - 1) + LOADS] = n;
+    d.tc_clusters[4 * (MT - 1) + LOADS] = n;
     return cudaSuccess;
 }
 
 } // namespace
 
 tpm_status tpm_moe_route_tc_setup(tpm_moe_dev &d, int device) {
-    for (int i = 0; i < 6; i++) d.tc_clusters[i] = 0;
+    for (int i = 0; i < 8; i++) d.tc_clusters[i] = 0;
     int major = 0;
     if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 9)
         return TPM_OK; /* clusters and distributed shared memory: 9.0 and later; mode 3 stays off */
     /* sized for the largest Ep of each variant (128 / 256), so any Ep fits */
     if (tc_setup_one<1, 0>(d) != cudaSuccess || tc_setup_one<2, 0>(d) != cudaSuccess ||
         tc_setup_one<1, 1>(d) != cudaSuccess || tc_setup_one<2, 1>(d) != cudaSuccess ||
-        tc_setup_one<1, 2>(d) != cudaSuccess || tc_setup_one<2, 2>(d) != cudaSuccess) {
+        tc_setup_one<1, 2>(d) != cudaSuccess || tc_setup_one<2, 2>(d) != cudaSuccess ||
+        tc_setup_one<1, 3>(d) != cudaSuccess || tc_setup_one<2, 3>(d) != cudaSuccess) {
         (void)cudaGetLastError();
-        for (int i = 0; i < 6; i++) d.tc_clusters[i] = 0;
+        for (int i = 0; i < 8; i++) d.tc_clusters[i] = 0;
         tpm_log(TPM_LOG_WARN, "moe: routing mode 3 unavailable (cluster occupancy query failed)");
     }
     return TPM_OK;
@@ -587,7 +643,7 @@ int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int loads,
     if (!tc_geometry(d, T, clusters, loads, &g)) return 0;
     shape[0] = g.X;
     shape[1] = g.tiles;
-    shape[2] = d.tc_clusters[3 * (g.MT - 1) + g.loads];
+    shape[2] = d.tc_clusters[4 * (g.MT - 1) + g.loads];
     shape[3] = (d.H / 32 + g.X - 1) / g.X;
     return 1;
 }
@@ -595,17 +651,21 @@ int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int loads,
 tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int clusters, int loads,
                                    int stop, cudaStream_t s) {
     tc_geom g;
-    if (loads == 2 && !d.wr3f) loads = 1; /* no operand-order copy: the direct form */
+    if (loads == 3 && !d.wrf) loads = 2; /* no operand-order copy: the next form */
+    if (loads == 2 && !d.wr3f) loads = 1;
     TPM_ASSERT(tpm_moe_route_tc_ok(d, x, T) && tc_geometry(d, T, clusters, loads, &g));
     cudaLaunchAttribute at[1];
     cudaLaunchConfig_t cfg = tc_config(dim3((unsigned)g.X, (unsigned)g.tiles, 1), g.smem, s, at);
     /* the group sums poll the cluster partials (round 50) where pl3 holds them */
     const int poll = (d.route_poll & 2) && d.pl3 && (size_t)(g.X / kTcCluster) * T <= (size_t)d.pl3_rows;
-    if (g.MT == 1 && g.loads == 2)
+    if (g.MT == 1 && g.loads == 3)
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 3>, d, x, T, g.Ep, stop, poll));
+    else if (g.MT == 1 && g.loads == 2)
         TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 2>, d, x, T, g.Ep, stop, poll));
     else if (g.MT == 1 && g.loads == 1)
         TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 1>, d, x, T, g.Ep, stop, poll));
     else if (g.MT == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 0>, d, x, T, g.Ep, stop, poll));
+    else if (g.loads == 3) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 3>, d, x, T, g.Ep, stop, poll));
     else if (g.loads == 2) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 2>, d, x, T, g.Ep, stop, poll));
     else if (g.loads == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 1>, d, x, T, g.Ep, stop, poll));
     else TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 0>, d, x, T, g.Ep, stop, poll));
