@@ -162,13 +162,15 @@ static void variants_vs_reference(void **state) {
                            p->name, T, re, rp);
                     free_run(&rq);
                 }
-                if (re == 8 && T <= 256 && last_route_mode >= 0) { /* mode 3's tickets instead of its polled
-                                                                    * cluster partials: the same bits */
+                for (int rp = 1; re == 8 && T <= 256 && last_route_mode >= 0 && rp <= 15; rp += rp == 1 ? 8 : 6) {
+                    /* mode 3's tickets instead of its polled cluster partials (route_poll 1), and the
+                     * partial tiles pushed into the summing rank (bit 3) with tickets (9) and polled
+                     * (15): the same bits */
                     gpu_run rq;
                     tune_route_gemm_min = 1 << 20;
                     tune_route_tc_min = 1;
                     tune_route_tc_max = 256;
-                    tune_route_poll = 1;
+                    tune_route_poll = rp;
                     run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rq);
                     const int ran = last_route_mode;
                     tune_route_gemm_min = tune_route_tc_min = tune_route_tc_max = tune_route_poll = -1;
@@ -176,7 +178,7 @@ static void variants_vs_reference(void **state) {
                         assert_memory_equal(rm[3].sel, rq.sel, nk * sizeof(int32_t));
                         assert_memory_equal(rm[3].wts, rq.wts, nk * sizeof(float));
                         assert_memory_equal(rm[3].y, rq.y, (size_t)T * p->hidden * 2);
-                        printf("  %-17s T=%-4d route mode 3, tickets: the polled form's bits\n", p->name, T);
+                        printf("  %-17s T=%-4d route mode 3, route_poll %d: the default's bits\n", p->name, T, rp);
                     }
                     free_run(&rq);
                 }
@@ -344,7 +346,8 @@ static void route_poll_sequence(void **state) {
         assert_int_equal(cudaMalloc(&dy3, (size_t)256 * H * 2), cudaSuccess);
         for (int i = 0; i < N3; i++) {
             const int T = T3[i];
-            tu.route_poll = i % 4 == 2 ? 1 : 3;
+            static const int rp3[] = {3, 11, 1, 9}; /* polled / tickets, pulled / pushed tiles */
+            tu.route_poll = rp3[i % 4];
             assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
             assert_int_equal(tpm_cuda_moe_route_mode(m, T), 3);
             assert_int_equal(cudaMemcpy(dx3, x3[i], (size_t)T * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
@@ -390,7 +393,7 @@ static void m2_like_structure(void **state) {
     }
     free_weights(&w);
     /* routing mode 3 at Ep = 256 (two m-tiles per warp): the ring, direct, pipelined and fp32 pipelined loads
-     * give the same bits, and they match the reference; hidden 1024: 32 chunks, so every CTA
+     * (and those with the partial tiles pushed) give the same bits, and they match the reference; hidden 1024: 32 chunks, so every CTA
      * of the launch runs several chunks through each form's pipeline */
     p.hidden = 1024;
     make_weights(&p, 6, &w);
@@ -398,30 +401,36 @@ static void m2_like_structure(void **state) {
     for (int i = 0; i < 4; i++) {
         const int T = Tm[i];
         uint16_t *x = make_x(T, p.hidden, 30 + i);
-        gpu_run rm[4];
-        for (int ld = 0; ld < 4; ld++) {
+        gpu_run rm[5]; /* loads 0 .. 3, then 3 with the partial tiles pushed (route_poll 15) */
+        for (int ld = 0; ld < 5; ld++) {
             tune_route_gemm_min = 1 << 20;
             tune_route_tc_min = 1;
             tune_route_tc_max = 256;
-            tune_route_tc_loads = ld;
+            tune_route_tc_loads = ld < 4 ? ld : 3;
+            tune_route_poll = ld == 4 ? 15 : -1;
             run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rm[ld]);
             const int mode = last_route_mode;
-            tune_route_gemm_min = tune_route_tc_min = tune_route_tc_max = tune_route_tc_loads = -1;
+            tune_route_gemm_min = tune_route_tc_min = tune_route_tc_max = tune_route_tc_loads = tune_route_poll = -1;
             const double e = check_run(&w, x, &rm[ld], 1, 4, 1e-2);
             printf("  m2-like T=%-4d route mode %d, %s loads: rel err %.2e\n", T, mode,
-                   ld == 0 ? "ring" : ld == 1 ? "direct" : ld == 2 ? "pipelined" : "fp32 pipelined", e);
+                   ld == 0   ? "ring"
+                   : ld == 1 ? "direct"
+                   : ld == 2 ? "pipelined"
+                   : ld == 3 ? "fp32 pipelined"
+                             : "fp32 pipelined, tiles pushed",
+                   e);
             if (mode != 3) { /* no 9.0 device */
                 for (int k = 0; k <= ld; k++) free_run(&rm[k]);
                 goto next;
             }
         }
-        for (int ld = 1; ld < 4; ld++) {
+        for (int ld = 1; ld < 5; ld++) {
             const size_t nk = (size_t)T * rm[0].K;
             assert_memory_equal(rm[0].sel, rm[ld].sel, nk * sizeof(int32_t));
             assert_memory_equal(rm[0].wts, rm[ld].wts, nk * sizeof(float));
             assert_memory_equal(rm[0].y, rm[ld].y, (size_t)T * p.hidden * 2);
         }
-        for (int ld = 0; ld < 4; ld++) free_run(&rm[ld]);
+        for (int ld = 0; ld < 5; ld++) free_run(&rm[ld]);
     next:
         free(x);
     }
@@ -802,7 +811,7 @@ static void bad_arguments(void **state) {
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_perm_min = 0;
     assert_int_equal(tu.route_poll, TPM_MOE_ROUTE_POLL); /* polled partials (round 50) */
-    tu.route_poll = 8;
+    tu.route_poll = 16;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_poll = -1;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);

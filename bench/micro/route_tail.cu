@@ -246,7 +246,8 @@ int main() {
         {128, 4, TPM_ROUTER_SOFTMAX_TOPK, 0, 0, 0, 0},  {256, 8, TPM_ROUTER_SIGMOID_BIAS, 1, 1, 0, 0},
         {96, 4, TPM_ROUTER_SIGMOID_BIAS, 0, 1, 0, 0},   {200, 6, TPM_ROUTER_SOFTMAX_TOPK, 1, 0, 0, 0},
         {32, 16, TPM_ROUTER_SIGMOID_BIAS, 1, 1, 0, 0},  {256, 8, TPM_ROUTER_GROUPED_SIGMOID, 1, 1, 8, 4},
-        {160, 5, TPM_ROUTER_GROUPED_SIGMOID, 0, 1, 1, 1},
+        {160, 5, TPM_ROUTER_GROUPED_SIGMOID, 0, 1, 1, 1}, {32, 4, TPM_ROUTER_SIGMOID_BIAS, 1, 1, 0, 0},
+        {128, 4, TPM_ROUTER_GROUPED_SIGMOID, 1, 1, 1, 1},
     };
     for (const cfg &c : cfgs) {
         tpm_moe_dev d;

@@ -184,7 +184,10 @@ typedef struct tpm_cuda_moe_tuning {
                             * mode 3's cluster partials, each 8-token group's by its block of the
                             * last cluster; bit 2: mode 1's several rows (9-24 tokens), each row's
                             * by its last block (not with route_perm_min's permutation); 0 =
-                            * tickets; default 7 (measured); the same bits (round 50) */
+                            * tickets; bit 3 (round 51): mode 3's CTAs push their partial tiles
+                            * into the summing rank's shared memory (st.async on its mbarrier;
+                            * direct loads) instead of it reading theirs after a cluster barrier;
+                            * default 7 (measured); the same bits (round 50) */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */

@@ -48,7 +48,8 @@ struct tpm_moe_dev {
                               * 1 and 3 with several 8-token groups; build_permutation_groups) */
     int route_poll;          /* this call: bit 0, routing mode 1's one-row form polls the partials
                               * (pl); bit 1, mode 3's group sums poll the cluster partials (pl3);
-                              * bit 2, mode 1's several rows poll theirs (pl) */
+                              * bit 2, mode 1's several rows poll theirs (pl); bit 3, mode 3's partial
+                              * tiles pushed (st.async) into the summing rank */
     int route_fence;         /* routing tickets: 1 = every thread fences (fence.sc) around the
                               * ticket, 0 = barrier + one acq_rel atomic (block_ticket) */
     unsigned long long *trace; /* diagnostic (TPM_MOE_TRACE builds, tpm_cuda_moe_set_trace): [kernel]

@@ -458,7 +458,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->route_wide == 0 || (t->route_wide >= 9 && t->route_wide <= 16),
                   "route_wide %d is not 0 (never) or 9..16", t->route_wide);
     TPM_ARG_CHECK(t->route_perm_min >= 0, "route_perm_min %d < 0", t->route_perm_min);
-    TPM_ARG_CHECK(t->route_poll >= 0 && t->route_poll <= 7, "route_poll %d is not 0..7", t->route_poll);
+    TPM_ARG_CHECK(t->route_poll >= 0 && t->route_poll <= 15, "route_poll %d is not 0..15", t->route_poll);
     TPM_ARG_CHECK(t->shared_mma >= 0, "shared_mma %d < 0", t->shared_mma);
     TPM_ARG_CHECK(t->route_tc_min >= 1 && t->route_tc_max >= 0, "route_tc_min %d < 1 or route_tc_max %d < 0",
                   t->route_tc_min, t->route_tc_max);
@@ -584,7 +584,7 @@ static void set_call(tpm_cuda_moe *m, int T) {
                         (m->d.ep > 1 || tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE);
     m->d.route_fence = m->tune.route_fence;
     m->d.route_perm = m->tune.route_perm_min > 0 && T >= m->tune.route_perm_min && T <= TPM_MOE_ROUTE_PERM_MAX_T;
-    m->d.route_poll = m->d.E % 4 == 0 ? (m->tune.route_poll & (T <= TPM_MOE_POLL_T ? 7 : 2)) : 0;
+    m->d.route_poll = m->d.E % 4 == 0 ? (m->tune.route_poll & (T <= TPM_MOE_POLL_T ? 15 : 10)) : 0;
     m->d.gate_up_pipe = m->tune.gate_up_pipe;
 }
 

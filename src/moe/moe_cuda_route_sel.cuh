@@ -701,9 +701,112 @@ __device__ void select_token_pl(const tpm_moe_dev &d, int t, const float *lg, si
     }
 }
 
+/* 1.0f / x for x >= 1, bit for bit: the reciprocal's fast path as ptxas expands rcp.rn.f32
+ * (MUFU.RCP, one Newton step) without its branch; *slow set where that path does not hold
+ * (x >= 2^126 but finite: a denormal result; NaN); x = inf gives 0 exactly. */
+__device__ __forceinline__ float rcp_ge1(float x, bool *slow) {
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    const float e = __fmaf_rn(-x, r, 1.0f);
+    r = __fmaf_rn(r, e, r);
+    *slow |= !(x < 0x1p126f) && x != INFINITY;
+    return x == INFINITY ? 0.0f : r;
+}
+
+/* select_token_pl<4>'s arithmetic for the M3 router shape (round 51): sigmoid scores (+ bias), no
+ * groups, E <= 128, top-4, the same bits. Its four sigmoids have no branch (select_token_pl's
+ * 1.0f / x puts each behind a slow-path test ptxas does not interleave; here the rare slow case
+ * is one warp vote and the division), and its four rounds are unrolled, so the winners'
+ * broadcasts overlap the next round. */
+__device__ void select_token_sig4(const tpm_moe_dev &d, int t, const float *lg, size_t sstride, int nsplit,
+                                  const float *br, int *sel_s, int sk) {
+    if (sk < 0) sk = d.K;
+    constexpr int PL = 4, K = 4, kPre = 3;
+    const int lane = threadIdx.x & 31, E = d.E;
+    const bool pre = nsplit >= 1 && nsplit <= kPre;
+    float v[PL][kPre], bv[PL], x[PL], s[PL];
+    bool ok[PL], slow = false;
+#pragma unroll
+    for (int j = 0; j < PL; j++) {
+        const int e = lane + 32 * j;
+#pragma unroll
+        for (int sp = 0; sp < kPre; sp++) v[j][sp] = pre && sp < nsplit && e < E ? __ldcg(lg + e + sp * sstride) : 0.0f;
+        bv[j] = br && e < E ? br[e] : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < PL; j++) {
+        const int e = lane + 32 * j;
+        ok[j] = e < E;
+        float l = -INFINITY;
+        if (ok[j]) {
+            if (nsplit == 0) {
+                l = lg[e];
+            } else if (pre) {
+                l = v[j][0];
+#pragma unroll
+                for (int sp = 1; sp < kPre; sp++)
+                    if (sp < nsplit) l += v[j][sp]; /* slice order */
+            } else {
+                l = __ldcg(lg + e);
+                for (int sp = 1; sp < nsplit; sp++) l += __ldcg(lg + e + sp * sstride); /* slice order */
+            }
+            l = sanitize(l);
+        }
+        x[j] = 1.0f + expf(-l);
+        s[j] = rcp_ge1(x[j], &slow);
+    }
+    if (__any_sync(0xffffffffu, slow)) {
+#pragma unroll
+        for (int j = 0; j < PL; j++) s[j] = 1.0f / x[j];
+    }
+    unsigned key[PL];
+#pragma unroll
+    for (int j = 0; j < PL; j++) key[j] = ok[j] ? order_key(s[j] + (br && ok[j] ? bv[j] : 0.0f)) : 0u;
+    int idx_mine = -1;
+    float wsel = 0.0f, sum = 0.0f;
+#pragma unroll
+    for (int r = 0; r < K; r++) { /* select_token_pl's rounds */
+        unsigned bkey = 0u;
+        int bi = 0x7fffffff;
+#pragma unroll
+        for (int j = 0; j < PL; j++)
+            if (key[j] > bkey) {
+                bkey = key[j];
+                bi = lane + 32 * j;
+            }
+        const unsigned mkey = __reduce_max_sync(0xffffffffu, bkey);
+        const int win = mkey == 0u ? -1 : (int)__reduce_min_sync(0xffffffffu, bkey == mkey ? (unsigned)bi : 0xffffffffu);
+        float wv = 0.0f;
+#pragma unroll
+        for (int j = 0; j < PL; j++) {
+            if (lane + 32 * j == win) {
+                key[j] = 0u;
+                wv = s[j];
+            }
+        }
+        wv = __shfl_sync(0xffffffffu, wv, win >= 0 ? (win & 31) : 0);
+        sum += wv;
+        if (lane == r) {
+            idx_mine = win;
+            wsel = wv;
+        }
+    }
+    wsel = (sum > 0.0f && isfinite(sum)) ? wsel / sum * d.rsf : d.rsf / (float)K;
+    const bool sh = d.fused && lane == K;
+    const int sv = sh ? E : idx_mine < 0 ? 0 : idx_mine;
+    if (lane < K || sh) {
+        d.sel[(size_t)t * d.K + lane] = sv;
+        d.wts[(size_t)t * d.K + lane] = sh ? 1.0f : wsel;
+        if (sel_s && lane < sk) sel_s[lane] = sv;
+    }
+}
+
 __device__ __forceinline__ void select_token(const tpm_moe_dev &d, int t, const float *lg, size_t sstride, int nsplit,
                                              const float *br, float *sc_w, float *gsc_w, int *sel_s, int sk = -1) {
-    if (d.E <= 128) select_token_pl<4>(d, t, lg, sstride, nsplit, br, sc_w, gsc_w, sel_s, sk);
+    if (d.E <= 128 && d.k == 4 && d.router != TPM_ROUTER_SOFTMAX_TOPK &&
+        !(d.router == TPM_ROUTER_GROUPED_SIGMOID && d.n_groups > 1))
+        select_token_sig4(d, t, lg, sstride, nsplit, br, sel_s, sk);
+    else if (d.E <= 128) select_token_pl<4>(d, t, lg, sstride, nsplit, br, sc_w, gsc_w, sel_s, sk);
     else select_token_pl<8>(d, t, lg, sstride, nsplit, br, sc_w, gsc_w, sel_s, sk);
 }
 

@@ -98,6 +98,9 @@ constexpr int kTcPipe2 = 2;      /* loads 2, Ep > 128: two m-tiles per warp, a s
 #define TPM_TC_PIPE3_2 2
 #endif
 constexpr int kTcPipe3 = TPM_TC_PIPE3, kTcPipe3_2 = TPM_TC_PIPE3_2;
+#ifndef TPM_TC_ARRIVE_RELEASE /* 1: the end's cluster arrive with release semantics (before round 51) */
+#define TPM_TC_ARRIVE_RELEASE 0
+#endif
 
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src_bytes) {
     const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
@@ -326,9 +329,39 @@ __device__ __forceinline__ void logits_pipe(const tpm_moe_dev &d, const uint16_t
     }
 }
 
+/* The push form's cluster stage (route_poll bit 3): shared::cluster addresses, the mbarrier. */
+__device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ unsigned mapa_u32(unsigned a, int rank) {
+    unsigned r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+    return r;
+}
+/* one float into a peer's (or our own) shared memory, counted on its mbarrier mb */
+__device__ __forceinline__ void st_async_f32(unsigned a, float v, unsigned mb) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(a),
+                 "r"(__float_as_uint(v)), "r"(mb)
+                 : "memory");
+}
+/* wait for phase 0 of the mbarrier mb (bounded: past kPollBound tries it sets *err and goes on) */
+__device__ __forceinline__ void mbar_wait0(unsigned mb, int32_t *err) {
+    for (int it = 0;; it++) {
+        unsigned ok;
+        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0;\n"
+                     " selp.u32 %0, 1, 0, p;\n}"
+                     : "=r"(ok)
+                     : "r"(mb)
+                     : "memory");
+        if (ok) return;
+        if (it >= kPollBound) {
+            atomicExch(err, 1);
+            return;
+        }
+    }
+}
+
 template <int MT, int LOADS>
 __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
-                                                            int Ep, int stop, int poll) {
+                                                            int Ep, int stop, int flags) {
     constexpr int kTcStages = tc_stages<MT>();
     extern __shared__ __align__(16) uint4 ring[];
     __shared__ float sc[kTcThreads / 32][256];
@@ -340,12 +373,32 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     __shared__ __align__(16) float s_lg[8][32 * kMaxPerLane];
     __shared__ float s_br[32 * kMaxPerLane];
     __shared__ int s_last;
+    __shared__ __align__(8) unsigned long long s_mb; /* push: the partial tiles' arrival */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
     cg::cluster_group cluster = cg::this_cluster();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
     const int X = (int)gridDim.x, cx = (int)blockIdx.x, tile = (int)blockIdx.y, t_base = tile * kTcTokens;
+    const int poll = flags & 1;
+    /* push (flags bit 1, direct loads only: the ring is free during the logits): each CTA sends its
+     * partial of n-tile j straight from its accumulators into rank j's shared memory (st.async,
+     * counted on rank j's mbarrier), so the rank sums its own shared memory: no release fence and
+     * barrier after the logits, no remote reads. The mbarrier is set up before a cluster arrive
+     * that every sender waits on before its first store. */
+    const bool push = LOADS != 0 && (flags & 2);
+    if (push) {
+        const int rk = (int)cluster.block_rank();
+        if (threadIdx.x == 0) {
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&s_mb)) : "memory");
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+            if (t_base + 8 * rk < T) /* a summing rank: 8 senders x 8 tokens x Ep floats */
+                asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(&s_mb)),
+                             "r"(256 * Ep)
+                             : "memory");
+        }
+        asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+    }
     const int lin = tile * X + cx; /* trace marks */
     (void)lin;
     TPM_TRACE_MARK_CLK(d, 0, lin);
@@ -417,29 +470,50 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
      * cluster's sum of 8 tokens per CTA through distributed shared memory */
     float *P = reinterpret_cast<float *>(ring);
     const int PS = Ep + 4;
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++) {
-        const int m0 = (warp + 8 * mt) * 16;
-        if (m0 >= Ep) break;
+    const int rank = (int)cluster.block_rank(), SC = X / kTcCluster, scx = cx / kTcCluster;
+    if (push) { /* into rank j's slot [rank][8 tokens][PS] for n-tile j */
+        asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); /* every mbarrier is set up */
+        const unsigned mb = smem_u32(&s_mb), base = smem_u32(P) + (unsigned)(8 * rank * PS) * 4u;
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             if (j >= nt_valid) break;
-            const int t = 8 * j + 2 * q;
-            P[t * PS + m0 + g] = acc[mt][j][0];
-            P[(t + 1) * PS + m0 + g] = acc[mt][j][1];
-            P[t * PS + m0 + g + 8] = acc[mt][j][2];
-            P[(t + 1) * PS + m0 + g + 8] = acc[mt][j][3];
+            const unsigned rb = mapa_u32(base, j), rmb = mapa_u32(mb, j);
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                const int m0 = (warp + 8 * mt) * 16;
+                if (m0 >= Ep) break;
+                const unsigned a = rb + (unsigned)((2 * q) * PS + m0 + g) * 4u;
+                st_async_f32(a, acc[mt][j][0], rmb);
+                st_async_f32(a + PS * 4u, acc[mt][j][1], rmb);
+                st_async_f32(a + 32u, acc[mt][j][2], rmb);
+                st_async_f32(a + PS * 4u + 32u, acc[mt][j][3], rmb);
+            }
         }
+    } else {
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            const int m0 = (warp + 8 * mt) * 16;
+            if (m0 >= Ep) break;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                if (j >= nt_valid) break;
+                const int t = 8 * j + 2 * q;
+                P[t * PS + m0 + g] = acc[mt][j][0];
+                P[(t + 1) * PS + m0 + g] = acc[mt][j][1];
+                P[t * PS + m0 + g + 8] = acc[mt][j][2];
+                P[(t + 1) * PS + m0 + g + 8] = acc[mt][j][3];
+            }
+        }
+        cluster.sync();
     }
-    cluster.sync();
     TPM_TRACE_MARK(d, 1, 3, lin);
     TPM_TRACE_MARK(d, 2, 6, lin);
-    const int rank = (int)cluster.block_rank(), SC = X / kTcCluster, scx = cx / kTcCluster;
     const int E = d.E, E4 = E / 4, tg0 = t_base + 8 * rank; /* this CTA's 8-token group */
     if (tg0 < T) {
-        const float *Pr[kTcCluster];
+        const float *Pr[kTcCluster]; /* Pr[k] + (8 rank + tl) PS: rank k's partial of our token tl */
+        if (push) mbar_wait0(smem_u32(&s_mb), d.ctr + 5);
 #pragma unroll
-        for (int k = 0; k < kTcCluster; k++) Pr[k] = cluster.map_shared_rank(P, k);
+        for (int k = 0; k < kTcCluster; k++) Pr[k] = push ? P + 8 * (k - rank) * PS : cluster.map_shared_rank(P, k);
         for (int i = threadIdx.x; i < 8 * E4; i += kTcThreads) {
             const int tl = i / E4, e4 = i - tl * E4, t = tg0 + tl;
             if (t >= T) continue;
@@ -469,8 +543,16 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
         }
         TPM_TRACE_MARK(d, 1, 4, lin);
     }
-    /* our tile may still be read by the peers until they arrive; wait before exiting */
+    /* our tile may still be read by the peers until they arrive; wait before exiting. Relaxed
+     * (round 51): the arrive only keeps the tiles alive, every read of a peer's tile has returned
+     * (its sum is stored) before it issues, and the partials need no release (polled, or released
+     * by the group ticket's own acq_rel atomic); with .release ptxas put a MEMBAR.ALL.GPU here,
+     * waiting for the partials' stores before the poll could start. */
+#if TPM_TC_ARRIVE_RELEASE
     asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+#else
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+#endif
     TPM_TRACE_MARK(d, 1, 6, lin);
 
     /* 3. the group's selection by the last of its SC CTAs, then the permutation by the last group */
@@ -658,17 +740,19 @@ tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int 
     cudaLaunchConfig_t cfg = tc_config(dim3((unsigned)g.X, (unsigned)g.tiles, 1), g.smem, s, at);
     /* the group sums poll the cluster partials (round 50) where pl3 holds them */
     const int poll = (d.route_poll & 2) && d.pl3 && (size_t)(g.X / kTcCluster) * T <= (size_t)d.pl3_rows;
+    /* the cluster stage by push (round 51) with the direct loads */
+    const int flags = poll | ((d.route_poll & 8) && g.loads != 0 ? 2 : 0);
     if (g.MT == 1 && g.loads == 3)
-        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 3>, d, x, T, g.Ep, stop, poll));
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 3>, d, x, T, g.Ep, stop, flags));
     else if (g.MT == 1 && g.loads == 2)
-        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 2>, d, x, T, g.Ep, stop, poll));
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 2>, d, x, T, g.Ep, stop, flags));
     else if (g.MT == 1 && g.loads == 1)
-        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 1>, d, x, T, g.Ep, stop, poll));
-    else if (g.MT == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 0>, d, x, T, g.Ep, stop, poll));
-    else if (g.loads == 3) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 3>, d, x, T, g.Ep, stop, poll));
-    else if (g.loads == 2) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 2>, d, x, T, g.Ep, stop, poll));
-    else if (g.loads == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 1>, d, x, T, g.Ep, stop, poll));
-    else TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 0>, d, x, T, g.Ep, stop, poll));
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 1>, d, x, T, g.Ep, stop, flags));
+    else if (g.MT == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 0>, d, x, T, g.Ep, stop, flags));
+    else if (g.loads == 3) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 3>, d, x, T, g.Ep, stop, flags));
+    else if (g.loads == 2) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 2>, d, x, T, g.Ep, stop, flags));
+    else if (g.loads == 1) TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 1>, d, x, T, g.Ep, stop, flags));
+    else TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<2, 0>, d, x, T, g.Ep, stop, flags));
     return TPM_OK;
 }
 
