@@ -16,7 +16,8 @@
 #   p4push  tpmoe_p4 (built with -DTPM_TC_PIPE3=4: four register stages), as push
 # then route_tail (bench/micro: select_token, now select_token_sig4 for M3's shape, against
 # select_token_pl bit for bit on random, tied, NaN, infinite, very negative, denormal logits; their
-# cycles), gpu_moe (the new forms' bits against the others; poll_sum re-applied) and gpu_moe_paths,
+# cycles), gpu_moe (the new forms' bits against the others; poll_sum re-applied), gpu_moe_paths,
+# gpu_act and gpu_moe_api,
 # then the trace build's routing steps at 32, 128 and 256 tokens with pipe, f32 and push.
 # Binaries: prebuilt/bin.txz (compact Release tpmoe, tpmoe_rel, tpmoe_p4, the GPU tests, tpmoe_trace,
 # route_tail).
@@ -51,7 +52,7 @@ for pass in a b c; do
 done
 timeout 60 "$B/route_tail" > "$R/route_tail.log" 2>&1
 echo "== route_tail rc=$? ($(el))"; grep -E "cycles.*select|differ|equal" "$R/route_tail.log" | grep -v " 0 of " | head -12
-for t in gpu_moe gpu_moe_paths; do
+for t in gpu_moe gpu_moe_paths gpu_act gpu_moe_api; do
   timeout 200 "$B/$t" > "$R/$t.log" 2>&1
   echo "== $t rc=$? ($(el))"; grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|passed|failed" "$R/$t.log" | head -5
   pack
