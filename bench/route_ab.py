@@ -25,6 +25,7 @@ def main(argv):
         return 2
     d, variants = argv[1], argv[2:]
     passes = sorted({os.path.basename(p).split('_', 1)[0] for p in glob.glob(os.path.join(d, f'*_{variants[0]}.json'))})
+    passes = [p for p in passes if len(p) == 1]  # pass letters only (not trace_<variant>.json)
     if not passes:
         print(f"route_ab.py: no {d}/*_{variants[0]}.json", file=sys.stderr)
         return 2

@@ -816,7 +816,7 @@ static void bad_arguments(void **state) {
     tu.route_poll = -1;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_poll = 1;
-    assert_int_equal(tu.route_tc_loads, 2); /* mode 3's pipelined loads (round 31) */
+    assert_int_equal(tu.route_tc_loads, 3); /* mode 3's pipelined fp32 loads (round 51) */
     assert_int_equal(tu.route_tc_max, 256);
     tu.route_tc_loads = 4;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);

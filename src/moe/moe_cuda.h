@@ -136,9 +136,10 @@ typedef struct tpm_cuda_moe_tuning {
     int route_tc_loads;    /* mode 3: router / x fragments straight from global memory into
                             * registers (1), through a cp.async ring in shared memory (0), or
                             * straight into registers in a pipeline of register stages, the
-                            * router's from its operand-order copy (2, the default), or the same
-                            * pipeline from the fp32 router's operand-order copy, split into hi /
-                            * mid / lo in registers (3: two thirds of 2's router bytes); the same bits */
+                            * router's from its operand-order copy (2), or the same pipeline from
+                            * the fp32 router's operand-order copy, split into hi / mid / lo in
+                            * registers (3, the default since round 51: two thirds of 2's router
+                            * bytes); the same bits */
     int gate_up_pipe;      /* decode kernel 2 up to 2 tokens: 1 = k_gate_up2 keeps two register
                             * stages of weight chunks, the next stage's loads issued before the
                             * current one's FMAs (2 blocks per SM instead of 4); the same bits */

@@ -62,7 +62,10 @@
 #define TPM_MOE_ROUTE_POLL 7
 #define TPM_MOE_ROUTE_TC_MIN 25
 #define TPM_MOE_ROUTE_TC_MAX 256
-#define TPM_MOE_ROUTE_TC_LOADS 2
+/* Mode 3's fragments (tuning.route_tc_loads): 3 since round 51, the fp32 router's operand-order
+ * copy split in registers (two thirds of 2's bytes). r278 (ONE H100, m3 fused, routing net, three
+ * passes): against 2, level at 25-64 tokens, -0.8 us at 128, -1.8 at 256 (17.7 against 19.5). */
+#define TPM_MOE_ROUTE_TC_LOADS 3
 /* Up to this many tokens the prefill chains by programmatic dependent launch (moe_cuda_gemm_sm90a.cu)
  * the shared slot's gate_up items beside the routing (EARLY; round 20: 5-20 us faster at 24-2048
  * tokens) and down to gate_up (DOWN_EARLY; round 23: 13-33 us at 64-1024). In the persistent

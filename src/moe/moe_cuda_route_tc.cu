@@ -24,7 +24,7 @@
  *     in flight per warp (one when Ep > 128), then their mma; 0 through a
  *     4-stage (Ep > 128: 3) cp.async ring in shared memory (rows: hi, mid, lo
  *     of every expert, then the tile's 64 x rows; 64 bytes per row and stage,
- *     zero-filled past E, T and H); 2 (the default since round 31, r194)
+ *     zero-filled past E, T and H); 2 (the default from round 31, r194, to round 50)
  *     straight into registers in a software pipeline of kTcPipe one-chunk
  *     register stages (Ep > 128, round 32: kTcPipe2, a stage holding both
  *     m-tiles' fragments; 254 registers, no spills): the loads of
@@ -36,17 +36,23 @@
  *     into place before every mma: 4 moves, a branch and a nop per mma, ~8
  *     instructions per mma in all, r193), one 512-byte run per warp load, a
  *     CTA's chunks one contiguous range; the mma of a full n-tile set has no
- *     branches (4 or 8 n-tiles, by the tile's tokens). 3 (round 51): strategy
- *     2's pipeline on wrf, the fp32 router in operand order (a lane's rows g
- *     and g + 8, h = 8q .. 8q+7: four 16-byte loads, 512 contiguous bytes per
- *     warp load), split into hi / mid / lo in registers as k_split_router
- *     does (cvt.rn.bf16x2.f32): wr3f's words from two thirds of its bytes.
+ *     branches (4 or 8 n-tiles, by the tile's tokens). 3 (the default since
+ *     round 51, r278): strategy 2's pipeline on wrf, the fp32 router in
+ *     operand order (a lane's rows g and g + 8, h = 8q .. 8q+7: four 16-byte
+ *     loads, 512 contiguous bytes per warp load), split into hi / mid / lo in
+ *     registers as k_split_router does (cvt.rn.bf16x2.f32): wr3f's words from
+ *     two thirds of its bytes.
  *  2. The CTA's partial tile [64][Ep] (fp32) goes to shared memory; cluster
  *     barrier; CTA rank r sums tokens 8r..8r+7 of the tile over the 8 CTAs'
  *     tiles (distributed shared memory, rank order) and writes that cluster's
  *     partial logits[sc][t][e] (sc = cx / 8, SC = X / 8 clusters along H).
- *     Cluster barrier arrive (the peers may read our tile until they arrive;
- *     every CTA waits on it before it exits).
+ *     Cluster barrier arrive, relaxed (the peers may read our tile until they
+ *     arrive; every CTA waits on it before it exits). Push form (route_poll
+ *     bit 3, round 51, direct loads; slower in r278, off by default): each
+ *     CTA sends n-tile j's partial from its accumulators into rank j's
+ *     shared memory with st.async, counted on rank j's mbarrier (armed before
+ *     a cluster arrive the senders wait on), and rank j sums its own shared
+ *     memory: the same sums in the same order.
  *  3. Ticket per 8-token group (tile_ctr[t/8], block_ticket): the last
  *     of the SC CTAs that wrote the group's partials sums them in sc order
  *     (ld.global.cg) and selects the group's tokens, one warp per token
@@ -91,16 +97,9 @@ constexpr int kTcMaxT = 256;
 constexpr int kTcMaxSC = 16;     /* clusters along H: partials per token */
 constexpr int kTcPipe = 3;       /* loads 2, Ep <= 128: one-chunk register stages (2 chunks in flight per mma) */
 constexpr int kTcPipe2 = 2;      /* loads 2, Ep > 128: two m-tiles per warp, a stage twice the registers */
-#ifndef TPM_TC_PIPE3 /* loads 3: its stages (4 + 8 uint4 per m-tile, 2's 6 + 8), Ep <= 128 / Ep > 128 */
-#define TPM_TC_PIPE3 3
-#endif
-#ifndef TPM_TC_PIPE3_2
-#define TPM_TC_PIPE3_2 2
-#endif
-constexpr int kTcPipe3 = TPM_TC_PIPE3, kTcPipe3_2 = TPM_TC_PIPE3_2;
-#ifndef TPM_TC_ARRIVE_RELEASE /* 1: the end's cluster arrive with release semantics (before round 51) */
-#define TPM_TC_ARRIVE_RELEASE 0
-#endif
+/* loads 3: its register stages (4 + 8 uint4 per m-tile, 2's 6 + 8), Ep <= 128 / Ep > 128; four
+ * stages at Ep <= 128 also fit (250 registers, no spills) but were not measured */
+constexpr int kTcPipe3 = 3, kTcPipe3_2 = 2;
 
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src_bytes) {
     const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
@@ -547,12 +546,9 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
      * (round 51): the arrive only keeps the tiles alive, every read of a peer's tile has returned
      * (its sum is stored) before it issues, and the partials need no release (polled, or released
      * by the group ticket's own acq_rel atomic); with .release ptxas put a MEMBAR.ALL.GPU here,
-     * waiting for the partials' stores before the poll could start. */
-#if TPM_TC_ARRIVE_RELEASE
-    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-#else
+     * waiting for the partials' stores before the poll could start (r278: with the selection's
+     * change, 0.5-1.5 us faster at 25-256 tokens). */
     asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-#endif
     TPM_TRACE_MARK(d, 1, 6, lin);
 
     /* 3. the group's selection by the last of its SC CTAs, then the permutation by the last group */
