@@ -546,6 +546,35 @@ __device__ void build_permutation_groups(const tpm_moe_dev &d, int T, int t0, in
     }
 }
 
+/* One top-k round of a warp over its lanes' PL keys each (order_key of expert lane + 32 j; 0 = not
+ * eligible): this lane's best (the lowest index on equal keys: j increases with e), then the warp's
+ * largest key and the lowest index holding it (two redux.sync instead of a 5-step shuffle
+ * butterfly). Returns the winner (-1: none left), clears its key, and sets *wv to s of the winner
+ * on its owner lane (0 on the others). */
+template <int PL>
+__device__ __forceinline__ int topk_round(unsigned (&key)[PL], const float (&s)[PL], int lane, float *wv) {
+    unsigned bkey = 0u;
+    int bi = 0x7fffffff;
+#pragma unroll
+    for (int j = 0; j < PL; j++)
+        if (key[j] > bkey) {
+            bkey = key[j];
+            bi = lane + 32 * j;
+        }
+    const unsigned mkey = __reduce_max_sync(0xffffffffu, bkey);
+    const int win = mkey == 0u ? -1 : (int)__reduce_min_sync(0xffffffffu, bkey == mkey ? (unsigned)bi : 0xffffffffu);
+    float v = 0.0f;
+#pragma unroll
+    for (int j = 0; j < PL; j++) {
+        if (lane + 32 * j == win) {
+            key[j] = 0u;
+            v = s[j];
+        }
+    }
+    *wv = v;
+    return win;
+}
+
 /* Selection of token t by one warp. The logit of expert e is the sum, in
  * slice order, of lg[e + s * sstride] for s < nsplit (lg = row of t in
  * global memory); nsplit = 0: lg is the row of summed logits in shared
@@ -653,27 +682,8 @@ __device__ void select_token_pl(const tpm_moe_dev &d, int t, const float *lg, si
 #pragma unroll
     for (int j = 0; j < kMaxPerLane; j++) key[j] = ok[j] ? order_key(c[j]) : 0u;
     for (int r = 0; r < k; r++) {
-        /* this lane's best (the lowest index on equal keys: j increases with e),
-         * then the warp's largest key and the lowest index holding it: two
-         * redux.sync instead of a 5-step shuffle butterfly */
-        unsigned bkey = 0u;
-        int bi = 0x7fffffff;
-#pragma unroll
-        for (int j = 0; j < kMaxPerLane; j++)
-            if (key[j] > bkey) {
-                bkey = key[j];
-                bi = lane + 32 * j;
-            }
-        const unsigned mkey = __reduce_max_sync(0xffffffffu, bkey);
-        const int win = mkey == 0u ? -1 : (int)__reduce_min_sync(0xffffffffu, bkey == mkey ? (unsigned)bi : 0xffffffffu);
-        float wv = 0.0f;
-#pragma unroll
-        for (int j = 0; j < kMaxPerLane; j++) {
-            if (lane + 32 * j == win) {
-                key[j] = 0u;
-                wv = s[j];
-            }
-        }
+        float wv;
+        const int win = topk_round<kMaxPerLane>(key, s, lane, &wv);
         /* broadcast the winner's score from its owner lane */
         const int owner = win >= 0 ? (win & 31) : 0;
         wv = __shfl_sync(0xffffffffu, wv, owner);
@@ -766,24 +776,8 @@ __device__ void select_token_sig4(const tpm_moe_dev &d, int t, const float *lg, 
     float wsel = 0.0f, sum = 0.0f;
 #pragma unroll
     for (int r = 0; r < K; r++) { /* select_token_pl's rounds */
-        unsigned bkey = 0u;
-        int bi = 0x7fffffff;
-#pragma unroll
-        for (int j = 0; j < PL; j++)
-            if (key[j] > bkey) {
-                bkey = key[j];
-                bi = lane + 32 * j;
-            }
-        const unsigned mkey = __reduce_max_sync(0xffffffffu, bkey);
-        const int win = mkey == 0u ? -1 : (int)__reduce_min_sync(0xffffffffu, bkey == mkey ? (unsigned)bi : 0xffffffffu);
-        float wv = 0.0f;
-#pragma unroll
-        for (int j = 0; j < PL; j++) {
-            if (lane + 32 * j == win) {
-                key[j] = 0u;
-                wv = s[j];
-            }
-        }
+        float wv;
+        const int win = topk_round<PL>(key, s, lane, &wv);
         wv = __shfl_sync(0xffffffffu, wv, win >= 0 ? (win & 31) : 0);
         sum += wv;
         if (lane == r) {
