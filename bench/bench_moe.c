@@ -489,6 +489,10 @@ static void *rank_main(void *argp) {
             if (S->r.route_mode == 3 && tpm_cuda_moe_route_tc_shape(m, T, shp))
                 printf("# T=%d: routing mode 3 on %d x %d CTAs (%d clusters of 8 resident), <= %d chunks of 32 h each\n",
                        T, shp[0], shp[1], shp[2], shp[3]);
+            if (S->r.route_mode == 4 && tpm_cuda_moe_route_cl_shape(m, T, shp))
+                printf("# T=%d: routing mode 4 on one cluster of %d CTAs, a ring of %d chunk slots, <= %d chunks "
+                       "of 32 h each, %d bytes of shared memory\n",
+                       T, shp[0], shp[1], shp[2], shp[3]);
             S->r.shared_plan = tpm_cuda_moe_shared_plan(m, T);
             S->r.shared_mma = tpm_cuda_moe_shared_mma(m, T);
             S->r.prefill_gemm = tu.prefill_gemm;
@@ -604,7 +608,9 @@ static double held_floor(const row *r) {
 }
 
 static const char *path_name(int p) { return p == TPM_MOE_PATH_PREFILL ? "prefill" : "decode"; }
-static const char *route_name(int m) { return m == 0 ? "legacy" : m == 1 ? "fused" : m == 2 ? "gemm" : "tc"; }
+static const char *route_name(int m) {
+    return m == 0 ? "legacy" : m == 1 ? "fused" : m == 2 ? "gemm" : m == 3 ? "tc" : "cl";
+}
 static const char *plan_name(int p) {
     return p == TPM_MOE_SHARED_SLOT ? "slot" : p == TPM_MOE_SHARED_SPLIT ? "split" : p == TPM_MOE_SHARED_DENSE ? "dense" : "none";
 }

@@ -21,6 +21,7 @@ static void usage(FILE *f) {
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 0|8|16|32] [--route-wide N]\n"
             "                       [--route-perm-min N] [--route-poll 0..15] [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
+            "                       [--route-cl MIN:MAX] [--route-cl-size 0|8|16]\n"
             "                       [--route-tc-loads ring|direct|pipe|pipef32] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
             "                       [--trace-route N]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
@@ -68,6 +69,9 @@ static void usage(FILE *f) {
             "                    the same bits\n"
             "  --route-tc MIN:MAX  one-launch tensor-core routing (mode 3) from MIN to MAX tokens\n"
             "                    (0:0 = off; default: the layer's)\n"
+            "  --route-cl MIN:MAX  one-cluster tensor-core routing (mode 4) from MIN to MAX tokens, before\n"
+            "                    mode 3 (0:0 = off; default: the layer's)\n"
+            "  --route-cl-size N  mode 4: CTAs per cluster, 8 or 16 (0: the largest that fits)\n"
             "  --route-tc-clusters N  mode 3: spread over N clusters of 8 CTAs (default 0: as many\n"
             "                    as are resident at once)\n"
             "  --route-tc-loads X  mode 3: fragments straight into registers (direct), through a\n"
@@ -152,6 +156,7 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
     o->route_perm_min = -1;
     o->route_poll = -1;
     o->route_tc_min = o->route_tc_max = o->route_tc_clusters = o->route_tc_loads = o->expert_wait = o->route_fence = -1;
+    o->route_cl_min = o->route_cl_max = o->route_cl_size = -1;
     o->prefill_early = -1;
     o->prefill_down_early = -1;
     o->gate_up_pipe = -1;
@@ -237,6 +242,19 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
                 return 2;
             }
             if (o->route_tc_min == 0) o->route_tc_min = 1, o->route_tc_max = 0; /* 0:0 = off */
+        } else if (!strcmp(a, "--route-cl")) {
+            if (sscanf(v, "%d:%d", &o->route_cl_min, &o->route_cl_max) != 2 || o->route_cl_min < 0 ||
+                o->route_cl_max < 0) {
+                fprintf(stderr, "tpmoe bench moe: --route-cl wants MIN:MAX, got '%s'\n", v);
+                return 2;
+            }
+            if (o->route_cl_min == 0) o->route_cl_min = 1, o->route_cl_max = 0; /* 0:0 = off */
+        } else if (!strcmp(a, "--route-cl-size")) {
+            if (int_opt(a, v, 0, 16, &o->route_cl_size)) return 2;
+            if (o->route_cl_size != 0 && o->route_cl_size != 8 && o->route_cl_size != 16) {
+                fprintf(stderr, "tpmoe bench moe: --route-cl-size wants 0, 8 or 16, got '%s'\n", v);
+                return 2;
+            }
         } else if (!strcmp(a, "--route-tc-loads")) {
             if (!strcmp(v, "ring")) o->route_tc_loads = 0;
             else if (!strcmp(v, "direct")) o->route_tc_loads = 1;
@@ -322,6 +340,9 @@ tpm_status bench_moe_apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->route_tc_max >= 0) t.route_tc_max = o->route_tc_max;
     if (o->route_tc_clusters >= 0) t.route_tc_clusters = o->route_tc_clusters;
     if (o->route_tc_loads >= 0) t.route_tc_loads = o->route_tc_loads;
+    if (o->route_cl_min >= 0) t.route_cl_min = o->route_cl_min;
+    if (o->route_cl_max >= 0) t.route_cl_max = o->route_cl_max;
+    if (o->route_cl_size >= 0) t.route_cl_size = o->route_cl_size;
     if (o->prefill_early >= 0) t.prefill_early = o->prefill_early;
     if (o->prefill_down_early >= 0) t.prefill_down_early = o->prefill_down_early;
     if (o->expert_wait >= 0) t.expert_wait = o->expert_wait;

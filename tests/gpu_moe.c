@@ -248,6 +248,7 @@ static void route_poll_sequence(void **state) {
     tu.route_gemm_min = 1 << 20;
     tu.route_tc_min = 1;
     tu.route_tc_max = 0;
+    tu.route_cl_max = 0;
     assert_int_equal(tu.route_poll, TPM_MOE_ROUTE_POLL); /* the default */
     void *dx = NULL, *dy = NULL;
     assert_int_equal(cudaMalloc(&dx, (size_t)kMax * H * 2), cudaSuccess);
@@ -339,6 +340,7 @@ static void route_poll_sequence(void **state) {
     tu.route_gemm_min = 1 << 20;
     tu.route_tc_min = 1;
     tu.route_tc_max = 256;
+    tu.route_cl_max = 0;
     {
         void *dx3 = NULL, *dy3 = NULL;
         uint16_t *y3 = malloc((size_t)256 * H * 2);

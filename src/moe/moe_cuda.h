@@ -189,6 +189,12 @@ typedef struct tpm_cuda_moe_tuning {
                             * into the summing rank's shared memory (st.async on its mbarrier;
                             * direct loads) instead of it reading theirs after a cluster barrier;
                             * default 7 (measured); the same bits (round 50) */
+    int route_cl_min, route_cl_max; /* routing mode 4 (round 52: one launch of ONE cluster of 16
+                            * CTAs, or 8, the router on tensor cores, every meeting a cluster
+                            * barrier; a 9.0 device, E <= 128, hidden % 32 == 0, T <= 64) for
+                            * route_cl_min <= T <= route_cl_max (before mode 3's range); 0 =
+                            * never. Other H slices than mode 3: its own bits, the same in every run */
+    int route_cl_size;     /* mode 4: CTAs per cluster, 8 or 16 (0 = the largest the device fits) */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */
@@ -215,7 +221,7 @@ tpm_status tpm_cuda_moe_get_tuning(const tpm_cuda_moe *m, tpm_cuda_moe_tuning *t
 tpm_moe_path tpm_cuda_moe_path_for(const tpm_cuda_moe *m, int T);
 int tpm_cuda_moe_capturable(const tpm_cuda_moe *m, int T);
 /* The routing mode a call with T tokens (16-byte aligned input) runs: 0 legacy, 1 one launch,
- * 2 router GEMM + select, 3 one launch on tensor cores. */
+ * 2 router GEMM + select, 3 one launch on tensor cores, 4 one cluster on tensor cores. */
 int tpm_cuda_moe_route_mode(const tpm_cuda_moe *m, int T);
 /* The bounded waits inside the decode kernels (decode_kernel 1, expert_wait 1) and the routing
  * (route_perm_min: each token group's block for the others) never hang: a
@@ -252,6 +258,9 @@ tpm_status tpm_cuda_moe_trace_events(tpm_cuda_moe *m, double ev[TPM_MOE_TRACE_EV
 /* Mode 3's launch for T tokens: shape = {grid x (CTAs along H), token tiles, clusters of 8
  * resident at once, chunks of 32 h per CTA}; 0 if mode 3 cannot take T tokens. */
 int tpm_cuda_moe_route_tc_shape(const tpm_cuda_moe *m, int T, int shape[4]);
+/* Mode 4's launch for T tokens: CTAs, ring slots, chunks of 32 h per CTA, shared memory bytes;
+ * 0 if mode 4 cannot take T tokens. */
+int tpm_cuda_moe_route_cl_shape(const tpm_cuda_moe *m, int T, int shape[4]);
 /* Whether a call with T tokens runs the shared slot on tensor cores (tuning.shared_mma). */
 int tpm_cuda_moe_shared_mma(const tpm_cuda_moe *m, int T);
 /* The shared-expert plan a call with T tokens runs (tpm_moe_shared_plan). */

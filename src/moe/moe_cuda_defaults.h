@@ -66,6 +66,10 @@
  * copy split in registers (two thirds of 2's bytes). r278 (ONE H100, m3 fused, routing net, three
  * passes): against 2, level at 25-64 tokens, -0.8 us at 128, -1.8 at 256 (17.7 against 19.5). */
 #define TPM_MOE_ROUTE_TC_LOADS 3
+/* Routing mode 4 (moe_cuda_route_cl.cu, round 52: one cluster of 16 CTAs does the whole routing,
+ * every meeting a cluster barrier) from / up to this many tokens, before mode 1 / mode 3. */
+#define TPM_MOE_ROUTE_CL_MIN 9
+#define TPM_MOE_ROUTE_CL_MAX 64
 /* Up to this many tokens the prefill chains by programmatic dependent launch (moe_cuda_gemm_sm90a.cu)
  * the shared slot's gate_up items beside the routing (EARLY; round 20: 5-20 us faster at 24-2048
  * tokens) and down to gate_up (DOWN_EARLY; round 23: 13-33 us at 64-1024). In the persistent

@@ -114,6 +114,9 @@ struct tpm_moe_dev {
     int sm_count;
     int tc_clusters[8];      /* route mode 3: clusters of 8 resident at once, [4 (Ep > 128) + loads
                               * (0 ring, 1 direct, 2 pipelined, 3 pipelined fp32)]; 0 = off */
+    int cl_ok[2];            /* route mode 4: a cluster of 8 / 16 CTAs with cl_smem_max bytes of shared
+                              * memory each fits on the device (0 = not that size) */
+    int cl_smem_max;         /* route mode 4: dynamic shared memory per CTA set up (0 = mode 4 off) */
 };
 
 /* Prefill on several streams / grouped GEMM: the extra state the layer owns. */
@@ -218,6 +221,17 @@ int tpm_moe_route_tc_ok(const tpm_moe_dev &d, const void *x, int T);
 int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int loads, int shape[4]);
 tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int clusters, int loads,
                                    int stop, cudaStream_t s);
+/* moe_cuda_route_cl.cu, mode 4: the whole routing of up to 64 tokens by one cluster of 16 (or 8)
+ * CTAs, the router on tensor cores, every meeting a cluster barrier (a 9.0 device, E <= 128,
+ * hidden % 32 == 0, wrf). setup (at layer creation, the device current): kernel attributes and
+ * the cluster sizes that fit (d.cl_ok; none = mode 4 off). cl: CTAs per cluster, 8 or 16 (0: the
+ * largest that fits). shape: CTAs, ring slots, chunks of 32 h per CTA (at most), shared memory
+ * bytes; 0 if mode 4 cannot take T tokens. stop as mode 3's. */
+tpm_status tpm_moe_route_cl_setup(tpm_moe_dev &d, int device);
+int tpm_moe_route_cl_ok(const tpm_moe_dev &d, const void *x, int T, int cl);
+int tpm_moe_route_cl_shape(const tpm_moe_dev &d, int T, int cl, int shape[4]);
+tpm_status tpm_moe_launch_route_cl(const tpm_moe_dev &d, const uint16_t *x, int T, int cl, int stop,
+                                   cudaStream_t s);
 /* wr3 = the 3-way bf16 split of wr, and wr3f / wrf (wr3's and wr's mma operand orders) where
  * allocated (after wr changed). */
 tpm_status tpm_moe_launch_split_router(const tpm_moe_dev &d, cudaStream_t s);

@@ -143,6 +143,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
         cudaDeviceGetAttribute(&d.sm_count, cudaDevAttrMultiProcessorCount, dev);
     }
     if ((st = tpm_moe_route_tc_setup(d, desc->device)) != TPM_OK) goto fail;
+    if ((st = tpm_moe_route_cl_setup(d, desc->device)) != TPM_OK) goto fail;
     {
         const size_t T = (size_t)desc->max_tokens, R = T * d.K, H = d.H, Il = d.Il, E1 = d.E1;
         const size_t Wt = (T + 31) / 32;
@@ -285,6 +286,9 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_tc_max = TPM_MOE_ROUTE_TC_MAX;
     m->tune.route_tc_clusters = 0;
     m->tune.route_tc_loads = TPM_MOE_ROUTE_TC_LOADS;
+    m->tune.route_cl_min = TPM_MOE_ROUTE_CL_MIN;
+    m->tune.route_cl_max = TPM_MOE_ROUTE_CL_MAX;
+    m->tune.route_cl_size = 0;
     m->tune.prefill_early = TPM_MOE_PREFILL_EARLY;
     m->tune.prefill_down_early = TPM_MOE_PREFILL_DOWN_EARLY;
     m->tune.expert_wait = TPM_MOE_EXPERT_WAIT;
@@ -471,6 +475,10 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->prefill_down_early >= 0, "prefill_down_early %d < 0", t->prefill_down_early);
     TPM_ARG_CHECK(t->route_tc_clusters >= 0 && t->route_tc_clusters <= 64, "route_tc_clusters %d outside 0..64",
                   t->route_tc_clusters);
+    TPM_ARG_CHECK(t->route_cl_min >= 1 && t->route_cl_max >= 0, "route_cl_min %d < 1 or route_cl_max %d < 0",
+                  t->route_cl_min, t->route_cl_max);
+    TPM_ARG_CHECK(t->route_cl_size == 0 || t->route_cl_size == 8 || t->route_cl_size == 16,
+                  "route_cl_size %d is not 0 (the largest that fits), 8 or 16", t->route_cl_size);
     m->tune = *t;
     return TPM_OK;
 }
@@ -591,6 +599,9 @@ static void set_call(tpm_cuda_moe *m, int T) {
 /* The routing mode of a call (tpm_cuda_moe_route_mode). */
 static int route_mode_x(const tpm_cuda_moe *m, const void *x, int T) {
     if (m->tune.route_legacy) return 0;
+    if (T >= m->tune.route_cl_min && T <= m->tune.route_cl_max &&
+        tpm_moe_route_cl_ok(m->d, x, T, m->tune.route_cl_size))
+        return 4;
     if (T >= m->tune.route_tc_min && T <= m->tune.route_tc_max && tpm_moe_route_tc_ok(m->d, x, T)) return 3;
     return T >= m->tune.route_gemm_min ? 2 : 1;
 }
@@ -633,6 +644,10 @@ tpm_status tpm_cuda_moe_check(tpm_cuda_moe *m) {
 int tpm_cuda_moe_route_tc_shape(const tpm_cuda_moe *m, int T, int shape[4]) {
     return m && shape ? tpm_moe_route_tc_shape(m->d, T, m->tune.route_tc_clusters, m->tune.route_tc_loads, shape)
                       : 0;
+}
+
+int tpm_cuda_moe_route_cl_shape(const tpm_cuda_moe *m, int T, int shape[4]) {
+    return m && shape ? tpm_moe_route_cl_shape(m->d, T, m->tune.route_cl_size, shape) : 0;
 }
 
 int tpm_cuda_moe_route_mode(const tpm_cuda_moe *m, int T) {
@@ -706,7 +721,9 @@ tpm_status tpm_cuda_moe_route(tpm_cuda_moe *m, const void *x, int T, void *strea
         st = shared_mlp_for(m, m->pf.blas_aux[0], x, T, m->pf.aux[0]);
     }
     if (st == TPM_OK && mode == 2) st = bind_blas(m, s);
-    if (st == TPM_OK && mode == 3)
+    if (st == TPM_OK && mode == 4)
+        st = tpm_moe_launch_route_cl(m->d, (const uint16_t *)x, T, m->tune.route_cl_size, m->tune.route_stop, s);
+    else if (st == TPM_OK && mode == 3)
         st = tpm_moe_launch_route_tc(m->d, (const uint16_t *)x, T, m->tune.route_tc_clusters, m->tune.route_tc_loads,
                                      m->tune.route_stop, s);
     else if (st == TPM_OK)

@@ -437,6 +437,17 @@ __device__ void scan_buckets_all(const tpm_moe_dev &d, int NB, int *cnt, int *s_
     }
 }
 
+/* build_permutation_groups' step 2 counts cleared (before a barrier that precedes place_group_rows). */
+__device__ __forceinline__ void clear_group_counts(const tpm_moe_dev &d, int *s_cnt) {
+    const int NB = n_buckets(d);
+    for (int b = threadIdx.x; b < NB; b += blockDim.x) {
+        s_cnt[b] = 0;
+        s_cnt[kMaxE1 + 1 + b] = 0;
+        s_cnt[2 * (kMaxE1 + 1) + b] = 0;
+    }
+}
+__device__ void place_group_rows(const tpm_moe_dev &d, int T, int t0, int ntok, int *s_cnt);
+
 /* The permutation written by the blocks that selected the tokens (tuning.route_perm_min; mode 3,
  * and mode 1 from two 8-token tiles), instead of by the last of them after a second ticket:
  * each block that selected the group [t0, t0 + 8) (its selections stored in d.sel) writes that
@@ -466,17 +477,8 @@ __device__ void scan_buckets_all(const tpm_moe_dev &d, int NB, int *cnt, int *s_
  * lin (trace builds): the block's trace index, marked at slot 6 once the wait is over. */
 __device__ void build_permutation_groups(const tpm_moe_dev &d, int T, int t0, int ngroups, int *s_cnt, int lin = -1) {
     (void)lin;
-    const int K = d.K, NB = n_buckets(d), TK = T * K, tid = threadIdx.x, nth = blockDim.x;
-    const int p0 = t0 * K, np = min(8, T - t0) * K;
-    int *s_tot = s_cnt, *s_pre = s_cnt + kMaxE1 + 1, *s_own = s_cnt + 3 * (kMaxE1 + 1);
-    uint32_t *s_msk = reinterpret_cast<uint32_t *>(s_cnt + 2 * (kMaxE1 + 1));
-    int *s_ct = s_own + 8 * 17;
-    uint32_t *s_cm = reinterpret_cast<uint32_t *>(s_ct + kScanChunks);
-    for (int b = tid; b < NB; b += nth) {
-        s_tot[b] = 0;
-        s_pre[b] = 0;
-        s_msk[b] = 0u;
-    }
+    const int tid = threadIdx.x;
+    clear_group_counts(d, s_cnt);
     if (d.route_fence) __threadfence();
     __syncthreads(); /* every warp's selections stored, the counts cleared */
     if (tid == 0) {
@@ -502,6 +504,22 @@ __device__ void build_permutation_groups(const tpm_moe_dev &d, int T, int t0, in
     __syncthreads();
     if (d.route_fence) __threadfence();
     if (lin >= 0) TPM_TRACE_MARK_CLK(d, 6, lin);
+    place_group_rows(d, T, t0, min(8, T - t0), s_cnt);
+}
+
+/* Steps 2 and 3 of build_permutation_groups for the group of ntok (<= 8) tokens from t0, once
+ * every selection of the launch is visible to this block (read through L2) and the counts are
+ * cleared (clear_group_counts, then a barrier): the counts, the offsets (the group at t0 = 0
+ * also writes counts, offsets and the touched list) and the group's own rows. Also routing mode
+ * 4's placement (moe_cuda_route_cl.cu), after a cluster barrier. s_cnt: kGroupPermInts ints of
+ * shared memory. */
+__device__ void place_group_rows(const tpm_moe_dev &d, int T, int t0, int ntok, int *s_cnt) {
+    const int K = d.K, NB = n_buckets(d), TK = T * K, tid = threadIdx.x, nth = blockDim.x;
+    const int p0 = t0 * K, np = ntok * K;
+    int *s_tot = s_cnt, *s_pre = s_cnt + kMaxE1 + 1, *s_own = s_cnt + 3 * (kMaxE1 + 1);
+    uint32_t *s_msk = reinterpret_cast<uint32_t *>(s_cnt + 2 * (kMaxE1 + 1));
+    int *s_ct = s_own + 8 * 17;
+    uint32_t *s_cm = reinterpret_cast<uint32_t *>(s_ct + kScanChunks);
     /* every selection: a thread's first kHeld loads all in flight before the first atomic */
     constexpr int kHeld = 8;
     int held[kHeld];

@@ -82,6 +82,7 @@
  */
 #include "core/cuda_preload.h"
 #include "moe_cuda_kernels.h"
+#include "moe_cuda_route_mma.cuh"
 #include "moe_cuda_route_sel.cuh"
 
 #include <cooperative_groups.h>
@@ -108,18 +109,6 @@ __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
-__device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                         uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    /* not volatile: the compiler may interleave independent mma (a volatile asm keeps
-     * source order, and each accumulator's chain then stalls on the mma latency) */
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#endif
 }
 
 /* Stage one chunk (32 h = 64 bytes per row) of every row into a ring slot:
@@ -213,23 +202,6 @@ __device__ __forceinline__ void logits_direct(const tpm_moe_dev &d, const uint16
     }
 }
 
-/* Strategy 2's mma of one chunk: f[sp][s] = the A operand of split sp at k-step s as stored in
- * wr3f (four registers in operand order: no moves before the mma), NT n-tiles, no branches
- * (the n-tiles past the tile's tokens hold zeros and are never stored). The same order per
- * accumulator as mma_chunk: k-step 0 of hi, mid, lo, then k-step 1. */
-template <int NT>
-__device__ __forceinline__ void mma_chunk_f(float (&acc)[8][4], const uint4 (&f)[3][2], const uint4 (&b)[8]) {
-#pragma unroll
-    for (int st = 0; st < 6; st++) {
-        const uint4 &A = f[st % 3][st / 3];
-#pragma unroll
-        for (int j = 0; j < NT; j++) {
-            if (st < 3) mma_bf16(acc[j], A.x, A.y, A.z, A.w, b[j].x, b[j].y);
-            else mma_bf16(acc[j], A.x, A.y, A.z, A.w, b[j].z, b[j].w);
-        }
-    }
-}
-
 /* Load strategy 2: chunk c's fragments of this warp into one register stage, the router's
  * from wr3f (per m-tile 6 loads of 512 contiguous bytes per warp; warp w owns m-tiles w and,
  * when Ep > 128, w + 8), the x rows' of NT n-tiles as strategy 1; zeros where the chunk is
@@ -258,43 +230,6 @@ __device__ __forceinline__ void pipe_load(const tpm_moe_dev &d, const uint16_t *
         const int t = t_base + 8 * j + g;
         b[j] = cv && t < T ? __ldg(reinterpret_cast<const uint4 *>(x + (size_t)t * H + h)) : zero;
     }
-}
-
-/* k_split_router's split of the fp32 pair (a, b), a at the lower h: the bf16x2 words hi, mid
- * and lo with w = hi + mid + lo, each rounded to nearest (cvt.rn.bf16x2.f32, subnormals kept, as
- * tpm_f32_to_bf16); mid = lo = 0 where w is not finite (hi alone carries a NaN / inf). */
-__device__ __forceinline__ uint32_t bf16x2_rn(float lo_h, float hi_h) {
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi_h), "f"(lo_h));
-    return r;
-}
-__device__ __forceinline__ void split3(float a, float b, uint32_t &hi, uint32_t &mid, uint32_t &lo) {
-    hi = bf16x2_rn(a, b);
-    float ra = a - __uint_as_float(hi << 16), rb = b - __uint_as_float(hi & 0xffff0000u);
-    ra = fabsf(a) < INFINITY ? ra : 0.0f;
-    rb = fabsf(b) < INFINITY ? rb : 0.0f;
-    mid = bf16x2_rn(ra, rb);
-    lo = bf16x2_rn(ra - __uint_as_float(mid << 16), rb - __uint_as_float(mid & 0xffff0000u));
-}
-
-/* Strategy 3's mma of one chunk: r[2 hf + s] = the fp32 values of rows g + 8 hf at k-step s as
- * stored in wrf, split into wr3f's operands (the same words), then strategy 2's mma. */
-template <int NT>
-__device__ __forceinline__ void mma_chunk_f32(float (&acc)[8][4], const uint4 (&r)[2][2], const uint4 (&b)[8]) {
-    uint4 f[3][2];
-#pragma unroll
-    for (int s = 0; s < 2; s++) {
-        const float4 u = *reinterpret_cast<const float4 *>(&r[0][s]), v = *reinterpret_cast<const float4 *>(&r[1][s]);
-        uint4 h, m, l;
-        split3(u.x, u.y, h.x, m.x, l.x);
-        split3(v.x, v.y, h.y, m.y, l.y);
-        split3(u.z, u.w, h.z, m.z, l.z);
-        split3(v.z, v.w, h.w, m.w, l.w);
-        f[0][s] = h;
-        f[1][s] = m;
-        f[2][s] = l;
-    }
-    mma_chunk_f<NT>(acc, f, b);
 }
 
 /* Strategy 2's pipeline: P register stages of one chunk (P = kTcPipe for one m-tile per warp,

@@ -112,6 +112,7 @@ int tune_prefill_band = -1;
 int tune_prefill_split_min = -1, tune_prefill_split_max = -1, tune_route_experts = -1, tune_route_tc_min = -1, tune_route_tc_max = -1;
 int tune_route_tc_loads = -1, tune_route_wide = -1, tune_shared_mma = -1, tune_route_perm_min = -1;
 int tune_route_poll = -1;
+int tune_route_cl_min = -1, tune_route_cl_max = -1, tune_route_cl_size = -1;
 int last_plan = -1;       /* tpm_cuda_moe_shared_plan of the last run_gpu call */
 int last_route_mode = -1; /* tpm_cuda_moe_route_mode of the last run_gpu call */
 
@@ -150,6 +151,14 @@ void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fused, tpm_
     if (tune_shared_mma >= 0) tu.shared_mma = tune_shared_mma;
     if (tune_route_perm_min >= 0) tu.route_perm_min = tune_route_perm_min;
     if (tune_route_poll >= 0) tu.route_poll = tune_route_poll;
+    /* a test that picks a routing mode with the knobs of modes 0-3 gets it: mode 4 (which comes
+     * before them) off unless the test sets its own range */
+    if (tune_route_cl_max < 0 && (tune_route_tc_min >= 0 || tune_route_tc_max >= 0 || tune_route_gemm_min >= 0 ||
+                                  tune_route_legacy >= 0))
+        tu.route_cl_max = 0;
+    if (tune_route_cl_min >= 0) tu.route_cl_min = tune_route_cl_min;
+    if (tune_route_cl_max >= 0) tu.route_cl_max = tune_route_cl_max;
+    if (tune_route_cl_size >= 0) tu.route_cl_size = tune_route_cl_size;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     last_plan = tpm_cuda_moe_shared_plan(m, T);
     last_route_mode = tpm_cuda_moe_route_mode(m, T);

@@ -21,6 +21,9 @@ extern int tune_shared_split_min, tune_prefill_gemm, tune_pdl, tune_prefill_clus
 extern int tune_prefill_band;
 extern int tune_prefill_split_min, tune_prefill_split_max, tune_route_experts, tune_route_tc_min, tune_route_tc_max;
 extern int tune_route_tc_loads, tune_route_wide, tune_shared_mma, tune_route_perm_min, tune_route_poll;
+/* mode 4 (one cluster): its range and size; -1 = the layer's, but off where a test sets a mode 0-3 knob
+ * (tune_route_tc_min / max, tune_route_gemm_min, tune_route_legacy) */
+extern int tune_route_cl_min, tune_route_cl_max, tune_route_cl_size;
 extern int last_plan;       /* tpm_cuda_moe_shared_plan of the last run_gpu call */
 extern int last_route_mode; /* tpm_cuda_moe_route_mode of the last run_gpu call */
 
