@@ -21,7 +21,7 @@ static void usage(FILE *f) {
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 0|8|16|32] [--route-wide N]\n"
             "                       [--route-perm-min N] [--route-poll 0..15] [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
-            "                       [--route-cl MIN:MAX] [--route-cl-size 0|8|16]\n"
+            "                       [--route-cl MIN:MAX] [--route-cl-size 0|8|16] [--route-cluster-meet 0|1]\n"
             "                       [--route-tc-loads ring|direct|pipe|pipef32] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
             "                       [--trace-route N]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
@@ -72,6 +72,8 @@ static void usage(FILE *f) {
             "  --route-cl MIN:MAX  one-cluster tensor-core routing (mode 4) from MIN to MAX tokens, before\n"
             "                    mode 3 (0:0 = off; default: the layer's)\n"
             "  --route-cl-size N  mode 4: CTAs per cluster, 8 or 16 (0: the largest that fits)\n"
+            "  --route-cluster-meet 0|1  mode 3, one token tile: the selecting blocks meet at a cluster\n"
+            "                    barrier (1) or the global counter (0) (default: the layer's)\n"
             "  --route-tc-clusters N  mode 3: spread over N clusters of 8 CTAs (default 0: as many\n"
             "                    as are resident at once)\n"
             "  --route-tc-loads X  mode 3: fragments straight into registers (direct), through a\n"
@@ -156,7 +158,7 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
     o->route_perm_min = -1;
     o->route_poll = -1;
     o->route_tc_min = o->route_tc_max = o->route_tc_clusters = o->route_tc_loads = o->expert_wait = o->route_fence = -1;
-    o->route_cl_min = o->route_cl_max = o->route_cl_size = -1;
+    o->route_cl_min = o->route_cl_max = o->route_cl_size = o->route_cluster_meet = -1;
     o->prefill_early = -1;
     o->prefill_down_early = -1;
     o->gate_up_pipe = -1;
@@ -255,6 +257,8 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
                 fprintf(stderr, "tpmoe bench moe: --route-cl-size wants 0, 8 or 16, got '%s'\n", v);
                 return 2;
             }
+        } else if (!strcmp(a, "--route-cluster-meet")) {
+            if (int_opt(a, v, 0, 1, &o->route_cluster_meet)) return 2;
         } else if (!strcmp(a, "--route-tc-loads")) {
             if (!strcmp(v, "ring")) o->route_tc_loads = 0;
             else if (!strcmp(v, "direct")) o->route_tc_loads = 1;
@@ -343,6 +347,7 @@ tpm_status bench_moe_apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->route_cl_min >= 0) t.route_cl_min = o->route_cl_min;
     if (o->route_cl_max >= 0) t.route_cl_max = o->route_cl_max;
     if (o->route_cl_size >= 0) t.route_cl_size = o->route_cl_size;
+    if (o->route_cluster_meet >= 0) t.route_cluster_meet = o->route_cluster_meet;
     if (o->prefill_early >= 0) t.prefill_early = o->prefill_early;
     if (o->prefill_down_early >= 0) t.prefill_down_early = o->prefill_down_early;
     if (o->expert_wait >= 0) t.expert_wait = o->expert_wait;

@@ -236,7 +236,7 @@ static void tuning_checks(void **state) {
     assert_int_equal(tpm_cuda_moe_route_cl_shape(NULL, 8, shape), 0);
     if (tpm_cuda_moe_route_cl_shape(m, 32, shape)) {
         assert_true(shape[0] == 8 || shape[0] == 16);
-        assert_true(shape[1] >= 2 && shape[2] >= 1);
+        assert_true(shape[1] >= 1 && shape[2] >= 1);
         printf("  mode 4 at 32 tokens: %d CTAs, %d ring slots, %d chunks, %d bytes of shared memory\n", shape[0],
                shape[1], shape[2], shape[3]);
     }

@@ -67,9 +67,18 @@
  * passes): against 2, level at 25-64 tokens, -0.8 us at 128, -1.8 at 256 (17.7 against 19.5). */
 #define TPM_MOE_ROUTE_TC_LOADS 3
 /* Routing mode 4 (moe_cuda_route_cl.cu, round 52: one cluster of 16 CTAs does the whole routing,
- * every meeting a cluster barrier) from / up to this many tokens, before mode 1 / mode 3. */
-#define TPM_MOE_ROUTE_CL_MIN 9
-#define TPM_MOE_ROUTE_CL_MAX 64
+ * every meeting a cluster barrier) from / up to this many tokens, before mode 1 / mode 3: never
+ * by default. r280 (ONE H100, m3 fused, routing net, two passes, against modes 1 / 3): 13.8-14.2
+ * against 5.4-5.5 us at 1 token, 14.6 / 8.6-8.8 at 9, 16.6 / 11.7 at 32, 20.2-20.3 / 12.9-13.3 at
+ * 64; clusters of 8 5.5-8 us slower still. Its trace: the logits alone end at 9.0 us from 1 to 16
+ * tokens: 16 SMs each stream 192 KB of the fp32 router at ~21 GB/s, so the router needs most of
+ * the SMs (round 28 saw the same), and what the cluster saves after the logits (~3.5 us of the
+ * 32-token tail) cannot pay that. Kept as a tested option (tuning.route_cl_min / max). */
+#define TPM_MOE_ROUTE_CL_MIN 1
+#define TPM_MOE_ROUTE_CL_MAX 0
+/* Mode 3's selecting blocks meet at a cluster barrier where they are one cluster's (one token
+ * tile; tuning.route_cluster_meet, round 52). */
+#define TPM_MOE_ROUTE_CLUSTER_MEET 1
 /* Up to this many tokens the prefill chains by programmatic dependent launch (moe_cuda_gemm_sm90a.cu)
  * the shared slot's gate_up items beside the routing (EARLY; round 20: 5-20 us faster at 24-2048
  * tokens) and down to gate_up (DOWN_EARLY; round 23: 13-33 us at 64-1024). In the persistent

@@ -72,7 +72,13 @@
  *     permutation (build_permutation_gathered: counted over the selections
  *     in shared memory up to 80 (token, slot) pairs, else
  *     build_permutation_small's bitmap). Each last CTA zeroes the counters
- *     it won, so the launch replays inside a CUDA graph.
+ *     it won, so the launch replays inside a CUDA graph. Cluster meeting
+ *     (round 52; d.route_perm 2, one token tile, polled): the selecting CTAs
+ *     are ranks 0 .. ceil(T/8) - 1 of the last cluster along H, so instead of
+ *     the groups' global counter that cluster passes a second barrier phase
+ *     (its end wait first, then arrive.release / wait.acquire: every group's
+ *     selections stored) and each group's CTA places its rows
+ *     (place_group_rows, the selections read through L2).
  * Every sum has a fixed order, so every run gives the same bits. The host
  * side chooses X so that all clusters are resident at once (the occupancy
  * query at setup); the tickets need no co-residency, only the cluster
@@ -315,6 +321,11 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
     const int X = (int)gridDim.x, cx = (int)blockIdx.x, tile = (int)blockIdx.y, t_base = tile * kTcTokens;
     const int poll = flags & 1;
+    /* cluster meeting (flags bit 2, one token tile, polled, the permutation by every group's
+     * block): the selecting CTAs are all in the last cluster along H (rank r: group r), so they
+     * meet at a cluster barrier (release / acquire: their selections are visible) instead of the
+     * global counter of build_permutation_groups; cluster-uniform */
+    const bool cmeet = (flags & 4) && (int)blockIdx.x / kTcCluster == (int)gridDim.x / kTcCluster - 1;
     /* push (flags bit 1, direct loads only: the ring is free during the logits): each CTA sends its
      * partial of n-tile j straight from its accumulators into rank j's shared memory (st.async,
      * counted on rank j's mbarrier), so the rank sums its own shared memory: no release fence and
@@ -545,7 +556,9 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
                 select_token(d, tg0 + warp, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], nullptr);
             TPM_TRACE_MARK_CLK(d, 5, lin);
             if (threadIdx.x == 0) d.tile_ctr[grp] = 0; /* for the next replay */
-            if (stop == 0 && d.route_perm) { /* every group's CTA its own rows (round 49) */
+            if (cmeet) {
+                clear_group_counts(d, reinterpret_cast<int *>(bits)); /* placed after the meeting */
+            } else if (stop == 0 && d.route_perm) { /* every group's CTA its own rows (round 49) */
                 build_permutation_groups(d, T, tg0, ngroups, reinterpret_cast<int *>(bits), lin);
                 TPM_TRACE_MARK_CLK(d, 2, lin);
             } else if (stop == 0) {
@@ -559,6 +572,13 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
         }
     }
     asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+    if (cmeet) { /* the second phase: every group's selections stored (release), then this group's rows */
+        asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+        TPM_TRACE_MARK_CLK(d, 6, lin);
+        if (tg0 < T) place_group_rows(d, T, tg0, min(8, T - tg0), reinterpret_cast<int *>(bits));
+        TPM_TRACE_MARK_CLK(d, 2, lin);
+    }
 }
 
 struct tc_geom {
@@ -672,7 +692,9 @@ tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int 
     /* the group sums poll the cluster partials (round 50) where pl3 holds them */
     const int poll = (d.route_poll & 2) && d.pl3 && (size_t)(g.X / kTcCluster) * T <= (size_t)d.pl3_rows;
     /* the cluster stage by push (round 51) with the direct loads */
-    const int flags = poll | ((d.route_poll & 8) && g.loads != 0 ? 2 : 0);
+    /* the selecting CTAs' meeting at a cluster barrier (round 52) where one cluster selects all */
+    const int cmeet = d.route_perm == 2 && poll && g.tiles == 1 && stop == 0;
+    const int flags = poll | ((d.route_poll & 8) && g.loads != 0 ? 2 : 0) | (cmeet ? 4 : 0);
     if (g.MT == 1 && g.loads == 3)
         TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 3>, d, x, T, g.Ep, stop, flags));
     else if (g.MT == 1 && g.loads == 2)
