@@ -1,7 +1,8 @@
 /*
  * moe_cuda_route_sel.cuh - the routing's per-token selection and the small-T
- * permutation builder, shared by moe_cuda_route.cu (modes 0-2) and
- * moe_cuda_route_tc.cu (mode 3). Internal: included by .cu files only.
+ * permutation builder, shared by moe_cuda_route.cu (modes 0-2),
+ * moe_cuda_route_tc.cu (mode 3) and moe_cuda_route_cl.cu (mode 4).
+ * Internal: included by .cu files only.
  *
  * select_token: one warp selects one token's top-k from its logits (NaN ->
  * -inf, order-preserving integer keys, lower index wins ties), sigmoid +
