@@ -198,9 +198,8 @@ typedef struct tpm_cuda_moe_tuning {
     int route_cluster_meet; /* mode 3 with one token tile (T <= 64), polled partials and the
                             * permutation by every group's block (route_perm_min): 1 = the
                             * selecting blocks (all in the last cluster along H) meet at a cluster
-                            * barrier and read the selections through L2, 2 = the same, reading
-                            * them from the groups' shared memory, 0 = at build_permutation_groups'
-                            * global counter; the same outputs (round 52) */
+                            * barrier, 0 = at build_permutation_groups' global counter; the same
+                            * outputs (round 52) */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */

@@ -80,7 +80,7 @@
  * tile; tuning.route_cluster_meet, round 52). r281 (ONE H100, m3 fused, routing net, three passes,
  * against the global counter): -0.4 us at 25 tokens, -0.2 at 32, -0.5 at 48, level at 64 (and at
  * 128, two tiles: the counter either way). */
-#define TPM_MOE_ROUTE_CLUSTER_MEET 2
+#define TPM_MOE_ROUTE_CLUSTER_MEET 1
 /* Up to this many tokens the prefill chains by programmatic dependent launch (moe_cuda_gemm_sm90a.cu)
  * the shared slot's gate_up items beside the routing (EARLY; round 20: 5-20 us faster at 24-2048
  * tokens) and down to gate_up (DOWN_EARLY; round 23: 13-33 us at 64-1024). In the persistent

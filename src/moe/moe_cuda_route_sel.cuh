@@ -508,14 +508,6 @@ __device__ void build_permutation_groups(const tpm_moe_dev &d, int T, int t0, in
     place_group_rows(d, T, t0, min(8, T - t0), s_cnt);
 }
 
-/* The selection loaders of place_group_rows_ld: pair p of d.sel through L2. */
-struct sel_from_l2 {
-    const int32_t *sel;
-    __device__ __forceinline__ int operator()(int p) const { return __ldcg(sel + p); }
-};
-template <class LD>
-__device__ __forceinline__ void place_group_rows_ld(const tpm_moe_dev &d, int T, int t0, int ntok, int *s_cnt,
-                                                    const LD &ld);
 /* Steps 2 and 3 of build_permutation_groups for the group of ntok (<= 8) tokens from t0, once
  * every selection of the launch is visible to this block (read through L2) and the counts are
  * cleared (clear_group_counts, then a barrier): the counts, the offsets (the group at t0 = 0
@@ -523,13 +515,6 @@ __device__ __forceinline__ void place_group_rows_ld(const tpm_moe_dev &d, int T,
  * 4's placement (moe_cuda_route_cl.cu), after a cluster barrier. s_cnt: kGroupPermInts ints of
  * shared memory. */
 __device__ void place_group_rows(const tpm_moe_dev &d, int T, int t0, int ntok, int *s_cnt) {
-    place_group_rows_ld(d, T, t0, ntok, s_cnt, sel_from_l2{d.sel});
-}
-/* place_group_rows with the selections from ld(p) (pair p = t K + s); every load of the first
- * kHeld rounds in flight before the first count; they have all returned when it returns. */
-template <class LD>
-__device__ __forceinline__ void place_group_rows_ld(const tpm_moe_dev &d, int T, int t0, int ntok, int *s_cnt,
-                                                    const LD &ld) {
     const int K = d.K, NB = n_buckets(d), TK = T * K, tid = threadIdx.x, nth = blockDim.x;
     const int p0 = t0 * K, np = ntok * K;
     int *s_tot = s_cnt, *s_pre = s_cnt + kMaxE1 + 1, *s_own = s_cnt + 3 * (kMaxE1 + 1);
@@ -542,7 +527,7 @@ __device__ __forceinline__ void place_group_rows_ld(const tpm_moe_dev &d, int T,
 #pragma unroll
     for (int i = 0; i < kHeld; i++) {
         const int p = tid + i * nth;
-        held[i] = ld(p < TK ? p : 0);
+        held[i] = __ldcg(d.sel + (p < TK ? p : 0));
     }
 #pragma unroll
     for (int i = 0; i < kHeld; i++) {
@@ -559,7 +544,7 @@ __device__ __forceinline__ void place_group_rows_ld(const tpm_moe_dev &d, int T,
         }
     }
     for (int p = tid + kHeld * nth; p < TK; p += nth) {
-        const int b = slot_of(d, ld(p), p / K);
+        const int b = slot_of(d, __ldcg(d.sel + p), p / K);
         atomicAdd(s_tot + b, 1);
         if (p < p0) {
             atomicAdd(s_pre + b, 1);

@@ -78,9 +78,7 @@
  *     the groups' global counter that cluster passes a second barrier phase
  *     (its end wait first, then arrive.release / wait.acquire: every group's
  *     selections stored) and each group's CTA places its rows
- *     (place_group_rows, the selections read through L2; d.route_perm 3: from
- *     the groups' shared memory, s_gsel, and a third phase keeps it alive
- *     until every peer has read it).
+ *     (place_group_rows, the selections read through L2).
  * Every sum has a fixed order, so every run gives the same bits. The host
  * side chooses X so that all clusters are resident at once (the occupancy
  * query at setup); the tickets need no co-residency, only the cluster
@@ -301,20 +299,6 @@ __device__ __forceinline__ void mbar_wait0(unsigned mb, int32_t *err) {
     }
 }
 
-/* The cluster meeting's selection loader: pair p (token t = p / K of the one tile) from the
- * shared memory of group t / 8's CTA (rank t / 8 of the last cluster), row t % 8. */
-struct sel_from_cluster {
-    unsigned base; /* s_gsel's shared::cta address */
-    int K;
-    __device__ __forceinline__ int operator()(int p) const {
-        const int t = p / K;
-        const unsigned a = mapa_u32(base + (unsigned)((t & 7) * K + (p - t * K)) * 4u, t >> 3);
-        int v;
-        asm volatile("ld.shared::cluster.s32 %0, [%1];" : "=r"(v) : "r"(a) : "memory");
-        return v;
-    }
-};
-
 template <int MT, int LOADS>
 __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
                                                             int Ep, int stop, int flags) {
@@ -330,7 +314,6 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     __shared__ float s_br[32 * kMaxPerLane];
     __shared__ int s_last;
     __shared__ __align__(8) unsigned long long s_mb; /* push: the partial tiles' arrival */
-    __shared__ int s_gsel[8 * 17]; /* cluster meeting: this group's selections, read by the peers */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
@@ -343,7 +326,6 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
      * meet at a cluster barrier (release / acquire: their selections are visible) instead of the
      * global counter of build_permutation_groups; cluster-uniform */
     const bool cmeet = (flags & 4) && (int)blockIdx.x / kTcCluster == (int)gridDim.x / kTcCluster - 1;
-    const bool cmeet_ds = cmeet && (flags & 8); /* the selections read from the groups' shared memory */
     /* push (flags bit 1, direct loads only: the ring is free during the logits): each CTA sends its
      * partial of n-tile j straight from its accumulators into rank j's shared memory (st.async,
      * counted on rank j's mbarrier), so the rank sums its own shared memory: no release fence and
@@ -571,8 +553,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
             TPM_TRACE_MARK_CLK(d, 4, lin);
             TPM_TRACE_MARK(d, 2, 5, lin);
             if (stop != 1 && stop != 2 && tg0 + warp < T)
-                select_token(d, tg0 + warp, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp],
-                             cmeet_ds ? s_gsel + warp * d.K : nullptr);
+                select_token(d, tg0 + warp, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], nullptr);
             TPM_TRACE_MARK_CLK(d, 5, lin);
             if (threadIdx.x == 0) d.tile_ctr[grp] = 0; /* for the next replay */
             if (cmeet) {
@@ -591,23 +572,12 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
         }
     }
     asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-    if (cmeet) { /* the second phase: every group's selections stored (release), then this group's rows,
-                  * the selections read from the groups' shared memory (s_gsel; a third phase keeps it
-                  * alive until every peer has read it) */
+    if (cmeet) { /* the second phase: every group's selections stored (release), then this group's rows */
         asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
         asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
         TPM_TRACE_MARK_CLK(d, 6, lin);
-        if (tg0 < T && cmeet_ds) {
-            const sel_from_cluster ld = {smem_u32(s_gsel), d.K};
-            place_group_rows_ld(d, T, tg0, min(8, T - tg0), reinterpret_cast<int *>(bits), ld);
-        } else if (tg0 < T) {
-            place_group_rows(d, T, tg0, min(8, T - tg0), reinterpret_cast<int *>(bits));
-        }
+        if (tg0 < T) place_group_rows(d, T, tg0, min(8, T - tg0), reinterpret_cast<int *>(bits));
         TPM_TRACE_MARK_CLK(d, 2, lin);
-        if (cmeet_ds) {
-            asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-            asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
-        }
     }
 }
 
@@ -723,9 +693,8 @@ tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int 
     const int poll = (d.route_poll & 2) && d.pl3 && (size_t)(g.X / kTcCluster) * T <= (size_t)d.pl3_rows;
     /* the cluster stage by push (round 51) with the direct loads */
     /* the selecting CTAs' meeting at a cluster barrier (round 52) where one cluster selects all */
-    const int cmeet = d.route_perm >= 2 && poll && g.tiles == 1 && stop == 0 && d.K <= 17;
-    const int flags =
-        poll | ((d.route_poll & 8) && g.loads != 0 ? 2 : 0) | (cmeet ? 4 : 0) | (cmeet && d.route_perm == 3 ? 8 : 0);
+    const int cmeet = d.route_perm == 2 && poll && g.tiles == 1 && stop == 0;
+    const int flags = poll | ((d.route_poll & 8) && g.loads != 0 ? 2 : 0) | (cmeet ? 4 : 0);
     if (g.MT == 1 && g.loads == 3)
         TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 3>, d, x, T, g.Ep, stop, flags));
     else if (g.MT == 1 && g.loads == 2)
