@@ -21,7 +21,7 @@ static void usage(FILE *f) {
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 0|8|16|32] [--route-wide N]\n"
             "                       [--route-perm-min N] [--route-poll 0..15] [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
-            "                       [--route-cl MIN:MAX] [--route-cl-size 0|8|16] [--route-cluster-meet 0|1]\n"
+            "                       [--route-cl MIN:MAX] [--route-cl-size 0|8|16] [--route-cluster-meet N]\n"
             "                       [--route-tc-loads ring|direct|pipe|pipef32] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
             "                       [--trace-route N]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
@@ -72,8 +72,9 @@ static void usage(FILE *f) {
             "  --route-cl MIN:MAX  one-cluster tensor-core routing (mode 4) from MIN to MAX tokens, before\n"
             "                    mode 3 (0:0 = off; default: the layer's)\n"
             "  --route-cl-size N  mode 4: CTAs per cluster, 8 or 16 (0: the largest that fits)\n"
-            "  --route-cluster-meet 0|1  mode 3, one token tile: the selecting blocks meet at a cluster\n"
-            "                    barrier (1) or the global counter (0) (default: the layer's)\n"
+            "  --route-cluster-meet N  mode 3, one token tile: up to N tokens the selecting blocks meet\n"
+            "                    at a cluster barrier, above at the global counter (0 = never; default:\n"
+            "                    the layer's)\n"
             "  --route-tc-clusters N  mode 3: spread over N clusters of 8 CTAs (default 0: as many\n"
             "                    as are resident at once)\n"
             "  --route-tc-loads X  mode 3: fragments straight into registers (direct), through a\n"
@@ -258,7 +259,7 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
                 return 2;
             }
         } else if (!strcmp(a, "--route-cluster-meet")) {
-            if (int_opt(a, v, 0, 1, &o->route_cluster_meet)) return 2;
+            if (int_opt(a, v, 0, 1 << 20, &o->route_cluster_meet)) return 2;
         } else if (!strcmp(a, "--route-tc-loads")) {
             if (!strcmp(v, "ring")) o->route_tc_loads = 0;
             else if (!strcmp(v, "direct")) o->route_tc_loads = 1;

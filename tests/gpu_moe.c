@@ -191,16 +191,17 @@ static void variants_vs_reference(void **state) {
                 /* the permutation by every selecting block (route_perm_min 1) and by the last one
                  * (0), modes 1 and 3: the default's bits either way (round 49); every selecting
                  * block with mode 3's blocks meeting at the global counter instead of a cluster
-                 * barrier (pm 2, route_cluster_meet 0; round 52) */
+                 * barrier (pm 2, route_cluster_meet 0) and at the barrier up to 64 tokens (pm 3;
+                 * round 52) */
                 for (int mode = 1; re == 8 && T <= 256 && mode <= 3; mode += 2) {
-                    for (int pm = 0; pm <= (mode == 3 ? 2 : 1); pm++) {
+                    for (int pm = 0; pm <= (mode == 3 ? 3 : 1); pm++) {
                         gpu_run rp;
                         tune_route_gemm_min = 1 << 20;
                         tune_route_experts = re;
                         tune_route_tc_min = 1;
                         tune_route_tc_max = mode == 3 ? 256 : 0;
                         tune_route_perm_min = pm ? 1 : 0;
-                        tune_route_cluster_meet = pm == 2 ? 0 : -1;
+                        tune_route_cluster_meet = pm == 2 ? 0 : pm == 3 ? 64 : -1;
                         run_gpu(&w, x, T, 1, TPM_MOE_PATH_AUTO, &rp);
                         const int ran = last_route_mode;
                         tune_route_gemm_min = tune_route_experts = tune_route_tc_min = tune_route_tc_max = -1;
@@ -211,7 +212,8 @@ static void variants_vs_reference(void **state) {
                             assert_memory_equal(rm[mode].y, rp.y, (size_t)T * p->hidden * 2);
                             printf("  %-17s T=%-4d route mode %d, permutation by %s: the default's bits\n", p->name,
                                    T, mode,
-                                   pm == 2 ? "every selecting block (global counter)"
+                                   pm == 3 ? "every selecting block (cluster barrier up to 64)"
+                                   : pm == 2 ? "every selecting block (global counter)"
                                    : pm    ? "every selecting block"
                                            : "the last block");
                         }
@@ -819,8 +821,8 @@ static void bad_arguments(void **state) {
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_perm_min = 0;
     assert_int_equal(tu.route_poll, TPM_MOE_ROUTE_POLL); /* polled partials (round 50) */
-    assert_int_equal(tu.route_cluster_meet, 1); /* mode 3's groups at a cluster barrier (round 52) */
-    tu.route_cluster_meet = 2;
+    assert_int_equal(tu.route_cluster_meet, 32); /* mode 3's groups at a cluster barrier (round 52) */
+    tu.route_cluster_meet = -1;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_cluster_meet = 0;
     tu.route_poll = 16;

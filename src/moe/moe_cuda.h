@@ -196,10 +196,11 @@ typedef struct tpm_cuda_moe_tuning {
                             * never. Other H slices than mode 3: its own bits, the same in every run */
     int route_cl_size;     /* mode 4: CTAs per cluster, 8 or 16 (0 = the largest the device fits) */
     int route_cluster_meet; /* mode 3 with one token tile (T <= 64), polled partials and the
-                            * permutation by every group's block (route_perm_min): 1 = the
-                            * selecting blocks (all in the last cluster along H) meet at a cluster
-                            * barrier, 0 = at build_permutation_groups' global counter; the same
-                            * outputs (round 52) */
+                            * permutation by every group's block (route_perm_min): up to this
+                            * many tokens the selecting blocks (all in the last cluster along H)
+                            * meet at a cluster barrier, above it at build_permutation_groups'
+                            * global counter (0 = never; default 32, measured); the same outputs
+                            * (round 52) */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */

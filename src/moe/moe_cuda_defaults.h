@@ -77,10 +77,12 @@
 #define TPM_MOE_ROUTE_CL_MIN 1
 #define TPM_MOE_ROUTE_CL_MAX 0
 /* Mode 3's selecting blocks meet at a cluster barrier where they are one cluster's (one token
- * tile; tuning.route_cluster_meet, round 52). r281 (ONE H100, m3 fused, routing net, three passes,
- * against the global counter): -0.4 us at 25 tokens, -0.2 at 32, -0.5 at 48, level at 64 (and at
- * 128, two tiles: the counter either way). */
-#define TPM_MOE_ROUTE_CLUSTER_MEET 1
+ * tile), up to this many tokens (tuning.route_cluster_meet, round 52). ONE H100, m3 fused, routing
+ * net, three passes each, against the global counter: r281 -0.4 us at 25 tokens, -0.2 at 32, -0.5
+ * at 48, level at 64; r282 (another board) -0.6 at 25, -0.35 at 32, +0.1 at 48, +0.2 at 64. So up
+ * to 32 tokens (four groups). r282 also read the selections from the groups' shared memory after
+ * the meeting instead of through L2 (e77f98c, reverted): 0.2-0.8 us slower. */
+#define TPM_MOE_ROUTE_CLUSTER_MEET 32
 /* Up to this many tokens the prefill chains by programmatic dependent launch (moe_cuda_gemm_sm90a.cu)
  * the shared slot's gate_up items beside the routing (EARLY; round 20: 5-20 us faster at 24-2048
  * tokens) and down to gate_up (DOWN_EARLY; round 23: 13-33 us at 64-1024). In the persistent

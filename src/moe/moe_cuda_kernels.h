@@ -48,7 +48,8 @@ struct tpm_moe_dev {
                               * 1 and 3 with several 8-token groups; build_permutation_groups); 2:
                               * the same, and in mode 3 with one token tile and polled partials the
                               * selecting blocks (one cluster's) meet at a cluster barrier instead of
-                              * the global counter (tuning.route_cluster_meet, round 52) */
+                              * the global counter (tuning.route_cluster_meet: up to that many tokens;
+                              * round 52) */
     int route_poll;          /* this call: bit 0, routing mode 1's one-row form polls the partials
                               * (pl); bit 1, mode 3's group sums poll the cluster partials (pl3);
                               * bit 2, mode 1's several rows poll theirs (pl); bit 3, mode 3's partial

@@ -480,8 +480,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   t->route_cl_min, t->route_cl_max);
     TPM_ARG_CHECK(t->route_cl_size == 0 || t->route_cl_size == 8 || t->route_cl_size == 16,
                   "route_cl_size %d is not 0 (the largest that fits), 8 or 16", t->route_cl_size);
-    TPM_ARG_CHECK(t->route_cluster_meet == 0 || t->route_cluster_meet == 1, "route_cluster_meet %d is not 0 or 1",
-                  t->route_cluster_meet);
+    TPM_ARG_CHECK(t->route_cluster_meet >= 0, "route_cluster_meet %d < 0", t->route_cluster_meet);
     m->tune = *t;
     return TPM_OK;
 }
@@ -595,7 +594,7 @@ static void set_call(tpm_cuda_moe *m, int T) {
                         (m->d.ep > 1 || tpm_cuda_moe_path_for(m, T) == TPM_MOE_PATH_DECODE);
     m->d.route_fence = m->tune.route_fence;
     m->d.route_perm = m->tune.route_perm_min > 0 && T >= m->tune.route_perm_min && T <= TPM_MOE_ROUTE_PERM_MAX_T
-                          ? (m->tune.route_cluster_meet ? 2 : 1)
+                          ? (T <= m->tune.route_cluster_meet ? 2 : 1)
                           : 0;
     m->d.route_poll = m->d.E % 4 == 0 ? (m->tune.route_poll & (T <= TPM_MOE_POLL_T ? 15 : 10)) : 0;
     m->d.gate_up_pipe = m->tune.gate_up_pipe;

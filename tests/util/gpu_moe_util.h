@@ -24,7 +24,7 @@ extern int tune_route_tc_loads, tune_route_wide, tune_shared_mma, tune_route_per
 /* mode 4 (one cluster): its range and size; -1 = the layer's, but off where a test sets a mode 0-3 knob
  * (tune_route_tc_min / max, tune_route_gemm_min, tune_route_legacy) */
 extern int tune_route_cl_min, tune_route_cl_max, tune_route_cl_size;
-extern int tune_route_cluster_meet; /* mode 3's selecting blocks at a cluster barrier (1) or the counter (0) */
+extern int tune_route_cluster_meet; /* mode 3's selecting blocks at a cluster barrier up to this many tokens */
 extern int last_plan;       /* tpm_cuda_moe_shared_plan of the last run_gpu call */
 extern int last_route_mode; /* tpm_cuda_moe_route_mode of the last run_gpu call */
 
