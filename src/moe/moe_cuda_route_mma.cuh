@@ -25,10 +25,10 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1
 #endif
 }
 
-/* The mma of one chunk (mode 3's loads 2 and 3, mode 4): f[sp][s] = the A operand of split sp at k-step s as stored in
- * wr3f (four registers in operand order: no moves before the mma), NT n-tiles, no branches
- * (the n-tiles past the tile's tokens hold zeros and are never stored). The same order per
- * accumulator as mma_chunk: k-step 0 of hi, mid, lo, then k-step 1. */
+/* The mma of one chunk (mode 3's loads 2 and 3, mode 4): f[sp][s] = the A operand of split sp at
+ * k-step s as stored in wr3f (four registers in operand order: no moves before the mma), NT
+ * n-tiles, no branches (the n-tiles past the tile's tokens hold zeros and are never stored). The
+ * same order per accumulator as mode 3's mma_chunk: k-step 0 of hi, mid, lo, then k-step 1. */
 template <int NT>
 __device__ __forceinline__ void mma_chunk_f(float (&acc)[8][4], const uint4 (&f)[3][2], const uint4 (&b)[8]) {
 #pragma unroll
@@ -59,8 +59,9 @@ __device__ __forceinline__ void split3(float a, float b, uint32_t &hi, uint32_t 
     lo = bf16x2_rn(ra - __uint_as_float(mid << 16), rb - __uint_as_float(mid & 0xffff0000u));
 }
 
-/* The mma of one chunk from fp32 words (mode 3's loads 3, mode 4): r[2 hf + s] = the fp32 values of rows g + 8 hf at k-step s as
- * stored in wrf, split into wr3f's operands (the same words), then mma_chunk_f. */
+/* The mma of one chunk from fp32 words (mode 3's loads 3, mode 4): r[2 hf + s] = the fp32 values
+ * of rows g + 8 hf at k-step s as stored in wrf, split into wr3f's operands (the same words), then
+ * mma_chunk_f. */
 template <int NT>
 __device__ __forceinline__ void mma_chunk_f32(float (&acc)[8][4], const uint4 (&r)[2][2], const uint4 (&b)[8]) {
     uint4 f[3][2];
