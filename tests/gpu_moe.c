@@ -283,35 +283,7 @@ static void route_poll_sequence(void **state) {
     tu.route_poll = 1;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     if (tpm_cuda_moe_capturable(m, 8) && tpm_cuda_moe_capturable(m, 3)) {
-        void *dx3 = NULL, *dy3 = NULL;
-        assert_int_equal(cudaMalloc(&dx3, (size_t)3 * H * 2), cudaSuccess);
-        assert_int_equal(cudaMalloc(&dy3, (size_t)3 * H * 2), cudaSuccess);
-        assert_int_equal(cudaMemcpy(dx, xs[8], (size_t)8 * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
-        assert_int_equal(cudaMemcpy(dx3, xs[3], (size_t)3 * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
-        cudaStream_t s;
-        cudaGraph_t g;
-        cudaGraphExec_t ge;
-        assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-        assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-        assert_int_equal(tpm_cuda_moe_forward(m, dx, 8, dy, s), TPM_OK);
-        assert_int_equal(tpm_cuda_moe_forward(m, dx3, 3, dy3, s), TPM_OK);
-        assert_int_equal(cudaStreamEndCapture(s, &g), cudaSuccess);
-        assert_int_equal(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
-        for (int rep = 0; rep < 5; rep++) {
-            assert_int_equal(cudaMemset(dy, 0xff, (size_t)8 * H * 2), cudaSuccess);
-            assert_int_equal(cudaMemset(dy3, 0xff, (size_t)3 * H * 2), cudaSuccess);
-            assert_int_equal(cudaGraphLaunch(ge, s), cudaSuccess);
-            assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
-            assert_int_equal(cudaMemcpy(y, dy, (size_t)8 * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-            assert_memory_equal(y, ref[8].y, (size_t)8 * H * 2);
-            assert_int_equal(cudaMemcpy(y, dy3, (size_t)3 * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-            assert_memory_equal(y, ref[3].y, (size_t)3 * H * 2);
-        }
-        cudaGraphExecDestroy(ge);
-        cudaGraphDestroy(g);
-        cudaStreamDestroy(s);
-        cudaFree(dx3);
-        cudaFree(dy3);
+        replay_two_call_graph(m, H, xs[8], 8, ref[8].y, xs[3], 3, ref[3].y, 5);
         printf("  route_poll: 20 calls of 1-24 tokens and 5 replays of a two-call graph: fresh layers' bits\n");
     }
     assert_int_equal(tpm_cuda_moe_check(m), TPM_OK); /* no bounded wait ran out */

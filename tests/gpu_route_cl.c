@@ -162,35 +162,7 @@ static void sequence_and_graph(void **state) {
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     assert_int_equal(tpm_cuda_moe_route_mode(m, 32), 4);
     if (tpm_cuda_moe_capturable(m, 32) && tpm_cuda_moe_capturable(m, 9)) {
-        void *dx2 = NULL, *dy2 = NULL;
-        assert_int_equal(cudaMalloc(&dx2, (size_t)9 * H * 2), cudaSuccess);
-        assert_int_equal(cudaMalloc(&dy2, (size_t)9 * H * 2), cudaSuccess);
-        assert_int_equal(cudaMemcpy(dx, xs[0], (size_t)32 * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
-        assert_int_equal(cudaMemcpy(dx2, xs[1], (size_t)9 * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
-        cudaStream_t s;
-        cudaGraph_t g;
-        cudaGraphExec_t ge;
-        assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-        assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-        assert_int_equal(tpm_cuda_moe_forward(m, dx, 32, dy, s), TPM_OK);
-        assert_int_equal(tpm_cuda_moe_forward(m, dx2, 9, dy2, s), TPM_OK);
-        assert_int_equal(cudaStreamEndCapture(s, &g), cudaSuccess);
-        assert_int_equal(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
-        for (int rep = 0; rep < 5; rep++) {
-            assert_int_equal(cudaMemset(dy, 0xff, (size_t)32 * H * 2), cudaSuccess);
-            assert_int_equal(cudaMemset(dy2, 0xff, (size_t)9 * H * 2), cudaSuccess);
-            assert_int_equal(cudaGraphLaunch(ge, s), cudaSuccess);
-            assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
-            assert_int_equal(cudaMemcpy(y, dy, (size_t)32 * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-            assert_memory_equal(y, ref[0].y, (size_t)32 * H * 2);
-            assert_int_equal(cudaMemcpy(y, dy2, (size_t)9 * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-            assert_memory_equal(y, ref[1].y, (size_t)9 * H * 2);
-        }
-        cudaGraphExecDestroy(ge);
-        cudaGraphDestroy(g);
-        cudaStreamDestroy(s);
-        cudaFree(dx2);
-        cudaFree(dy2);
+        replay_two_call_graph(m, H, xs[0], 32, ref[0].y, xs[1], 9, ref[1].y, 5);
         printf("  mode 4: %d calls of 1-64 tokens (modes 1 / 3 between) and 5 replays of a two-call graph: "
                "fresh layers' bits\n",
                (int)N);

@@ -285,4 +285,46 @@ int sm90_device(void) {
     return major == 9 && minor == 0;
 }
 
+
+void replay_two_call_graph(tpm_cuda_moe *m, int H, const uint16_t *xa, int Ta, const uint16_t *ya,
+                           const uint16_t *xb, int Tb, const uint16_t *yb, int reps) {
+    void *dxa = NULL, *dya = NULL, *dxb = NULL, *dyb = NULL;
+    const size_t na = (size_t)Ta * H * 2, nb = (size_t)Tb * H * 2;
+    uint16_t *y = malloc(na > nb ? na : nb);
+    assert_non_null(y);
+    assert_int_equal(cudaMalloc(&dxa, na), cudaSuccess);
+    assert_int_equal(cudaMalloc(&dya, na), cudaSuccess);
+    assert_int_equal(cudaMalloc(&dxb, nb), cudaSuccess);
+    assert_int_equal(cudaMalloc(&dyb, nb), cudaSuccess);
+    assert_int_equal(cudaMemcpy(dxa, xa, na, cudaMemcpyHostToDevice), cudaSuccess);
+    assert_int_equal(cudaMemcpy(dxb, xb, nb, cudaMemcpyHostToDevice), cudaSuccess);
+    cudaStream_t s;
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    assert_int_equal(tpm_cuda_moe_forward(m, dxa, Ta, dya, s), TPM_OK);
+    assert_int_equal(tpm_cuda_moe_forward(m, dxb, Tb, dyb, s), TPM_OK);
+    assert_int_equal(cudaStreamEndCapture(s, &g), cudaSuccess);
+    assert_int_equal(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
+    for (int rep = 0; rep < reps; rep++) {
+        assert_int_equal(cudaMemset(dya, 0xff, na), cudaSuccess); /* poison (NaN) */
+        assert_int_equal(cudaMemset(dyb, 0xff, nb), cudaSuccess);
+        assert_int_equal(cudaGraphLaunch(ge, s), cudaSuccess);
+        assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+        assert_int_equal(cudaMemcpy(y, dya, na, cudaMemcpyDeviceToHost), cudaSuccess);
+        assert_memory_equal(y, ya, na);
+        assert_int_equal(cudaMemcpy(y, dyb, nb, cudaMemcpyDeviceToHost), cudaSuccess);
+        assert_memory_equal(y, yb, nb);
+    }
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    cudaStreamDestroy(s);
+    cudaFree(dxa);
+    cudaFree(dya);
+    cudaFree(dxb);
+    cudaFree(dyb);
+    free(y);
+}
+
 #endif

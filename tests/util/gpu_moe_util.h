@@ -56,6 +56,11 @@ double check_run(const tpm_moe_weights *w, const uint16_t *x, const gpu_run *r, 
 double rel_diff(const uint16_t *a, const uint16_t *b, size_t n);
 /* 1 on a 9.0 device (the own wgmma prefill GEMM and its split plan exist there). */
 int sm90_device(void);
+/* Two calls of layer m (Ta tokens xa, then Tb tokens xb; host inputs) captured into one CUDA
+ * graph on a stream of its own and replayed reps times, the outputs poisoned before each replay:
+ * every replay's outputs are ya and yb bit for bit. */
+void replay_two_call_graph(tpm_cuda_moe *m, int H, const uint16_t *xa, int Ta, const uint16_t *ya,
+                           const uint16_t *xb, int Tb, const uint16_t *yb, int reps);
 
 #endif
 #endif
