@@ -288,6 +288,8 @@ static void route_poll_sequence(void **state) {
     }
     assert_int_equal(tpm_cuda_moe_check(m), TPM_OK); /* no bounded wait ran out */
     tpm_cuda_moe_destroy(m);
+    cudaFree(dx);
+    cudaFree(dy);
     for (int T = 1; T <= kMax; T++) {
         free_run(&ref[T]);
         free(xs[T]);
