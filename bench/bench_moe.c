@@ -487,8 +487,11 @@ static void *rank_main(void *argp) {
             S->r.route_mode = tpm_cuda_moe_route_mode(m, T);
             int shp[4];
             if (S->r.route_mode == 3 && tpm_cuda_moe_route_tc_shape(m, T, shp))
-                printf("# T=%d: routing mode 3 on %d x %d CTAs (%d clusters of 8 resident), <= %d chunks of 32 h each\n",
-                       T, shp[0], shp[1], shp[2], shp[3]);
+                printf("# T=%d: routing mode 3 on %d x %d CTAs (%d-token tiles; %d clusters of 8 resident), <= %d "
+                       "chunks of 32 h each\n",
+                       T, shp[0], shp[1],
+                       tu.route_tc_wide > 0 && T >= tu.route_tc_wide && shp[1] == (T + 127) / 128 ? 128 : 64, shp[2],
+                       shp[3]);
             if (S->r.route_mode == 4 && tpm_cuda_moe_route_cl_shape(m, T, shp))
                 printf("# T=%d: routing mode 4 on one cluster of %d CTAs, a ring of %d chunk slots, <= %d chunks "
                        "of 32 h each, %d bytes of shared memory\n",

@@ -201,6 +201,13 @@ typedef struct tpm_cuda_moe_tuning {
                             * meet at a cluster barrier, above it at build_permutation_groups'
                             * global counter (0 = never; default 32, measured); the same outputs
                             * (round 52) */
+    int route_tc_wide;     /* mode 3 from this many tokens (0 = never) in 128-token tiles, the x
+                            * slice staged in shared memory (round 53): each CTA reads half the
+                            * router bytes of the 64-token tiles' CTAs at the same token count.
+                            * Fp32 router fragments (route_tc_loads 3), E <= 128, polled partials
+                            * (route_poll bit 1), at least two clusters per tile, at most 4 chunks
+                            * of 32 h per CTA; else the 64-token tiles. The same bits as the
+                            * 64-token tiles over the same H slices (route_tc_clusters) */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */

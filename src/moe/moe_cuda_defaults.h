@@ -83,6 +83,8 @@
  * to 32 tokens (four groups). r282 also read the selections from the groups' shared memory after
  * the meeting instead of through L2 (e77f98c, reverted): 0.2-0.8 us slower. */
 #define TPM_MOE_ROUTE_CLUSTER_MEET 32
+/* Mode 3 in 128-token tiles from this many tokens (tuning.route_tc_wide, round 53); 0 = never. */
+#define TPM_MOE_ROUTE_TC_WIDE 0
 /* Up to this many tokens the prefill chains by programmatic dependent launch (moe_cuda_gemm_sm90a.cu)
  * the shared slot's gate_up items beside the routing (EARLY; round 20: 5-20 us faster at 24-2048
  * tokens) and down to gate_up (DOWN_EARLY; round 23: 13-33 us at 64-1024). In the persistent

@@ -109,6 +109,7 @@ struct tpm_moe_dev {
     int tile_cap;
     /* decode buffers */
     float *act_f32;          /* [T*K][Il] */
+    int route_tc_wide;       /* this call: mode 3 in 128-token tiles where it can (tuning.route_tc_wide) */
     float *rows_f32;         /* [T*K][H] */
     /* prefill buffers (bf16) */
     uint16_t *xp, *h13, *act_bf, *rows_bf; /* [T*K][H], [T*K][2Il], [T*K][Il], [T*K][H] */
@@ -118,6 +119,7 @@ struct tpm_moe_dev {
     int sm_count;
     int tc_clusters[8];      /* route mode 3: clusters of 8 resident at once, [4 (Ep > 128) + loads
                               * (0 ring, 1 direct, 2 pipelined, 3 pipelined fp32)]; 0 = off */
+    int tc_wide_clusters;    /* route mode 3's 128-token tiles: the same (0 = off) */
     int cl_ok[2];            /* route mode 4: a cluster of 8 / 16 CTAs with cl_smem_max bytes of shared
                               * memory each fits on the device (0 = not that size) */
     int cl_smem_max;         /* route mode 4: dynamic shared memory per CTA set up (0 = mode 4 off) */
@@ -220,9 +222,11 @@ int tpm_moe_route_tc_ok(const tpm_moe_dev &d, const void *x, int T);
 /* clusters: clusters of 8 to spread the work over (0: as many as are resident at once);
  * loads: router and x fragments through a cp.async ring in shared memory (0), straight into
  * registers (1), or straight into registers from wr3f, the next chunks' loads in flight during
- * a chunk's mma (2), or that pipeline from wrf, split in registers (3); the same bits. shape: grid x, token tiles, resident clusters, chunks
- * of 32 h per CTA (at most); 0 if mode 3 cannot take T tokens. */
-int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int loads, int shape[4]);
+ * a chunk's mma (2), or that pipeline from wrf, split in registers (3); the same bits. wide: 128-token
+ * tiles where they can run (tuning.route_tc_wide; the launch takes d.route_tc_wide). shape: grid
+ * x, token tiles, resident clusters, chunks of 32 h per CTA (at most); 0 if mode 3 cannot take T
+ * tokens. */
+int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int loads, int wide, int shape[4]);
 tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int T, int clusters, int loads,
                                    int stop, cudaStream_t s);
 /* moe_cuda_route_cl.cu, mode 4: the whole routing of up to 64 tokens by one cluster of 16 (or 8)

@@ -290,6 +290,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_cl_max = TPM_MOE_ROUTE_CL_MAX;
     m->tune.route_cl_size = 0;
     m->tune.route_cluster_meet = TPM_MOE_ROUTE_CLUSTER_MEET;
+    m->tune.route_tc_wide = TPM_MOE_ROUTE_TC_WIDE;
     m->tune.prefill_early = TPM_MOE_PREFILL_EARLY;
     m->tune.prefill_down_early = TPM_MOE_PREFILL_DOWN_EARLY;
     m->tune.expert_wait = TPM_MOE_EXPERT_WAIT;
@@ -481,6 +482,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->route_cl_size == 0 || t->route_cl_size == 8 || t->route_cl_size == 16,
                   "route_cl_size %d is not 0 (the largest that fits), 8 or 16", t->route_cl_size);
     TPM_ARG_CHECK(t->route_cluster_meet >= 0, "route_cluster_meet %d < 0", t->route_cluster_meet);
+    TPM_ARG_CHECK(t->route_tc_wide >= 0, "route_tc_wide %d < 0", t->route_tc_wide);
     m->tune = *t;
     return TPM_OK;
 }
@@ -598,6 +600,7 @@ static void set_call(tpm_cuda_moe *m, int T) {
                           : 0;
     m->d.route_poll = m->d.E % 4 == 0 ? (m->tune.route_poll & (T <= TPM_MOE_POLL_T ? 15 : 10)) : 0;
     m->d.gate_up_pipe = m->tune.gate_up_pipe;
+    m->d.route_tc_wide = m->tune.route_tc_wide > 0 && T >= m->tune.route_tc_wide;
 }
 
 /* The routing mode of a call (tpm_cuda_moe_route_mode). */
@@ -646,7 +649,9 @@ tpm_status tpm_cuda_moe_check(tpm_cuda_moe *m) {
 }
 
 int tpm_cuda_moe_route_tc_shape(const tpm_cuda_moe *m, int T, int shape[4]) {
-    return m && shape ? tpm_moe_route_tc_shape(m->d, T, m->tune.route_tc_clusters, m->tune.route_tc_loads, shape)
+    const int wide = m && m->tune.route_tc_wide > 0 && T >= m->tune.route_tc_wide;
+    return m && shape ? tpm_moe_route_tc_shape(m->d, T, m->tune.route_tc_clusters, m->tune.route_tc_loads, wide,
+                                               shape)
                       : 0;
 }
 

@@ -107,6 +107,9 @@ constexpr int kTcPipe2 = 2;      /* loads 2, Ep > 128: two m-tiles per warp, a s
 /* loads 3: its register stages (4 + 8 uint4 per m-tile, 2's 6 + 8), Ep <= 128 / Ep > 128; four
  * stages at Ep <= 128 also fit (250 registers, no spills) but were not measured */
 constexpr int kTcPipe3 = 3, kTcPipe3_2 = 2;
+/* the wide tiles (tuning.route_tc_wide, round 53): 128 tokens (16 n-tiles) per CTA, the x slice of
+ * at most kWideMaxC chunks in shared memory, kWideP one-chunk register stages of router fragments */
+constexpr int kWideTokens = 128, kWideMaxC = 4, kWideP = 4;
 
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src_bytes) {
     const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
@@ -269,6 +272,91 @@ __device__ __forceinline__ void logits_pipe(const tpm_moe_dev &d, const uint16_t
     }
 }
 
+/* The wide tile's x slice into shared memory by cp.async (one commit group): xs[cl][t][q] = the
+ * 16 bytes h = 32 (c_begin + cl) + 8q .. +7 of token t_base + t (zeros past T); a warp's B
+ * fragments of one n-tile are then 512 contiguous bytes. */
+__device__ __forceinline__ void stage_x_wide(const uint16_t *__restrict__ x, int T, int H, int t_base, int c_begin,
+                                             int nc, uint4 *xs) {
+    for (int i = threadIdx.x; i < nc * kWideTokens * 4; i += kTcThreads) {
+        const int q = i & 3, t = (i >> 2) & (kWideTokens - 1), cl = i >> 9;
+        const bool ok = t_base + t < T;
+        cp_async16(xs + i, x + (size_t)(ok ? t_base + t : 0) * H + (c_begin + cl) * 32 + q * 8, ok ? 16 : 0);
+    }
+    static_assert(kWideTokens * 4 == 512, "xs index: cl = i >> 9");
+    cp_async_commit();
+}
+
+/* One chunk of the wide tile: wrf's words r split as mma_chunk_f32 does, the B fragments from
+ * the chunk's x slice xc in shared memory, four n-tiles at a time (ngrp groups of 4 hold tokens);
+ * per accumulator the order of mma_chunk_f: the same bits as the 64-token tiles. */
+__device__ __forceinline__ void mma_chunk_wide(float (&acc)[16][4], const uint4 (&r)[2][2], const uint4 *xc,
+                                               int ngrp) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+    uint4 f[3][2];
+#pragma unroll
+    for (int s = 0; s < 2; s++) {
+        const float4 u = *reinterpret_cast<const float4 *>(&r[0][s]), v = *reinterpret_cast<const float4 *>(&r[1][s]);
+        uint4 h, m, l;
+        split3(u.x, u.y, h.x, m.x, l.x);
+        split3(v.x, v.y, h.y, m.y, l.y);
+        split3(u.z, u.w, h.z, m.z, l.z);
+        split3(v.z, v.w, h.w, m.w, l.w);
+        f[0][s] = h;
+        f[1][s] = m;
+        f[2][s] = l;
+    }
+#pragma unroll
+    for (int jg = 0; jg < 4; jg++) {
+        if (jg >= ngrp) break; /* block-uniform */
+        uint4 b[4];
+#pragma unroll
+        for (int jj = 0; jj < 4; jj++) b[jj] = xc[(8 * (4 * jg + jj) + g) * 4 + q];
+#pragma unroll
+        for (int st = 0; st < 6; st++) {
+            const uint4 &A = f[st % 3][st / 3];
+#pragma unroll
+            for (int jj = 0; jj < 4; jj++) {
+                if (st < 3) mma_bf16(acc[4 * jg + jj], A.x, A.y, A.z, A.w, b[jj].x, b[jj].y);
+                else mma_bf16(acc[4 * jg + jj], A.x, A.y, A.z, A.w, b[jj].z, b[jj].w);
+            }
+        }
+    }
+}
+
+/* The wide tile's logits (one m-tile per warp: Ep <= 128): the x slice staged first (in flight
+ * with the first kWideP - 1 chunks' router fragments), then loads 3's register pipeline over the
+ * router alone (a stage is 16 registers instead of loads 3's 48: the x fragments come from shared
+ * memory), the same chunks in the same order. */
+__device__ __forceinline__ void logits_wide(const tpm_moe_dev &d, const uint16_t *__restrict__ x, int T, int Ep,
+                                            int t_base, int c_begin, int nc, int ngrp, uint4 *xs,
+                                            float (&acc)[16][4]) {
+    constexpr int P = kWideP;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const bool wv = warp * 16 < Ep; /* warp-uniform: the warp has router rows */
+    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+    uint4 f[P][2][2];
+    auto load = [&](int c, bool cv, uint4(&r)[2][2]) {
+        const uint4 *af = reinterpret_cast<const uint4 *>(d.wrf) + ((size_t)(c_begin + c) * (Ep / 16) + warp) * 4 * 32 + lane;
+#pragma unroll
+        for (int sp = 0; sp < 2; sp++)
+#pragma unroll
+            for (int ks = 0; ks < 2; ks++) r[sp][ks] = cv && wv ? __ldg(af + (2 * sp + ks) * 32) : zero;
+    };
+#pragma unroll
+    for (int i = 0; i < P - 1; i++) load(i, i < nc, f[i]);
+    stage_x_wide(x, T, d.H, t_base, c_begin, nc, xs);
+    cp_async_wait<0>();
+    __syncthreads(); /* the x slice landed for every thread */
+    for (int c0 = 0; c0 < nc; c0 += P) {
+#pragma unroll
+        for (int i = 0; i < P; i++) {
+            const int c = c0 + i, cn = c + P - 1;
+            load(cn, cn < nc, f[(i + P - 1) % P]);
+            if (c < nc && wv) mma_chunk_wide(acc, f[i], xs + (size_t)c * kWideTokens * 4, ngrp);
+        }
+    }
+}
+
 /* The push form's cluster stage (route_poll bit 3): shared::cluster addresses, the mbarrier. */
 __device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
 __device__ __forceinline__ unsigned mapa_u32(unsigned a, int rank) {
@@ -299,9 +387,12 @@ __device__ __forceinline__ void mbar_wait0(unsigned mb, int32_t *err) {
     }
 }
 
-template <int MT, int LOADS>
+template <int MT, int LOADS, int TT = kTcTokens>
 __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
                                                             int Ep, int stop, int flags) {
+    constexpr bool WIDE = TT == kWideTokens; /* 128-token tiles: MT 1, LOADS 3, polled, no push */
+    static_assert(!WIDE || (MT == 1 && LOADS == 3), "the wide tile: one m-tile per warp, loads 3");
+    constexpr int TPR = TT / kTcCluster; /* tokens per rank in the cluster's sums: 8 or 16 */
     constexpr int kTcStages = tc_stages<MT>();
     extern __shared__ __align__(16) uint4 ring[];
     __shared__ float sc[kTcThreads / 32][256];
@@ -319,19 +410,19 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
 #endif
     cg::cluster_group cluster = cg::this_cluster();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
-    const int X = (int)gridDim.x, cx = (int)blockIdx.x, tile = (int)blockIdx.y, t_base = tile * kTcTokens;
+    const int X = (int)gridDim.x, cx = (int)blockIdx.x, tile = (int)blockIdx.y, t_base = tile * TT;
     const int poll = flags & 1;
     /* cluster meeting (flags bit 2, one token tile, polled, the permutation by every group's
      * block): the selecting CTAs are all in the last cluster along H (rank r: group r), so they
      * meet at a cluster barrier (release / acquire: their selections are visible) instead of the
      * global counter of build_permutation_groups; cluster-uniform */
-    const bool cmeet = (flags & 4) && (int)blockIdx.x / kTcCluster == (int)gridDim.x / kTcCluster - 1;
+    const bool cmeet = !WIDE && (flags & 4) && (int)blockIdx.x / kTcCluster == (int)gridDim.x / kTcCluster - 1;
     /* push (flags bit 1, direct loads only: the ring is free during the logits): each CTA sends its
      * partial of n-tile j straight from its accumulators into rank j's shared memory (st.async,
      * counted on rank j's mbarrier), so the rank sums its own shared memory: no release fence and
      * barrier after the logits, no remote reads. The mbarrier is set up before a cluster arrive
      * that every sender waits on before its first store. */
-    const bool push = LOADS != 0 && (flags & 2);
+    const bool push = LOADS != 0 && !WIDE && (flags & 2);
     if (push) {
         const int rk = (int)cluster.block_rank();
         if (threadIdx.x == 0) {
@@ -359,17 +450,20 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     }
     const int NC = d.H / 32, c_begin = (int)((int64_t)cx * NC / X), nc = (int)((int64_t)(cx + 1) * NC / X) - c_begin;
     const int rows = 3 * Ep + kTcTokens, slot_u4 = rows * 4;
-    const int nt_valid = min(8, (T - t_base + 7) / 8); /* n-tiles holding tokens (>= 1) */
+    const int nt_valid = min(TT / 8, (T - t_base + 7) / 8); /* n-tiles holding tokens (>= 1) */
 
     /* 1. logits of the CTA's chunks */
-    float acc[MT][8][4];
+    float acc[MT][TT / 8][4];
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-        for (int j = 0; j < 8; j++)
+        for (int j = 0; j < TT / 8; j++)
 #pragma unroll
             for (int i = 0; i < 4; i++) acc[mt][j][i] = 0.0f;
     constexpr bool DIRECT = LOADS != 0;
+    if constexpr (WIDE) {
+        logits_wide(d, x, T, Ep, t_base, c_begin, nc, (nt_valid + 3) / 4, ring, acc[0]);
+    } else {
     if constexpr (LOADS >= 2) {
         if (nt_valid > 4) logits_pipe<MT, 8, LOADS>(d, x, T, Ep, t_base, c_begin, nc, acc);
         else logits_pipe<MT, 4, LOADS>(d, x, T, Ep, t_base, c_begin, nc, acc);
@@ -407,7 +501,8 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
         }
     }
     if (!DIRECT) cp_async_wait<0>();
-    __syncthreads(); /* every warp is done with the ring: it becomes the partial tile */
+    }
+    __syncthreads(); /* every warp is done with the ring (the wide tile's x slice): it becomes the partial tile */
     TPM_TRACE_MARK_CLK(d, 1, lin);
     TPM_TRACE_MARK(d, 2, 3, lin);
 
@@ -440,7 +535,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
             const int m0 = (warp + 8 * mt) * 16;
             if (m0 >= Ep) break;
 #pragma unroll
-            for (int j = 0; j < 8; j++) {
+            for (int j = 0; j < TT / 8; j++) {
                 if (j >= nt_valid) break;
                 const int t = 8 * j + 2 * q;
                 P[t * PS + m0 + g] = acc[mt][j][0];
@@ -453,16 +548,16 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     }
     TPM_TRACE_MARK(d, 1, 3, lin);
     TPM_TRACE_MARK(d, 2, 6, lin);
-    const int E = d.E, E4 = E / 4, tg0 = t_base + 8 * rank; /* this CTA's 8-token group */
+    const int E = d.E, E4 = E / 4, tg0 = t_base + TPR * rank; /* this CTA's tokens in the cluster's sums */
     if (tg0 < T) {
-        const float *Pr[kTcCluster]; /* Pr[k] + (8 rank + tl) PS: rank k's partial of our token tl */
+        const float *Pr[kTcCluster]; /* Pr[k] + (TPR rank + tl) PS: rank k's partial of our token tl */
         if (push) mbar_wait0(smem_u32(&s_mb), d.ctr + 5);
 #pragma unroll
         for (int k = 0; k < kTcCluster; k++) Pr[k] = push ? P + 8 * (k - rank) * PS : cluster.map_shared_rank(P, k);
-        for (int i = threadIdx.x; i < 8 * E4; i += kTcThreads) {
+        for (int i = threadIdx.x; i < TPR * E4; i += kTcThreads) {
             const int tl = i / E4, e4 = i - tl * E4, t = tg0 + tl;
             if (t >= T) continue;
-            const int off = (8 * rank + tl) * PS + 4 * e4;
+            const int off = (TPR * rank + tl) * PS + 4 * e4;
             float4 s = *reinterpret_cast<const float4 *>(Pr[0] + off);
 #pragma unroll
             for (int k = 1; k < kTcCluster; k++) {
@@ -501,13 +596,17 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     /* poll: the group's block of the last cluster along H polls the SC partials instead of a
      * ticket (every CTA is resident at once: the host's X), and refills them with the sentinel
      * once read (so the buffer is all sentinel between launches); it runs even at stop 1 */
-    if (tg0 < T && (stop != 1 || poll)) {
-        const int grp = tg0 / 8, ngroups = (T + 7) / 8;
-        if (poll ? scx == SC - 1 : block_ticket(d.tile_ctr + grp, SC, d.route_fence, &s_last)) {
+    /* the wide tile (always polled): its 16 groups' CTAs are ranks of the last two clusters along
+     * H, group 2 rank + h of the tile by cluster SC - 1 - h (the host keeps SC >= 2), one group per
+     * CTA as build_permutation_groups needs */
+    const int hsel = SC - 1 - scx, tgs = WIDE ? t_base + 8 * (2 * rank + hsel) : tg0;
+    if ((!WIDE || hsel <= 1) && tgs < T && (stop != 1 || poll)) {
+        const int grp = tgs / 8, ngroups = (T + 7) / 8;
+        if (WIDE || (poll ? scx == SC - 1 : block_ticket(d.tile_ctr + grp, SC, d.route_fence, &s_last))) {
             TPM_TRACE_MARK_CLK(d, 3, lin);
             TPM_TRACE_MARK(d, 2, 4, lin);
             for (int i = threadIdx.x; poll && i < 8 * E4; i += kTcThreads) {
-                const int tl = i / E4, e4 = i - tl * E4, t = tg0 + tl;
+                const int tl = i / E4, e4 = i - tl * E4, t = tgs + tl;
                 if (t >= T) continue;
                 const float4 *src = reinterpret_cast<const float4 *>(d.pl3 + (size_t)t * E) + e4;
                 const size_t st4 = (size_t)T * E4;
@@ -524,7 +623,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
                     if (k < SC) dst[k * st4] = sent;
             }
             for (int i = threadIdx.x; !poll && i < 8 * E4; i += kTcThreads) {
-                const int tl = i / E4, e4 = i - tl * E4, t = tg0 + tl;
+                const int tl = i / E4, e4 = i - tl * E4, t = tgs + tl;
                 if (t >= T) continue;
                 const float4 *src = reinterpret_cast<const float4 *>(d.logits + (size_t)t * E) + e4;
                 float4 v[kTcMaxSC];
@@ -552,14 +651,14 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
             __syncthreads();
             TPM_TRACE_MARK_CLK(d, 4, lin);
             TPM_TRACE_MARK(d, 2, 5, lin);
-            if (stop != 1 && stop != 2 && tg0 + warp < T)
-                select_token(d, tg0 + warp, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], nullptr);
+            if (stop != 1 && stop != 2 && tgs + warp < T)
+                select_token(d, tgs + warp, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], nullptr);
             TPM_TRACE_MARK_CLK(d, 5, lin);
             if (threadIdx.x == 0) d.tile_ctr[grp] = 0; /* for the next replay */
             if (cmeet) {
                 clear_group_counts(d, reinterpret_cast<int *>(bits)); /* placed after the meeting */
             } else if (stop == 0 && d.route_perm) { /* every group's CTA its own rows (round 49) */
-                build_permutation_groups(d, T, tg0, ngroups, reinterpret_cast<int *>(bits), lin);
+                build_permutation_groups(d, T, tgs, ngroups, reinterpret_cast<int *>(bits), lin);
                 TPM_TRACE_MARK_CLK(d, 2, lin);
             } else if (stop == 0) {
                 if (block_ticket(d.ctr + 2, ngroups, d.route_fence, &s_last)) {
@@ -582,19 +681,52 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
 }
 
 struct tc_geom {
-    int Ep, MT, X, tiles, loads;
+    int Ep, MT, X, tiles, loads, wide;
     size_t smem;
 };
+
+/* the wide tile's shared memory: the x slice, then the partial tile in the same bytes */
+size_t tc_wide_smem(int Ep) {
+    const size_t xb = (size_t)kWideMaxC * kWideTokens * 64, tileb = (size_t)kWideTokens * (Ep + 4) * 4;
+    return xb > tileb ? xb : tileb;
+}
 
 size_t tc_smem(int Ep, int stages) { /* stages 0: direct loads, the partial tile only */
     const size_t ringb = (size_t)stages * (3 * Ep + kTcTokens) * 64, tileb = (size_t)kTcTokens * (Ep + 4) * 4;
     return ringb > tileb ? ringb : tileb;
 }
 
+/* The polled group sums fit pl3 (route_poll bit 1): mode 3's default, the wide tile's condition. */
+int tc_polled(const tpm_moe_dev &d, int T, int X) {
+    return (d.route_poll & 2) && d.pl3 && (size_t)(X / kTcCluster) * T <= (size_t)d.pl3_rows;
+}
+
 /* The launch shape for T tokens, or 0 if mode 3 cannot take them. clusters: the clusters
  * of 8 to spread over (0: the resident maximum from the occupancy query). loads 2 takes the
- * direct form's clusters where it holds more (the same H slices: the same bits). */
-int tc_geometry(const tpm_moe_dev &d, int T, int clusters, int loads, tc_geom *g) {
+ * direct form's clusters where it holds more (the same H slices: the same bits). wide: 128-token
+ * tiles where they can run (loads 3, Ep <= 128, polled, >= 2 clusters per tile, <= kWideMaxC
+ * chunks per CTA), else the 64-token tiles (g->wide says which). */
+int tc_geometry(const tpm_moe_dev &d, int T, int clusters, int loads, tc_geom *g, int wide = 0) {
+    if (wide && loads == 3 && d.E <= 128 && d.tc_wide_clusters >= 1 && T <= kTcMaxT && d.E % 4 == 0 &&
+        d.H % 32 == 0 && d.wrf) {
+        const int maxc = clusters > 0 ? clusters : min(d.tc_wide_clusters, min(d.tc_clusters[1], d.tc_clusters[3]));
+        const int tiles = (T + kWideTokens - 1) / kWideTokens;
+        const int cpt = min(min(maxc / tiles, kTcMaxSC), d.H / 32 / kTcCluster), X = cpt * kTcCluster;
+        const int nb = d.E1 + (d.ep > 1 ? 1 : 0);
+        if (cpt >= 2 && (d.H / 32 + X - 1) / X <= kWideMaxC && tc_polled(d, T, X) &&
+            (size_t)cpt * T <= (size_t)d.logit_rows && (T + 7) / 8 <= d.tile_cap && d.E1 <= kMaxE1 &&
+            nb * ((T + 31) / 32) <= kPermSmemWords) {
+            g->Ep = (d.E + 15) / 16 * 16;
+            g->MT = 1;
+            g->X = X;
+            g->tiles = tiles;
+            g->loads = 3;
+            g->wide = 1;
+            g->smem = tc_wide_smem(g->Ep);
+            return 1;
+        }
+    }
+    g->wide = 0;
     if (T < 1 || T > kTcMaxT || d.E % 4 != 0 || d.E > 256 || d.H % 32 != 0 || d.H / 32 < kTcCluster) return 0;
     if (loads < 0 || loads > 3 || (loads == 2 && !d.wr3f) || (loads == 3 && !d.wrf)) return 0;
     g->Ep = (d.E + 15) / 16 * 16;
@@ -633,17 +765,18 @@ cudaLaunchConfig_t tc_config(dim3 grid, size_t smem, cudaStream_t s, cudaLaunchA
     return cfg;
 }
 
-template <int MT, int LOADS> cudaError_t tc_setup_one(tpm_moe_dev &d) {
-    const size_t smem = tc_smem(MT * 128, LOADS ? 0 : tc_stages<MT>());
+template <int MT, int LOADS, int TT = kTcTokens> cudaError_t tc_setup_one(tpm_moe_dev &d) {
+    const size_t smem = TT == kWideTokens ? tc_wide_smem(128) : tc_smem(MT * 128, LOADS ? 0 : tc_stages<MT>());
     cudaError_t e =
-        cudaFuncSetAttribute(k_route_tc<MT, LOADS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        cudaFuncSetAttribute(k_route_tc<MT, LOADS, TT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return e;
     cudaLaunchAttribute at[1];
     cudaLaunchConfig_t cfg = tc_config(dim3(kTcCluster * 16, 1, 1), smem, 0, at);
     int n = 0;
-    e = cudaOccupancyMaxActiveClusters(&n, k_route_tc<MT, LOADS>, &cfg);
+    e = cudaOccupancyMaxActiveClusters(&n, k_route_tc<MT, LOADS, TT>, &cfg);
     if (e != cudaSuccess) return e;
-    d.tc_clusters[4 * (MT - 1) + LOADS] = n;
+    if (TT == kWideTokens) d.tc_wide_clusters = n;
+    else d.tc_clusters[4 * (MT - 1) + LOADS] = n;
     return cudaSuccess;
 }
 
@@ -651,6 +784,7 @@ template <int MT, int LOADS> cudaError_t tc_setup_one(tpm_moe_dev &d) {
 
 tpm_status tpm_moe_route_tc_setup(tpm_moe_dev &d, int device) {
     for (int i = 0; i < 8; i++) d.tc_clusters[i] = 0;
+    d.tc_wide_clusters = 0;
     int major = 0;
     if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 9)
         return TPM_OK; /* clusters and distributed shared memory: 9.0 and later; mode 3 stays off */
@@ -658,9 +792,11 @@ tpm_status tpm_moe_route_tc_setup(tpm_moe_dev &d, int device) {
     if (tc_setup_one<1, 0>(d) != cudaSuccess || tc_setup_one<2, 0>(d) != cudaSuccess ||
         tc_setup_one<1, 1>(d) != cudaSuccess || tc_setup_one<2, 1>(d) != cudaSuccess ||
         tc_setup_one<1, 2>(d) != cudaSuccess || tc_setup_one<2, 2>(d) != cudaSuccess ||
-        tc_setup_one<1, 3>(d) != cudaSuccess || tc_setup_one<2, 3>(d) != cudaSuccess) {
+        tc_setup_one<1, 3>(d) != cudaSuccess || tc_setup_one<2, 3>(d) != cudaSuccess ||
+        tc_setup_one<1, 3, kWideTokens>(d) != cudaSuccess) {
         (void)cudaGetLastError();
         for (int i = 0; i < 8; i++) d.tc_clusters[i] = 0;
+        d.tc_wide_clusters = 0;
         tpm_log(TPM_LOG_WARN, "moe: routing mode 3 unavailable (cluster occupancy query failed)");
     }
     return TPM_OK;
@@ -671,9 +807,11 @@ int tpm_moe_route_tc_ok(const tpm_moe_dev &d, const void *x, int T) {
     return x && ((uintptr_t)x & 15) == 0 && tc_geometry(d, T, 0, 0, &g) && tc_geometry(d, T, 0, 1, &g);
 }
 
-int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int loads, int shape[4]) {
+int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int loads, int wide, int shape[4]) {
     tc_geom g;
-    if (!tc_geometry(d, T, clusters, loads, &g)) return 0;
+    if (loads == 3 && !d.wrf) loads = 2;
+    if (loads == 2 && !d.wr3f) loads = 1;
+    if (!tc_geometry(d, T, clusters, loads, &g, wide)) return 0;
     shape[0] = g.X;
     shape[1] = g.tiles;
     shape[2] = d.tc_clusters[4 * (g.MT - 1) + g.loads];
@@ -686,16 +824,18 @@ tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int 
     tc_geom g;
     if (loads == 3 && !d.wrf) loads = 2; /* no operand-order copy: the next form */
     if (loads == 2 && !d.wr3f) loads = 1;
-    TPM_ASSERT(tpm_moe_route_tc_ok(d, x, T) && tc_geometry(d, T, clusters, loads, &g));
+    TPM_ASSERT(tpm_moe_route_tc_ok(d, x, T) && tc_geometry(d, T, clusters, loads, &g, d.route_tc_wide));
     cudaLaunchAttribute at[1];
     cudaLaunchConfig_t cfg = tc_config(dim3((unsigned)g.X, (unsigned)g.tiles, 1), g.smem, s, at);
-    /* the group sums poll the cluster partials (round 50) where pl3 holds them */
-    const int poll = (d.route_poll & 2) && d.pl3 && (size_t)(g.X / kTcCluster) * T <= (size_t)d.pl3_rows;
-    /* the cluster stage by push (round 51) with the direct loads */
+    /* the group sums poll the cluster partials (round 50) where pl3 holds them (the wide tile: always) */
+    const int poll = tc_polled(d, T, g.X);
+    /* the cluster stage by push (round 51) with the direct loads (not the wide tile) */
     /* the selecting CTAs' meeting at a cluster barrier (round 52) where one cluster selects all */
-    const int cmeet = d.route_perm == 2 && poll && g.tiles == 1 && stop == 0;
-    const int flags = poll | ((d.route_poll & 8) && g.loads != 0 ? 2 : 0) | (cmeet ? 4 : 0);
-    if (g.MT == 1 && g.loads == 3)
+    const int cmeet = d.route_perm == 2 && poll && g.tiles == 1 && stop == 0 && !g.wide;
+    const int flags = poll | ((d.route_poll & 8) && g.loads != 0 && !g.wide ? 2 : 0) | (cmeet ? 4 : 0);
+    if (g.wide)
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 3, kWideTokens>, d, x, T, g.Ep, stop, flags));
+    else if (g.MT == 1 && g.loads == 3)
         TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 3>, d, x, T, g.Ep, stop, flags));
     else if (g.MT == 1 && g.loads == 2)
         TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 2>, d, x, T, g.Ep, stop, flags));

@@ -113,8 +113,10 @@ int tune_prefill_split_min = -1, tune_prefill_split_max = -1, tune_route_experts
 int tune_route_tc_loads = -1, tune_route_wide = -1, tune_shared_mma = -1, tune_route_perm_min = -1;
 int tune_route_poll = -1;
 int tune_route_cl_min = -1, tune_route_cl_max = -1, tune_route_cl_size = -1, tune_route_cluster_meet = -1;
+int tune_route_tc_wide = -1, tune_route_tc_clusters = -1;
 int last_plan = -1;       /* tpm_cuda_moe_shared_plan of the last run_gpu call */
 int last_route_mode = -1; /* tpm_cuda_moe_route_mode of the last run_gpu call */
+int last_route_tc_shape[4];
 
 /* A fresh layer on GPU 0 with w uploaded, on the given path; *tu: its tuning, to change and set. */
 tpm_cuda_moe *new_layer(const tpm_moe_weights *w, int T, int fused, tpm_moe_path path,
@@ -160,9 +162,12 @@ void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fused, tpm_
     if (tune_route_cl_max >= 0) tu.route_cl_max = tune_route_cl_max;
     if (tune_route_cl_size >= 0) tu.route_cl_size = tune_route_cl_size;
     if (tune_route_cluster_meet >= 0) tu.route_cluster_meet = tune_route_cluster_meet;
+    if (tune_route_tc_wide >= 0) tu.route_tc_wide = tune_route_tc_wide;
+    if (tune_route_tc_clusters >= 0) tu.route_tc_clusters = tune_route_tc_clusters;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     last_plan = tpm_cuda_moe_shared_plan(m, T);
     last_route_mode = tpm_cuda_moe_route_mode(m, T);
+    if (!tpm_cuda_moe_route_tc_shape(m, T, last_route_tc_shape)) memset(last_route_tc_shape, 0, sizeof last_route_tc_shape);
     void *dx = NULL, *dy = NULL;
     assert_int_equal(cudaMalloc(&dx, (size_t)T * H * 2), cudaSuccess);
     assert_int_equal(cudaMalloc(&dy, (size_t)T * H * 2), cudaSuccess);
