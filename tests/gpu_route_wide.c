@@ -1,0 +1,242 @@
+/*
+ * gpu_route_wide.c - routing mode 3 in 128-token tiles (tuning.route_tc_wide; the x slice staged
+ * in shared memory, moe_cuda_route_tc.cu) against the 64-token tiles over the same H slices (the
+ * same bits: selections, weights and the layer's output), against the fp64 host reference, with
+ * a NaN router row that must never be selected; on the mini presets with E <= 128 and on M3's
+ * router shape (128 experts) at hidden 1536 and 2048 (3 and 4 chunks per CTA: the register
+ * pipeline's every step); calls of changing token counts on one layer and a replayed CUDA graph
+ * against fresh layers' bits; the tuning checks. Exits 77 (skipped) without CUDA or GPU; prints
+ * a visible line where mode 3 cannot run (before 9.0).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#ifndef TPMOE_HAVE_CUDA
+int main(void) {
+    printf("gpu_route_wide: skipped (this build has no CUDA)\n");
+    return 77;
+}
+#else
+
+#include "util/gpu_moe_util.h"
+#include "moe/moe_cuda_defaults.h"
+
+#include <cuda_runtime_api.h>
+#include <math.h>
+
+static int g_have_tc = -1; /* mode 3 runs on this device */
+
+/* Forced mode 3 at T tokens, wide (128-token tiles from 1 token) or not, on `clusters` clusters of
+ * 8 (0: the layer's choice) into *r; 0 if mode 3 did not run (no 9.0 device). */
+static int run_tc(const tpm_moe_weights *w, const uint16_t *x, int T, int wide, int clusters, gpu_run *r) {
+    tune_route_gemm_min = 1 << 20;
+    tune_route_tc_min = 1;
+    tune_route_tc_max = 256;
+    tune_route_tc_loads = 3;
+    tune_route_tc_wide = wide ? 1 : 0;
+    tune_route_tc_clusters = clusters;
+    run_gpu(w, x, T, 1, TPM_MOE_PATH_AUTO, r);
+    tune_route_gemm_min = tune_route_tc_min = tune_route_tc_max = tune_route_tc_loads = -1;
+    tune_route_tc_wide = tune_route_tc_clusters = -1;
+    if (last_route_mode != 3) {
+        free_run(r);
+        if (g_have_tc < 0) g_have_tc = 0;
+        return 0;
+    }
+    g_have_tc = 1;
+    return 1;
+}
+
+/* The wide tiles against the 64-token tiles at the same H slices (c clusters per token tile: the
+ * 64-token form gets c x its tiles), and against the reference; where the preset cannot take the
+ * wide tile (fewer than 16 chunks of 32 h: one cluster per tile) the wide request falls back to the
+ * 64-token tiles (checked by the launch shape). */
+static void compare_preset(const tpm_preset *p, uint64_t seed, const int *Ts, int nT) {
+    tpm_moe_weights w;
+    make_weights(p, seed, &w);
+    for (int h = 0; h < p->hidden; h++) w.router[(size_t)5 * p->hidden + h] = NAN;
+    const int c = 2, wide_ok = p->hidden / 32 / 8 >= 2;
+    for (int ti = 0; ti < nT; ti++) {
+        const int T = Ts[ti], t64 = (T + 63) / 64, t128 = (T + 127) / 128;
+        uint16_t *x = make_x(T, p->hidden, seed + 17 + T);
+        gpu_run a, b;
+        if (!run_tc(&w, x, T, 0, c * t64, &a)) {
+            printf("  %-17s T=%-3d mode 3 not available here (mode %d ran)\n", p->name, T, last_route_mode);
+            free(x);
+            continue;
+        }
+        assert_int_equal(last_route_tc_shape[0], 8 * c);
+        assert_int_equal(last_route_tc_shape[1], t64);
+        assert_true(run_tc(&w, x, T, 1, c * t128, &b));
+        assert_int_equal(last_route_tc_shape[0], 8 * c);
+        assert_int_equal(last_route_tc_shape[1], wide_ok ? t128 : t64);
+        for (int t = 0; t < T; t++)
+            for (int sl = 0; sl < p->top_k; sl++) assert_int_not_equal(b.sel[(size_t)t * b.K + sl], 5);
+        const double e = check_run(&w, x, &b, 1, 6, 1e-2);
+        assert_memory_equal(a.sel, b.sel, sizeof(int32_t) * (size_t)T * a.K);
+        assert_memory_equal(a.wts, b.wts, sizeof(float) * (size_t)T * a.K);
+        assert_memory_equal(a.y, b.y, (size_t)T * p->hidden * 2);
+        printf("  %-17s hidden %-4d T=%-3d %s: %d CTAs x %d tiles, rel err %.2e, the 64-token tiles' bits\n",
+               p->name, p->hidden, T, wide_ok ? "128-token tiles" : "no wide tile (64-token tiles)",
+               last_route_tc_shape[0], last_route_tc_shape[1], e);
+        free_run(&a);
+        free_run(&b);
+        free(x);
+    }
+    free_weights(&w);
+}
+
+static void vs_64_token_tiles(void **state) {
+    (void)state;
+    const int Ts[] = {1, 25, 64, 65, 100, 128, 129, 200, 256};
+    const char *names[] = {"m3-mini", "deepseek-v3-mini", "gpt-oss-mini"};
+    for (size_t pi = 0; pi < 3; pi++) {
+        const tpm_preset *p = tpm_preset_find(names[pi]);
+        assert_non_null(p);
+        compare_preset(p, 800 + 50 * pi, Ts, (int)(sizeof Ts / sizeof Ts[0]));
+        if (g_have_tc == 0) return;
+    }
+}
+
+/* M3's router (128 experts top-4, sigmoid + bias, one shared) at hidden 1536 and 2048 with small
+ * experts: with two clusters per tile a CTA runs 3 or 4 chunks (the register pipeline's depth). */
+static void m3_router_chunks(void **state) {
+    (void)state;
+    tpm_preset p = *tpm_preset_find("m3-mini");
+    p.n_experts = 128;
+    p.inter = 32;
+    p.shared_inter = 32;
+    const int Ts[] = {33, 96, 128, 160, 256};
+    for (int hi = 0; hi < 2; hi++) {
+        p.hidden = hi ? 2048 : 1536;
+        compare_preset(&p, 900 + hi, Ts, 5);
+        if (g_have_tc == 0) return;
+    }
+}
+
+/* Calls of changing token counts on one layer, the wide tile on and off in turn, then a captured
+ * graph of two wide calls replayed: every output the bits of a fresh layer's call. */
+static void sequence_and_graph(void **state) {
+    (void)state;
+    if (g_have_tc == 0) {
+        printf("  mode 3 not available here: skipped\n");
+        return;
+    }
+    const tpm_preset *p = tpm_preset_find("m3-mini");
+    tpm_moe_weights w;
+    make_weights(p, 820, &w);
+    const int H = p->hidden;
+    const int Ts[] = {128, 65, 256, 25, 200, 100, 129, 77};
+    enum { N = sizeof Ts / sizeof Ts[0] };
+    gpu_run ref[N];
+    uint16_t *xs[N];
+    for (int i = 0; i < N; i++) {
+        xs[i] = make_x(Ts[i], H, 830 + i);
+        assert_true(run_tc(&w, xs[i], Ts[i], 1, 0, &ref[i]));
+    }
+    tpm_cuda_moe_tuning tu;
+    tpm_cuda_moe *m = new_layer(&w, 256, 1, TPM_MOE_PATH_AUTO, &tu);
+    void *dx = NULL, *dy = NULL;
+    assert_int_equal(cudaMalloc(&dx, (size_t)256 * H * 2), cudaSuccess);
+    assert_int_equal(cudaMalloc(&dy, (size_t)256 * H * 2), cudaSuccess);
+    uint16_t *y = malloc((size_t)256 * H * 2);
+    tu.route_gemm_min = 1 << 20;
+    tu.route_tc_min = 1;
+    tu.route_tc_max = 256;
+    tu.route_tc_loads = 3;
+    tu.route_cl_max = 0;
+    for (int i = 0; i < N; i++) {
+        const int T = Ts[i];
+        /* every third call: the 64-token tiles (the layer's clusters: other H slices, their own
+         * bits), then the wide tiles again */
+        tu.route_tc_wide = i % 3 == 2 ? 0 : 1;
+        assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+        assert_int_equal(tpm_cuda_moe_route_mode(m, T), 3);
+        assert_int_equal(cudaMemcpy(dx, xs[i], (size_t)T * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
+        assert_int_equal(cudaMemset(dy, 0xff, (size_t)T * H * 2), cudaSuccess); /* poison (NaN) */
+        assert_int_equal(tpm_cuda_moe_forward(m, dx, T, dy, NULL), TPM_OK);
+        assert_int_equal(cudaMemcpy(y, dy, (size_t)T * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+        if (i % 3 != 2) assert_memory_equal(y, ref[i].y, (size_t)T * H * 2);
+    }
+    tu.route_tc_wide = 1;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+    if (tpm_cuda_moe_capturable(m, 128) && tpm_cuda_moe_capturable(m, 200)) {
+        replay_two_call_graph(m, H, xs[0], 128, ref[0].y, xs[4], 200, ref[4].y, 5);
+        printf("  wide tiles: %d calls of 25-256 tokens (64-token tiles between) and 5 replays of a two-call "
+               "graph: fresh layers' bits\n",
+               (int)N);
+    }
+    assert_int_equal(tpm_cuda_moe_check(m), TPM_OK); /* no bounded wait ran out */
+    tpm_cuda_moe_destroy(m);
+    cudaFree(dx);
+    cudaFree(dy);
+    free(y);
+    for (int i = 0; i < N; i++) {
+        free_run(&ref[i]);
+        free(xs[i]);
+    }
+    free_weights(&w);
+}
+
+static void tuning_checks(void **state) {
+    (void)state;
+    tpm_preset p = *tpm_preset_find("m3-mini");
+    p.n_experts = 128;
+    p.hidden = 2048;
+    p.inter = 32;
+    p.shared_inter = 32;
+    tpm_moe_weights w;
+    make_weights(&p, 840, &w);
+    tpm_cuda_moe_tuning tu;
+    tpm_cuda_moe *m = new_layer(&w, 256, 1, TPM_MOE_PATH_AUTO, &tu);
+    assert_int_equal(tu.route_tc_wide, TPM_MOE_ROUTE_TC_WIDE);
+    tu.route_tc_wide = -1;
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.route_tc_wide = 0;
+    tu.route_tc_clusters = 4; /* 2 clusters per 128-token tile at 256 tokens */
+    assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+    int s64[4], s128[4];
+    if (tpm_cuda_moe_route_tc_shape(m, 256, s64)) {
+        assert_int_equal(s64[1], 4); /* 64-token tiles: one cluster each */
+        assert_int_equal(s64[0], 8);
+        tu.route_tc_wide = 129;
+        assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+        assert_int_equal(tpm_cuda_moe_route_tc_shape(m, 128, s128), 1);
+        assert_int_equal(s128[1], 2); /* below route_tc_wide: 64-token tiles */
+        assert_int_equal(tpm_cuda_moe_route_tc_shape(m, 256, s128), 1);
+        assert_int_equal(s128[1], 2);
+        assert_int_equal(s128[0], 16);
+        assert_int_equal(s128[3], 4); /* 64 chunks over 16 CTAs */
+        /* one cluster per tile cannot take the wide tile: the 64-token tiles */
+        tu.route_tc_clusters = 2;
+        assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+        assert_int_equal(tpm_cuda_moe_route_tc_shape(m, 256, s128), 1);
+        assert_int_equal(s128[1], 4);
+        printf("  256 tokens on 4 clusters: 2 wide tiles of 16 CTAs; on 2 clusters: 4 tiles of 64 tokens\n");
+    } else {
+        printf("  mode 3 not available here\n");
+    }
+    tpm_cuda_moe_destroy(m);
+    free_weights(&w);
+}
+
+int main(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
+        printf("gpu_route_wide: skipped (no GPU)\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(tuning_checks),
+        cmocka_unit_test(vs_64_token_tiles),
+        cmocka_unit_test(m3_router_chunks),
+        cmocka_unit_test(sequence_and_graph),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#endif
