@@ -587,6 +587,11 @@ int tpm_cuda_moe_shared_mma(const tpm_cuda_moe *m, int T) {
     return tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SLOT;
 }
 
+/* The routing's polled forms for a call of T tokens (d.route_poll; tuning.route_poll). */
+static int call_route_poll(const tpm_cuda_moe *m, int T) {
+    return m->d.E % 4 == 0 ? (m->tune.route_poll & (T <= TPM_MOE_POLL_T ? 15 : 10)) : 0;
+}
+
 /* The per-call state of the dev struct (every launch of a forward copies it): the split plan
  * with the shared MLP dense into sh_out (decode path; with EP on either path); the shared slot
  * on tensor cores (decode path, slot plan). */
@@ -598,7 +603,7 @@ static void set_call(tpm_cuda_moe *m, int T) {
     m->d.route_perm = m->tune.route_perm_min > 0 && T >= m->tune.route_perm_min && T <= TPM_MOE_ROUTE_PERM_MAX_T
                           ? (T <= m->tune.route_cluster_meet ? 2 : 1)
                           : 0;
-    m->d.route_poll = m->d.E % 4 == 0 ? (m->tune.route_poll & (T <= TPM_MOE_POLL_T ? 15 : 10)) : 0;
+    m->d.route_poll = call_route_poll(m, T);
     m->d.gate_up_pipe = m->tune.gate_up_pipe;
     m->d.route_tc_wide = m->tune.route_tc_wide > 0 && T >= m->tune.route_tc_wide;
 }
@@ -649,10 +654,12 @@ tpm_status tpm_cuda_moe_check(tpm_cuda_moe *m) {
 }
 
 int tpm_cuda_moe_route_tc_shape(const tpm_cuda_moe *m, int T, int shape[4]) {
-    const int wide = m && m->tune.route_tc_wide > 0 && T >= m->tune.route_tc_wide;
-    return m && shape ? tpm_moe_route_tc_shape(m->d, T, m->tune.route_tc_clusters, m->tune.route_tc_loads, wide,
-                                               shape)
-                      : 0;
+    if (!m || !shape) return 0;
+    /* the call's state that the shape depends on (the wide tile needs the polled sums) */
+    tpm_moe_dev d = m->d;
+    d.route_poll = call_route_poll(m, T);
+    const int wide = m->tune.route_tc_wide > 0 && T >= m->tune.route_tc_wide;
+    return tpm_moe_route_tc_shape(d, T, m->tune.route_tc_clusters, m->tune.route_tc_loads, wide, shape);
 }
 
 int tpm_cuda_moe_route_cl_shape(const tpm_cuda_moe *m, int T, int shape[4]) {
