@@ -83,8 +83,12 @@
  * to 32 tokens (four groups). r282 also read the selections from the groups' shared memory after
  * the meeting instead of through L2 (e77f98c, reverted): 0.2-0.8 us slower. */
 #define TPM_MOE_ROUTE_CLUSTER_MEET 32
-/* Mode 3 in 128-token tiles from this many tokens (tuning.route_tc_wide, round 53); 0 = never. */
-#define TPM_MOE_ROUTE_TC_WIDE 0
+/* Mode 3 in 128-token tiles from this many tokens (tuning.route_tc_wide, round 53); 0 = never.
+ * r285 (ONE H100, m3 fused, routing net, three passes, against the 64-token tiles): -0.1 to -0.4 us
+ * at 25 tokens, -0.5 to -0.7 at 32, -2.3 at 64, -2.5 at 65, -1.6 at 96, -0.9 at 128, +0.2 at 160,
+ * -0.3 at 192, -1.6 at 256 (17.1-17.5 against 18.7-18.9); that form had no cluster meeting. So
+ * wherever mode 3 runs. */
+#define TPM_MOE_ROUTE_TC_WIDE 1
 /* Up to this many tokens the prefill chains by programmatic dependent launch (moe_cuda_gemm_sm90a.cu)
  * the shared slot's gate_up items beside the routing (EARLY; round 20: 5-20 us faster at 24-2048
  * tokens) and down to gate_up (DOWN_EARLY; round 23: 13-33 us at 64-1024). In the persistent

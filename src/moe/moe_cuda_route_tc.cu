@@ -42,6 +42,17 @@
  *     loads, 512 contiguous bytes per warp load), split into hi / mid / lo in
  *     registers as k_split_router does (cvt.rn.bf16x2.f32): wr3f's words from
  *     two thirds of its bytes.
+ *     Wide tiles (tuning.route_tc_wide, the default since round 53; loads 3, Ep <= 128, polled,
+ *     at least two clusters per tile, at most kWideMaxC chunks per CTA): 128 tokens per CTA
+ *     (grid (X, ceil(T/128)), 16 n-tiles), so at 65-256 tokens a CTA reads half the router
+ *     bytes of the 64-token tiles at the same clusters. The CTA's x slice goes to shared memory
+ *     first by cp.async (xs[chunk][token][16 bytes]: a warp's B fragments of an n-tile are 512
+ *     contiguous bytes), in flight with the first router fragments; the register stages then
+ *     hold router fragments alone (16 registers instead of 48), four n-tiles' B fragments are
+ *     read from shared memory per step. The same chunks, and per accumulator the same mma order,
+ *     as the 64-token tiles: the same bits at the same X. Rank r sums tokens 16r .. 16r+15 in
+ *     step 2; in step 3 a tile of more than 64 tokens has its group 2r + h selected by rank r
+ *     of cluster SC - 1 - h (one group per CTA), else by rank r of the last cluster.
  *  2. The CTA's partial tile [64][Ep] (fp32) goes to shared memory; cluster
  *     barrier; CTA rank r sums tokens 8r..8r+7 of the tile over the 8 CTAs'
  *     tiles (distributed shared memory, rank order) and writes that cluster's
@@ -416,7 +427,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
      * block): the selecting CTAs are all in the last cluster along H (rank r: group r), so they
      * meet at a cluster barrier (release / acquire: their selections are visible) instead of the
      * global counter of build_permutation_groups; cluster-uniform */
-    const bool cmeet = !WIDE && (flags & 4) && (int)blockIdx.x / kTcCluster == (int)gridDim.x / kTcCluster - 1;
+    const bool cmeet = (flags & 4) && (int)blockIdx.x / kTcCluster == (int)gridDim.x / kTcCluster - 1;
     /* push (flags bit 1, direct loads only: the ring is free during the logits): each CTA sends its
      * partial of n-tile j straight from its accumulators into rank j's shared memory (st.async,
      * counted on rank j's mbarrier), so the rank sums its own shared memory: no release fence and
@@ -596,13 +607,16 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     /* poll: the group's block of the last cluster along H polls the SC partials instead of a
      * ticket (every CTA is resident at once: the host's X), and refills them with the sentinel
      * once read (so the buffer is all sentinel between launches); it runs even at stop 1 */
-    /* the wide tile (always polled): its 16 groups' CTAs are ranks of the last two clusters along
-     * H, group 2 rank + h of the tile by cluster SC - 1 - h (the host keeps SC >= 2), one group per
-     * CTA as build_permutation_groups needs */
-    const int hsel = SC - 1 - scx, tgs = WIDE ? t_base + 8 * (2 * rank + hsel) : tg0;
-    if ((!WIDE || hsel <= 1) && tgs < T && (stop != 1 || poll)) {
+    /* group tgs / 8 (8 tokens from tgs) by rank r: tgs = t_base + 8 r. The wide tile (always
+     * polled) with more than 64 tokens: its up to 16 groups' CTAs are ranks of the last two
+     * clusters along H, group 2 r + h of the tile by cluster SC - 1 - h (the host keeps SC >= 2),
+     * one group per CTA as build_permutation_groups needs; with at most 64 tokens the ranks of the
+     * last cluster, as the 64-token tile's (so the cluster meeting applies) */
+    const bool sel2 = WIDE && T - t_base > 64;
+    const int hsel = SC - 1 - scx, tgs = sel2 ? t_base + 8 * (2 * rank + hsel) : t_base + 8 * rank;
+    if ((!sel2 || hsel <= 1) && tgs < T && (stop != 1 || poll)) {
         const int grp = tgs / 8, ngroups = (T + 7) / 8;
-        if (WIDE || (poll ? scx == SC - 1 : block_ticket(d.tile_ctr + grp, SC, d.route_fence, &s_last))) {
+        if (sel2 || (poll ? scx == SC - 1 : block_ticket(d.tile_ctr + grp, SC, d.route_fence, &s_last))) {
             TPM_TRACE_MARK_CLK(d, 3, lin);
             TPM_TRACE_MARK(d, 2, 4, lin);
             for (int i = threadIdx.x; poll && i < 8 * E4; i += kTcThreads) {
@@ -675,7 +689,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
         asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
         asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
         TPM_TRACE_MARK_CLK(d, 6, lin);
-        if (tg0 < T) place_group_rows(d, T, tg0, min(8, T - tg0), reinterpret_cast<int *>(bits));
+        if (tgs < T) place_group_rows(d, T, tgs, min(8, T - tgs), reinterpret_cast<int *>(bits));
         TPM_TRACE_MARK_CLK(d, 2, lin);
     }
 }
@@ -831,7 +845,7 @@ tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int 
     const int poll = tc_polled(d, T, g.X);
     /* the cluster stage by push (round 51) with the direct loads (not the wide tile) */
     /* the selecting CTAs' meeting at a cluster barrier (round 52) where one cluster selects all */
-    const int cmeet = d.route_perm == 2 && poll && g.tiles == 1 && stop == 0 && !g.wide;
+    const int cmeet = d.route_perm == 2 && poll && g.tiles == 1 && stop == 0 && (!g.wide || T <= 64);
     const int flags = poll | ((d.route_poll & 8) && g.loads != 0 && !g.wide ? 2 : 0) | (cmeet ? 4 : 0);
     if (g.wide)
         TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 3, kWideTokens>, d, x, T, g.Ep, stop, flags));
