@@ -8,7 +8,8 @@
 #       tpmoe bench moe --preset m3 --fuse-shared 1 --gemm-hold 0 --check 1 \
 #         --tokens 25,32,48,64,65,96,128,160,192,256 [--route-tc-wide 0];
 #  3. the trace build's routing steps at 32, 128 and 256 tokens, both forms;
-#  4. the table with the new defaults, two passes:
+#  4. the wide tiles on 8, 10 and 12 clusters (--route-tc-clusters) at 64-256 tokens, one pass;
+#  5. the table with the new defaults, two passes:
 #       tpmoe bench moe --preset m3 --tokens 1,8,32,128,1024,8192 --fuse-shared both --check 2
 # Binaries: prebuilt/bin.txz (compact Release tpmoe and GPU tests, tpmoe_trace).
 # Run from the repository root:
@@ -46,6 +47,14 @@ for v in wd w0; do
     --tokens 32,128,256 $opt --json "$R/$tag.json" > "$R/$tag.log" 2>&1
   echo "== $tag rc=$? ($(el))"
   grep -E "us from its first block|first / last block" "$R/$tag.log" | sed 's/ (medians of 100 replays)//'
+done
+pack
+for c in 8 10 12; do # the wide tiles on fewer clusters: fewer partials per group, more chunks per CTA
+  tag=a_c$c
+  timeout 90 "$B/tpmoe" bench moe --preset m3 --fuse-shared 1 --gemm-hold 0 --check 1 --tokens 64,96,128,160,256 \
+    --route-tc-clusters $c --json "$R/$tag.json" > "$R/$tag.log" 2>&1
+  printf "== %-7s rc=%d (%s): " $tag $? "$(el)"
+  awk '/^tokens/{h=1;next} h&&NF>10{printf "%s %s | ", $1, $11}' "$R/$tag.log"; echo
 done
 pack
 for n in status status2; do
