@@ -22,7 +22,7 @@ static void usage(FILE *f) {
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 0|8|16|32] [--route-wide N]\n"
             "                       [--route-perm-min N] [--route-poll 0..15] [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
             "                       [--route-cl MIN:MAX] [--route-cl-size 0|8|16] [--route-cluster-meet N]\n"
-            "                       [--route-tc-wide N]\n"
+            "                       [--route-tc-wide N] [--route-tc-fit 0|1]\n"
             "                       [--route-tc-loads ring|direct|pipe|pipef32] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
             "                       [--trace-route N]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
@@ -78,6 +78,8 @@ static void usage(FILE *f) {
             "                    the layer's)\n"
             "  --route-tc-wide N  mode 3 in 128-token tiles (the x slice in shared memory) from N\n"
             "                    tokens where they can run (0 = never; default: the layer's)\n"
+            "  --route-tc-fit 0|1  mode 3 on the layer's clusters: 1 = the fewest per token tile\n"
+            "                    that keep the most chunks per CTA, 0 = all resident (default: the layer's)\n"
             "  --route-tc-clusters N  mode 3: spread over N clusters of 8 CTAs (default 0: as many\n"
             "                    as are resident at once)\n"
             "  --route-tc-loads X  mode 3: fragments straight into registers (direct), through a\n"
@@ -162,7 +164,7 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
     o->route_perm_min = -1;
     o->route_poll = -1;
     o->route_tc_min = o->route_tc_max = o->route_tc_clusters = o->route_tc_loads = o->expert_wait = o->route_fence = -1;
-    o->route_cl_min = o->route_cl_max = o->route_cl_size = o->route_cluster_meet = o->route_tc_wide = -1;
+    o->route_cl_min = o->route_cl_max = o->route_cl_size = o->route_cluster_meet = o->route_tc_wide = o->route_tc_fit = -1;
     o->prefill_early = -1;
     o->prefill_down_early = -1;
     o->gate_up_pipe = -1;
@@ -265,6 +267,8 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
             if (int_opt(a, v, 0, 1 << 20, &o->route_cluster_meet)) return 2;
         } else if (!strcmp(a, "--route-tc-wide")) {
             if (int_opt(a, v, 0, 1 << 20, &o->route_tc_wide)) return 2;
+        } else if (!strcmp(a, "--route-tc-fit")) {
+            if (int_opt(a, v, 0, 1, &o->route_tc_fit)) return 2;
         } else if (!strcmp(a, "--route-tc-loads")) {
             if (!strcmp(v, "ring")) o->route_tc_loads = 0;
             else if (!strcmp(v, "direct")) o->route_tc_loads = 1;
@@ -355,6 +359,7 @@ tpm_status bench_moe_apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->route_cl_size >= 0) t.route_cl_size = o->route_cl_size;
     if (o->route_cluster_meet >= 0) t.route_cluster_meet = o->route_cluster_meet;
     if (o->route_tc_wide >= 0) t.route_tc_wide = o->route_tc_wide;
+    if (o->route_tc_fit >= 0) t.route_tc_fit = o->route_tc_fit;
     if (o->prefill_early >= 0) t.prefill_early = o->prefill_early;
     if (o->prefill_down_early >= 0) t.prefill_down_early = o->prefill_down_early;
     if (o->expert_wait >= 0) t.expert_wait = o->expert_wait;

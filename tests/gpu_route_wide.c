@@ -218,6 +218,28 @@ static void tuning_checks(void **state) {
         assert_int_equal(tpm_cuda_moe_route_tc_shape(m, 256, s128), 1);
         assert_int_equal(s128[1], 4);
         printf("  256 tokens on 4 clusters: 2 wide tiles of 16 CTAs; on 2 clusters: 4 tiles of 64 tokens\n");
+        /* the layer's clusters with route_tc_fit: the fewest per tile for the most chunks per CTA */
+        assert_int_equal(tu.route_tc_fit, TPM_MOE_ROUTE_TC_FIT);
+        tu.route_tc_fit = 2;
+        assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+        tu.route_tc_clusters = 0;
+        tu.route_tc_wide = 1;
+        const int NC = p.hidden / 32;
+        for (int T = 32; T <= 256; T *= 2) {
+            int s0[4], s1[4];
+            tu.route_tc_fit = 0;
+            assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+            assert_int_equal(tpm_cuda_moe_route_tc_shape(m, T, s0), 1);
+            tu.route_tc_fit = 1;
+            assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
+            assert_int_equal(tpm_cuda_moe_route_tc_shape(m, T, s1), 1);
+            assert_int_equal(s1[1], s0[1]);
+            assert_int_equal(s1[3], s0[3]); /* the most chunks per CTA kept */
+            assert_int_equal(s1[0], 8 * ((NC + 8 * s0[3] - 1) / (8 * s0[3])));
+            assert_true(s1[0] <= s0[0]);
+            printf("  %3d tokens, the layer's clusters: %d CTAs per tile, fitted %d (<= %d chunks each)\n", T, s0[0],
+                   s1[0], s1[3]);
+        }
     } else {
         printf("  mode 3 not available here\n");
     }

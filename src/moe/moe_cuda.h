@@ -208,6 +208,10 @@ typedef struct tpm_cuda_moe_tuning {
                             * (route_poll bit 1), at least two clusters per tile, at most 4 chunks
                             * of 32 h per CTA; else the 64-token tiles. The same bits as the
                             * 64-token tiles over the same H slices (route_tc_clusters) */
+    int route_tc_fit;      /* mode 3 with route_tc_clusters 0: 1 = on the fewest clusters per token
+                            * tile that keep the most chunks of 32 h per CTA of the resident maximum
+                            * (each group then polls fewer partials; other H slices, their own bits);
+                            * 0 = the resident maximum (round 53) */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */

@@ -89,6 +89,10 @@
  * -0.3 at 192, -1.6 at 256 (17.1-17.5 against 18.7-18.9); that form had no cluster meeting. So
  * wherever mode 3 runs. */
 #define TPM_MOE_ROUTE_TC_WIDE 1
+/* Mode 3 on the fewest clusters for the most chunks per CTA (tuning.route_tc_fit, round 53). r286
+ * (one pass): the wide tiles on 12 clusters 12.2 / 14.3 us at 64 / 128 tokens against 12.4 / 14.8 on
+ * the 15 resident. */
+#define TPM_MOE_ROUTE_TC_FIT 1
 /* Up to this many tokens the prefill chains by programmatic dependent launch (moe_cuda_gemm_sm90a.cu)
  * the shared slot's gate_up items beside the routing (EARLY; round 20: 5-20 us faster at 24-2048
  * tokens) and down to gate_up (DOWN_EARLY; round 23: 13-33 us at 64-1024). In the persistent

@@ -110,6 +110,7 @@ struct tpm_moe_dev {
     /* decode buffers */
     float *act_f32;          /* [T*K][Il] */
     int route_tc_wide;       /* this call: mode 3 in 128-token tiles where it can (tuning.route_tc_wide) */
+    int route_tc_fit;        /* mode 3 on the fewest clusters for its most chunks per CTA (tuning.route_tc_fit) */
     float *rows_f32;         /* [T*K][H] */
     /* prefill buffers (bf16) */
     uint16_t *xp, *h13, *act_bf, *rows_bf; /* [T*K][H], [T*K][2Il], [T*K][Il], [T*K][H] */

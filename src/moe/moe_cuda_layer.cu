@@ -291,6 +291,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_cl_size = 0;
     m->tune.route_cluster_meet = TPM_MOE_ROUTE_CLUSTER_MEET;
     m->tune.route_tc_wide = TPM_MOE_ROUTE_TC_WIDE;
+    m->tune.route_tc_fit = TPM_MOE_ROUTE_TC_FIT;
     m->tune.prefill_early = TPM_MOE_PREFILL_EARLY;
     m->tune.prefill_down_early = TPM_MOE_PREFILL_DOWN_EARLY;
     m->tune.expert_wait = TPM_MOE_EXPERT_WAIT;
@@ -483,6 +484,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
                   "route_cl_size %d is not 0 (the largest that fits), 8 or 16", t->route_cl_size);
     TPM_ARG_CHECK(t->route_cluster_meet >= 0, "route_cluster_meet %d < 0", t->route_cluster_meet);
     TPM_ARG_CHECK(t->route_tc_wide >= 0, "route_tc_wide %d < 0", t->route_tc_wide);
+    TPM_ARG_CHECK(t->route_tc_fit == 0 || t->route_tc_fit == 1, "route_tc_fit %d is not 0 or 1", t->route_tc_fit);
     m->tune = *t;
     return TPM_OK;
 }
@@ -606,6 +608,7 @@ static void set_call(tpm_cuda_moe *m, int T) {
     m->d.route_poll = call_route_poll(m, T);
     m->d.gate_up_pipe = m->tune.gate_up_pipe;
     m->d.route_tc_wide = m->tune.route_tc_wide > 0 && T >= m->tune.route_tc_wide;
+    m->d.route_tc_fit = m->tune.route_tc_fit;
 }
 
 /* The routing mode of a call (tpm_cuda_moe_route_mode). */
@@ -658,6 +661,7 @@ int tpm_cuda_moe_route_tc_shape(const tpm_cuda_moe *m, int T, int shape[4]) {
     /* the call's state that the shape depends on (the wide tile needs the polled sums) */
     tpm_moe_dev d = m->d;
     d.route_poll = call_route_poll(m, T);
+    d.route_tc_fit = m->tune.route_tc_fit;
     const int wide = m->tune.route_tc_wide > 0 && T >= m->tune.route_tc_wide;
     return tpm_moe_route_tc_shape(d, T, m->tune.route_tc_clusters, m->tune.route_tc_loads, wide, shape);
 }

@@ -710,6 +710,15 @@ size_t tc_smem(int Ep, int stages) { /* stages 0: direct loads, the partial tile
     return ringb > tileb ? ringb : tileb;
 }
 
+/* Clusters per token tile: cpt, or with d.route_tc_fit (and the clusters the layer's choice) the
+ * fewest that keep the most chunks per CTA that cpt gives (round 53): the slowest CTA's logits are
+ * as long, and each group polls fewer partials (m3 at 32-128 tokens: 12 clusters, not 15). */
+int tc_fit(const tpm_moe_dev &d, int cpt, int clusters) {
+    if (clusters > 0 || !d.route_tc_fit || cpt < 1) return cpt;
+    const int NC = d.H / 32, per = (NC + kTcCluster * cpt - 1) / (kTcCluster * cpt);
+    return (NC + kTcCluster * per - 1) / (kTcCluster * per);
+}
+
 /* The polled group sums fit pl3 (route_poll bit 1): mode 3's default, the wide tile's condition. */
 int tc_polled(const tpm_moe_dev &d, int T, int X) {
     return (d.route_poll & 2) && d.pl3 && (size_t)(X / kTcCluster) * T <= (size_t)d.pl3_rows;
@@ -725,7 +734,8 @@ int tc_geometry(const tpm_moe_dev &d, int T, int clusters, int loads, tc_geom *g
         d.H % 32 == 0 && d.wrf) {
         const int maxc = clusters > 0 ? clusters : min(d.tc_wide_clusters, min(d.tc_clusters[1], d.tc_clusters[3]));
         const int tiles = (T + kWideTokens - 1) / kWideTokens;
-        const int cpt = min(min(maxc / tiles, kTcMaxSC), d.H / 32 / kTcCluster), X = cpt * kTcCluster;
+        const int cpt = tc_fit(d, min(min(maxc / tiles, kTcMaxSC), d.H / 32 / kTcCluster), clusters);
+        const int X = cpt * kTcCluster;
         const int nb = d.E1 + (d.ep > 1 ? 1 : 0);
         if (cpt >= 2 && (d.H / 32 + X - 1) / X <= kWideMaxC && tc_polled(d, T, X) &&
             (size_t)cpt * T <= (size_t)d.logit_rows && (T + 7) / 8 <= d.tile_cap && d.E1 <= kMaxE1 &&
@@ -753,7 +763,7 @@ int tc_geometry(const tpm_moe_dev &d, int T, int clusters, int loads, tc_geom *g
     g->loads = loads;
     g->tiles = (T + kTcTokens - 1) / kTcTokens;
     int cpt = maxc / g->tiles; /* clusters per tile: all resident at once when possible */
-    cpt = max(1, min(min(cpt, kTcMaxSC), d.H / 32 / kTcCluster));
+    cpt = tc_fit(d, max(1, min(min(cpt, kTcMaxSC), d.H / 32 / kTcCluster)), clusters);
     g->X = cpt * kTcCluster;
     g->smem = tc_smem(g->Ep, loads ? 0 : g->MT == 1 ? tc_stages<1>() : tc_stages<2>());
     const int nb = d.E1 + (d.ep > 1 ? 1 : 0);
