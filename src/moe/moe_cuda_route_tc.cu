@@ -565,54 +565,6 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
         if (push) mbar_wait0(smem_u32(&s_mb), d.ctr + 5);
 #pragma unroll
         for (int k = 0; k < kTcCluster; k++) Pr[k] = push ? P + 8 * (k - rank) * PS : cluster.map_shared_rank(P, k);
-        /* the cluster's sum of (token t, experts 4 e4 .. +3) into the partials' buffer */
-        auto store_sum = [&](int t, int e4, float4 s) {
-            if (poll) { /* the polled buffer: strong stores, never the sentinel (a NaN as 0x7fffffff) */
-                const float cn = __uint_as_float(0x7fffffffu);
-                s.x = isnan(s.x) ? cn : s.x;
-                s.y = isnan(s.y) ? cn : s.y;
-                s.z = isnan(s.z) ? cn : s.z;
-                s.w = isnan(s.w) ? cn : s.w;
-                asm volatile("st.relaxed.gpu.global.v4.f32 [%0], {%1,%2,%3,%4};" ::"l"(
-                                 d.pl3 + ((size_t)scx * T + t) * E + 4 * e4),
-                             "f"(s.x), "f"(s.y), "f"(s.z), "f"(s.w)
-                             : "memory");
-            } else {
-                *reinterpret_cast<float4 *>(d.logits + ((size_t)scx * T + t) * E + 4 * e4) = s;
-            }
-        };
-        if constexpr (WIDE) {
-            /* 16 tokens: up to two items per thread, every load of both issued before the first
-             * add (one item after the other put two DSMEM round trips in a row: r286's trace had
-             * the sums 2.6 us long at 128 tokens against 1.5 with the 64-token tiles); the same
-             * sums in the same order. Rows past T hold no partial and are never stored. */
-            for (int i0 = threadIdx.x; i0 < TPR * E4; i0 += 2 * kTcThreads) {
-                float4 v[2][kTcCluster];
-                int ts[2], e4s[2];
-#pragma unroll
-                for (int u = 0; u < 2; u++) {
-                    const int i = i0 + u * kTcThreads, ii = i < TPR * E4 ? i : i0, tl = ii / E4;
-                    e4s[u] = ii - tl * E4;
-                    ts[u] = i < TPR * E4 ? tg0 + tl : T;
-                    const int off = (TPR * rank + tl) * PS + 4 * e4s[u];
-#pragma unroll
-                    for (int k = 0; k < kTcCluster; k++) v[u][k] = *reinterpret_cast<const float4 *>(Pr[k] + off);
-                }
-#pragma unroll
-                for (int u = 0; u < 2; u++) {
-                    if (ts[u] >= T) continue;
-                    float4 s = v[u][0];
-#pragma unroll
-                    for (int k = 1; k < kTcCluster; k++) {
-                        s.x += v[u][k].x;
-                        s.y += v[u][k].y;
-                        s.z += v[u][k].z;
-                        s.w += v[u][k].w;
-                    }
-                    store_sum(ts[u], e4s[u], s);
-                }
-            }
-        } else {
         for (int i = threadIdx.x; i < TPR * E4; i += kTcThreads) {
             const int tl = i / E4, e4 = i - tl * E4, t = tg0 + tl;
             if (t >= T) continue;
@@ -626,8 +578,19 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
                 s.z += v.z;
                 s.w += v.w;
             }
-            store_sum(t, e4, s);
-        }
+            if (poll) { /* the polled buffer: strong stores, never the sentinel (a NaN as 0x7fffffff) */
+                const float cn = __uint_as_float(0x7fffffffu);
+                s.x = isnan(s.x) ? cn : s.x;
+                s.y = isnan(s.y) ? cn : s.y;
+                s.z = isnan(s.z) ? cn : s.z;
+                s.w = isnan(s.w) ? cn : s.w;
+                asm volatile("st.relaxed.gpu.global.v4.f32 [%0], {%1,%2,%3,%4};" ::"l"(
+                                 d.pl3 + ((size_t)scx * T + t) * E + 4 * e4),
+                             "f"(s.x), "f"(s.y), "f"(s.z), "f"(s.w)
+                             : "memory");
+            } else {
+                *reinterpret_cast<float4 *>(d.logits + ((size_t)scx * T + t) * E + 4 * e4) = s;
+            }
         }
         TPM_TRACE_MARK(d, 1, 4, lin);
     }
