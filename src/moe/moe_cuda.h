@@ -207,11 +207,12 @@ typedef struct tpm_cuda_moe_tuning {
                             * Fp32 router fragments (route_tc_loads 3), E <= 128, polled partials
                             * (route_poll bit 1), at least two clusters per tile, at most 4 chunks
                             * of 32 h per CTA; else the 64-token tiles. The same bits as the
-                            * 64-token tiles over the same H slices (route_tc_clusters) */
+                            * 64-token tiles over the same H slices (route_tc_clusters); default 1
+                            * (measured: wherever mode 3 runs) */
     int route_tc_fit;      /* mode 3 with route_tc_clusters 0: 1 = on the fewest clusters per token
                             * tile that keep the most chunks of 32 h per CTA of the resident maximum
                             * (each group then polls fewer partials; other H slices, their own bits);
-                            * 0 = the resident maximum (round 53) */
+                            * 0 = the resident maximum; default 1 (measured; round 53) */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */

@@ -84,14 +84,14 @@
  * the meeting instead of through L2 (e77f98c, reverted): 0.2-0.8 us slower. */
 #define TPM_MOE_ROUTE_CLUSTER_MEET 32
 /* Mode 3 in 128-token tiles from this many tokens (tuning.route_tc_wide, round 53); 0 = never.
- * r285 (ONE H100, m3 fused, routing net, three passes, against the 64-token tiles): -0.1 to -0.4 us
- * at 25 tokens, -0.5 to -0.7 at 32, -2.3 at 64, -2.5 at 65, -1.6 at 96, -0.9 at 128, +0.2 at 160,
- * -0.3 at 192, -1.6 at 256 (17.1-17.5 against 18.7-18.9); that form had no cluster meeting. So
- * wherever mode 3 runs. */
+ * r286 (ONE H100, m3 fused, routing net, three passes, against the 64-token tiles, both with the
+ * cluster meeting up to 32 tokens): -0.2 us at 25 tokens, -0.75 at 32, -1.9 at 48, -2.2 at 64-65,
+ * -1.6 at 96, -0.8 at 128, +0.3 at 160, -0.2 at 192, -1.9 at 256 (16.9 against 18.8); r285 (without
+ * the meeting) the same within 0.3 us. So wherever mode 3 runs. */
 #define TPM_MOE_ROUTE_TC_WIDE 1
-/* Mode 3 on the fewest clusters for the most chunks per CTA (tuning.route_tc_fit, round 53). r286
- * (one pass): the wide tiles on 12 clusters 12.2 / 14.3 us at 64 / 128 tokens against 12.4 / 14.8 on
- * the 15 resident. */
+/* Mode 3 on the fewest clusters for the most chunks per CTA (tuning.route_tc_fit, round 53). r287
+ * (ONE H100, m3 fused, routing net, three passes, the 128-token tiles, against all 15 resident):
+ * -0.1 to -0.2 us at 25-96 and 160-256 tokens, -0.5 at 128 (14.5 against 15.1: 12 clusters). */
 #define TPM_MOE_ROUTE_TC_FIT 1
 /* Up to this many tokens the prefill chains by programmatic dependent launch (moe_cuda_gemm_sm90a.cu)
  * the shared slot's gate_up items beside the routing (EARLY; round 20: 5-20 us faster at 24-2048
