@@ -298,11 +298,8 @@ __device__ __forceinline__ void stage_x_wide(const uint16_t *__restrict__ x, int
 }
 
 /* One chunk of the wide tile: wrf's words r split as mma_chunk_f32 does, the B fragments from
- * the chunk's x slice xc in shared memory, NG n-tiles at a time (ngrp groups of NG; n-tiles past
- * the tile's tokens hold zeros and are never stored): NG independent accumulator chains per warp
- * between the mma of one chain; per accumulator the order of mma_chunk_f: the same bits as the
- * 64-token tiles. */
-template <int NG>
+ * the chunk's x slice xc in shared memory, four n-tiles at a time (ngrp groups of 4 hold tokens);
+ * per accumulator the order of mma_chunk_f: the same bits as the 64-token tiles. */
 __device__ __forceinline__ void mma_chunk_wide(float (&acc)[16][4], const uint4 (&r)[2][2], const uint4 *xc,
                                                int ngrp) {
     const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
@@ -320,18 +317,18 @@ __device__ __forceinline__ void mma_chunk_wide(float (&acc)[16][4], const uint4 
         f[2][s] = l;
     }
 #pragma unroll
-    for (int jg = 0; jg < 16 / NG; jg++) {
+    for (int jg = 0; jg < 4; jg++) {
         if (jg >= ngrp) break; /* block-uniform */
-        uint4 b[NG];
+        uint4 b[4];
 #pragma unroll
-        for (int jj = 0; jj < NG; jj++) b[jj] = xc[(8 * (NG * jg + jj) + g) * 4 + q];
+        for (int jj = 0; jj < 4; jj++) b[jj] = xc[(8 * (4 * jg + jj) + g) * 4 + q];
 #pragma unroll
         for (int st = 0; st < 6; st++) {
             const uint4 &A = f[st % 3][st / 3];
 #pragma unroll
-            for (int jj = 0; jj < NG; jj++) {
-                if (st < 3) mma_bf16(acc[NG * jg + jj], A.x, A.y, A.z, A.w, b[jj].x, b[jj].y);
-                else mma_bf16(acc[NG * jg + jj], A.x, A.y, A.z, A.w, b[jj].z, b[jj].w);
+            for (int jj = 0; jj < 4; jj++) {
+                if (st < 3) mma_bf16(acc[4 * jg + jj], A.x, A.y, A.z, A.w, b[jj].x, b[jj].y);
+                else mma_bf16(acc[4 * jg + jj], A.x, A.y, A.z, A.w, b[jj].z, b[jj].w);
             }
         }
     }
@@ -366,10 +363,7 @@ __device__ __forceinline__ void logits_wide(const tpm_moe_dev &d, const uint16_t
         for (int i = 0; i < P; i++) {
             const int c = c0 + i, cn = c + P - 1;
             load(cn, cn < nc, f[(i + P - 1) % P]);
-            if (c < nc && wv) { /* more than 8 n-tiles: eight chains at a time (round 53) */
-                if (ngrp > 2) mma_chunk_wide<8>(acc, f[i], xs + (size_t)c * kWideTokens * 4, (ngrp + 1) / 2);
-                else mma_chunk_wide<4>(acc, f[i], xs + (size_t)c * kWideTokens * 4, ngrp);
-            }
+            if (c < nc && wv) mma_chunk_wide(acc, f[i], xs + (size_t)c * kWideTokens * 4, ngrp);
         }
     }
 }
