@@ -269,10 +269,7 @@ static void route_poll_sequence(void **state) {
         const int T = Ts[i];
         tu.route_poll = i % 5 == 3 ? 0 : i % 5 == 1 ? 3 : 7; /* the tickets now and then */
         assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
-        assert_int_equal(cudaMemcpy(dx, xs[T], (size_t)T * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
-        assert_int_equal(cudaMemset(dy, 0xff, (size_t)T * H * 2), cudaSuccess); /* poison (NaN) */
-        assert_int_equal(tpm_cuda_moe_forward(m, dx, T, dy, NULL), TPM_OK);
-        assert_int_equal(cudaMemcpy(y, dy, (size_t)T * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+        forward_host(m, dx, dy, H, xs[T], T, y);
         assert_int_equal(tpm_cuda_moe_get_routing(m, T, sel, wts, NULL), TPM_OK);
         assert_memory_equal(y, ref[T].y, (size_t)T * H * 2);
         assert_memory_equal(sel, ref[T].sel, sizeof(int32_t) * (size_t)T * ref[T].K);

@@ -283,6 +283,13 @@ double rel_diff(const uint16_t *a, const uint16_t *b, size_t n) {
     return sqrt(num / (den > 0 ? den : 1));
 }
 
+void forward_host(tpm_cuda_moe *m, void *dx, void *dy, int H, const uint16_t *x, int T, uint16_t *y) {
+    assert_int_equal(cudaMemcpy(dx, x, (size_t)T * H * 2, cudaMemcpyHostToDevice), cudaSuccess);
+    assert_int_equal(cudaMemset(dy, 0xff, (size_t)T * H * 2), cudaSuccess); /* poison (NaN) */
+    assert_int_equal(tpm_cuda_moe_forward(m, dx, T, dy, NULL), TPM_OK);
+    assert_int_equal(cudaMemcpy(y, dy, (size_t)T * H * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+}
+
 /* The own wgmma prefill GEMM (and its split plan) exists on a 9.0 device. */
 int sm90_device(void) {
     int major = 0, minor = 0;

@@ -60,6 +60,9 @@ double check_run(const tpm_moe_weights *w, const uint16_t *x, const gpu_run *r, 
 double rel_diff(const uint16_t *a, const uint16_t *b, size_t n);
 /* 1 on a 9.0 device (the own wgmma prefill GEMM and its split plan exist there). */
 int sm90_device(void);
+/* One forward of layer m on T tokens of host input x through its device buffers dx / dy (the
+ * output poisoned first), the output into host y. */
+void forward_host(tpm_cuda_moe *m, void *dx, void *dy, int H, const uint16_t *x, int T, uint16_t *y);
 /* Two calls of layer m (Ta tokens xa, then Tb tokens xb; host inputs) captured into one CUDA
  * graph on a stream of its own and replayed reps times, the outputs poisoned before each replay:
  * every replay's outputs are ya and yb bit for bit. */
