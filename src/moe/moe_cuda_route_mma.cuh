@@ -59,12 +59,9 @@ __device__ __forceinline__ void split3(float a, float b, uint32_t &hi, uint32_t 
     lo = bf16x2_rn(ra - __uint_as_float(mid << 16), rb - __uint_as_float(mid & 0xffff0000u));
 }
 
-/* The mma of one chunk from fp32 words (mode 3's loads 3, mode 4): r[2 hf + s] = the fp32 values
- * of rows g + 8 hf at k-step s as stored in wrf, split into wr3f's operands (the same words), then
- * mma_chunk_f. */
-template <int NT>
-__device__ __forceinline__ void mma_chunk_f32(float (&acc)[8][4], const uint4 (&r)[2][2], const uint4 (&b)[8]) {
-    uint4 f[3][2];
+/* A chunk's fp32 words r[hf][s] (rows g + 8 hf at k-step s, as stored in wrf) split into wr3f's
+ * operands f[split][s] (the same words). */
+__device__ __forceinline__ void split_chunk_f32(const uint4 (&r)[2][2], uint4 (&f)[3][2]) {
 #pragma unroll
     for (int s = 0; s < 2; s++) {
         const float4 u = *reinterpret_cast<const float4 *>(&r[0][s]), v = *reinterpret_cast<const float4 *>(&r[1][s]);
@@ -77,6 +74,14 @@ __device__ __forceinline__ void mma_chunk_f32(float (&acc)[8][4], const uint4 (&
         f[1][s] = m;
         f[2][s] = l;
     }
+}
+
+/* The mma of one chunk from fp32 words (mode 3's loads 3, mode 4): r as split_chunk_f32's, split,
+ * then mma_chunk_f. */
+template <int NT>
+__device__ __forceinline__ void mma_chunk_f32(float (&acc)[8][4], const uint4 (&r)[2][2], const uint4 (&b)[8]) {
+    uint4 f[3][2];
+    split_chunk_f32(r, f);
     mma_chunk_f<NT>(acc, f, b);
 }
 

@@ -304,18 +304,7 @@ __device__ __forceinline__ void mma_chunk_wide(float (&acc)[16][4], const uint4 
                                                int ngrp) {
     const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
     uint4 f[3][2];
-#pragma unroll
-    for (int s = 0; s < 2; s++) {
-        const float4 u = *reinterpret_cast<const float4 *>(&r[0][s]), v = *reinterpret_cast<const float4 *>(&r[1][s]);
-        uint4 h, m, l;
-        split3(u.x, u.y, h.x, m.x, l.x);
-        split3(v.x, v.y, h.y, m.y, l.y);
-        split3(u.z, u.w, h.z, m.z, l.z);
-        split3(v.z, v.w, h.w, m.w, l.w);
-        f[0][s] = h;
-        f[1][s] = m;
-        f[2][s] = l;
-    }
+    split_chunk_f32(r, f);
 #pragma unroll
     for (int jg = 0; jg < 4; jg++) {
         if (jg >= ngrp) break; /* block-uniform */
