@@ -20,7 +20,7 @@ static void usage(FILE *f) {
             "                       [--shard N] [--fuse-shared 0|1|both|0,1]\n"
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 0|8|16|32] [--route-wide N]\n"
-            "                       [--route-perm-min N] [--route-poll 0..15] [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
+            "                       [--route-perm-min N] [--route-poll 0..31] [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
             "                       [--route-cl MIN:MAX] [--route-cl-size 0|8|16] [--route-cluster-meet N]\n"
             "                       [--route-tc-wide N] [--route-tc-fit 0|1]\n"
             "                       [--route-tc-loads ring|direct|pipe|pipef32] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
@@ -67,7 +67,7 @@ static void usage(FILE *f) {
             "                    bit 0 mode 1's one row of blocks (1-8 tokens, the wide form), bit 1 mode 3's\n"
             "                    groups, bit 2 mode 1's several rows (0 = tickets; default: the layer's);\n"
             "                    bit 3: mode 3's partial tiles pushed into the summing rank (st.async);\n"
-            "                    the same bits\n"
+            "                    bit 4: mode 3's polled cluster sums spread over every rank; the same bits\n"
             "  --route-tc MIN:MAX  one-launch tensor-core routing (mode 3) from MIN to MAX tokens\n"
             "                    (0:0 = off; default: the layer's)\n"
             "  --route-cl MIN:MAX  one-cluster tensor-core routing (mode 4) from MIN to MAX tokens, before\n"
@@ -240,7 +240,7 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--route-wide")) {
             if (int_opt(a, v, 0, 16, &o->route_wide)) return 2;
         } else if (!strcmp(a, "--route-poll")) {
-            if (int_opt(a, v, 0, 15, &o->route_poll)) return 2;
+            if (int_opt(a, v, 0, 31, &o->route_poll)) return 2;
         } else if (!strcmp(a, "--route-perm-min")) {
             if (int_opt(a, v, 0, 1 << 20, &o->route_perm_min)) return 2;
         } else if (!strcmp(a, "--route-tc")) {

@@ -4,7 +4,8 @@
  * same bits: selections, weights and the layer's output), against the fp64 host reference, with
  * a NaN router row that must never be selected; on the mini presets with E <= 128 and on M3's
  * router shape (128 experts) at hidden 1536 and 2048 (3 and 4 chunks per CTA: the register
- * pipeline's every step); calls of changing token counts on one layer and a replayed CUDA graph
+ * pipeline's every step), each with the cluster sums spread over every rank (route_poll bit 4) or
+ * not (the same bits); calls of changing token counts on one layer and a replayed CUDA graph
  * against fresh layers' bits; the tuning checks. Exits 77 (skipped) without CUDA or GPU; prints
  * a visible line where mode 3 cannot run (before 9.0).
  */
@@ -81,6 +82,19 @@ static void compare_preset(const tpm_preset *p, uint64_t seed, const int *Ts, in
         assert_memory_equal(a.sel, b.sel, sizeof(int32_t) * (size_t)T * a.K);
         assert_memory_equal(a.wts, b.wts, sizeof(float) * (size_t)T * a.K);
         assert_memory_equal(a.y, b.y, (size_t)T * p->hidden * 2);
+        /* both tiles with the cluster sums spread over every rank or not (route_poll bit 4, the
+         * other way from the default): the same bits */
+        for (int wd = 0; wd < 2; wd++) {
+            gpu_run s;
+            tune_route_poll = TPM_MOE_ROUTE_POLL ^ 16;
+            const int ran = run_tc(&w, x, T, wd, c * (wd ? t128 : t64), &s);
+            tune_route_poll = -1;
+            assert_true(ran);
+            assert_memory_equal(a.sel, s.sel, sizeof(int32_t) * (size_t)T * a.K);
+            assert_memory_equal(a.wts, s.wts, sizeof(float) * (size_t)T * a.K);
+            assert_memory_equal(a.y, s.y, (size_t)T * p->hidden * 2);
+            free_run(&s);
+        }
         printf("  %-17s hidden %-4d T=%-3d %s: %d CTAs x %d tiles, rel err %.2e, the 64-token tiles' bits\n",
                p->name, p->hidden, T, wide_ok ? "128-token tiles" : "no wide tile (64-token tiles)",
                last_route_tc_shape[0], last_route_tc_shape[1], e);

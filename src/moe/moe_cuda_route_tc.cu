@@ -548,16 +548,24 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     }
     TPM_TRACE_MARK(d, 1, 3, lin);
     TPM_TRACE_MARK(d, 2, 6, lin);
-    const int E = d.E, E4 = E / 4, tg0 = t_base + TPR * rank; /* this CTA's tokens in the cluster's sums */
-    if (tg0 < T) {
-        const float *Pr[kTcCluster]; /* Pr[k] + (TPR rank + tl) PS: rank k's partial of our token tl */
+    /* the items (token tl of the tile, 4 experts e4) this CTA sums: TPR tokens from TPR rank, or
+     * spread (flags bit 3, polled, not push; round 54) the tile's items split evenly over the 8
+     * ranks, so a partial tile (25-64 tokens of a 128-token tile: two ranks had all the sums)
+     * spreads its distributed shared memory reads over every rank. The same sums in the same
+     * order: the same bits; the polled groups' CTAs take the partials from whichever rank wrote. */
+    const int E = d.E, E4 = E / 4;
+    const bool spread = poll && !push && (flags & 8);
+    const int nitems = min(TT, T - t_base) * E4;
+    const int i_begin = spread ? rank * nitems / kTcCluster : TPR * rank * E4;
+    const int i_end = spread ? (rank + 1) * nitems / kTcCluster : min(TPR * (rank + 1) * E4, nitems);
+    if (i_begin < i_end) {
+        const float *Pr[kTcCluster]; /* Pr[k] + tl PS: rank k's partial of the tile's token tl */
         if (push) mbar_wait0(smem_u32(&s_mb), d.ctr + 5);
 #pragma unroll
         for (int k = 0; k < kTcCluster; k++) Pr[k] = push ? P + 8 * (k - rank) * PS : cluster.map_shared_rank(P, k);
-        for (int i = threadIdx.x; i < TPR * E4; i += kTcThreads) {
-            const int tl = i / E4, e4 = i - tl * E4, t = tg0 + tl;
-            if (t >= T) continue;
-            const int off = (TPR * rank + tl) * PS + 4 * e4;
+        for (int i = i_begin + (int)threadIdx.x; i < i_end; i += kTcThreads) {
+            const int tl = i / E4, e4 = i - tl * E4, t = t_base + tl;
+            const int off = tl * PS + 4 * e4;
             float4 s = *reinterpret_cast<const float4 *>(Pr[0] + off);
 #pragma unroll
             for (int k = 1; k < kTcCluster; k++) {
@@ -845,7 +853,10 @@ tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int 
     /* the cluster stage by push (round 51) with the direct loads (not the wide tile) */
     /* the selecting CTAs' meeting at a cluster barrier (round 52) where one cluster selects all */
     const int cmeet = d.route_perm == 2 && poll && g.tiles == 1 && stop == 0 && (!g.wide || T <= 64);
-    const int flags = poll | ((d.route_poll & 8) && g.loads != 0 && !g.wide ? 2 : 0) | (cmeet ? 4 : 0);
+    const int push = (d.route_poll & 8) && g.loads != 0 && !g.wide;
+    /* the cluster sums spread over every rank (route_poll bit 4, round 54): polled, not push */
+    const int spread = (d.route_poll & 16) && poll && !push;
+    const int flags = poll | (push ? 2 : 0) | (cmeet ? 4 : 0) | (spread ? 8 : 0);
     if (g.wide)
         TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 3, kWideTokens>, d, x, T, g.Ep, stop, flags));
     else if (g.MT == 1 && g.loads == 3)
