@@ -22,7 +22,7 @@ static void usage(FILE *f) {
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 0|8|16|32] [--route-wide N]\n"
             "                       [--route-perm-min N] [--route-poll 0..31] [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
             "                       [--route-cl MIN:MAX] [--route-cl-size 0|8|16] [--route-cluster-meet N]\n"
-            "                       [--route-tc-wide N] [--route-tc-fit 0|1]\n"
+            "                       [--route-tc-wide N] [--route-tc-fit 0|1] [--route-tc-split 1|2|4]\n"
             "                       [--route-tc-loads ring|direct|pipe|pipef32] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
             "                       [--trace-route N]\n"
             "                       [--shared-plan auto|slot|split] [--prefill-gemm loop|grouped|streams|wgmma] [--flush write|read|none] [--pdl 0|1]\n"
@@ -80,6 +80,8 @@ static void usage(FILE *f) {
             "                    tokens where they can run (0 = never; default: the layer's)\n"
             "  --route-tc-fit 0|1  mode 3 on the layer's clusters: 1 = the fewest per token tile\n"
             "                    that keep the most chunks per CTA, 0 = all resident (default: the layer's)\n"
+            "  --route-tc-split G  mode 3's 128-token tiles with the experts split in G groups (1, 2, 4;\n"
+            "                    E 128; default: the layer's)\n"
             "  --route-tc-clusters N  mode 3: spread over N clusters of 8 CTAs (default 0: as many\n"
             "                    as are resident at once)\n"
             "  --route-tc-loads X  mode 3: fragments straight into registers (direct), through a\n"
@@ -164,7 +166,7 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
     o->route_perm_min = -1;
     o->route_poll = -1;
     o->route_tc_min = o->route_tc_max = o->route_tc_clusters = o->route_tc_loads = o->expert_wait = o->route_fence = -1;
-    o->route_cl_min = o->route_cl_max = o->route_cl_size = o->route_cluster_meet = o->route_tc_wide = o->route_tc_fit = -1;
+    o->route_cl_min = o->route_cl_max = o->route_cl_size = o->route_cluster_meet = o->route_tc_wide = o->route_tc_fit = o->route_tc_split = -1;
     o->prefill_early = -1;
     o->prefill_down_early = -1;
     o->gate_up_pipe = -1;
@@ -269,6 +271,8 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
             if (int_opt(a, v, 0, 1 << 20, &o->route_tc_wide)) return 2;
         } else if (!strcmp(a, "--route-tc-fit")) {
             if (int_opt(a, v, 0, 1, &o->route_tc_fit)) return 2;
+        } else if (!strcmp(a, "--route-tc-split")) {
+            if (int_opt(a, v, 1, 4, &o->route_tc_split)) return 2;
         } else if (!strcmp(a, "--route-tc-loads")) {
             if (!strcmp(v, "ring")) o->route_tc_loads = 0;
             else if (!strcmp(v, "direct")) o->route_tc_loads = 1;
@@ -360,6 +364,7 @@ tpm_status bench_moe_apply_tuning(tpm_cuda_moe *m, const opts *o) {
     if (o->route_cluster_meet >= 0) t.route_cluster_meet = o->route_cluster_meet;
     if (o->route_tc_wide >= 0) t.route_tc_wide = o->route_tc_wide;
     if (o->route_tc_fit >= 0) t.route_tc_fit = o->route_tc_fit;
+    if (o->route_tc_split >= 0) t.route_tc_split = o->route_tc_split;
     if (o->prefill_early >= 0) t.prefill_early = o->prefill_early;
     if (o->prefill_down_early >= 0) t.prefill_down_early = o->prefill_down_early;
     if (o->expert_wait >= 0) t.expert_wait = o->expert_wait;

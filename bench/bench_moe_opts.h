@@ -22,7 +22,7 @@ typedef struct opts {
     int fuse[2], nfuse;
     tpm_moe_path path;
     int decode_kernel, decode_max, route_gemm_min, route_legacy; /* -1: the layer's default */
-    int down_kernel, route_stop, route_experts, route_wide, route_perm_min, route_poll, gate_up_pairs, route_tc_min, route_tc_max, route_tc_clusters, route_tc_loads, route_cl_min, route_cl_max, route_cl_size, route_cluster_meet, route_tc_wide, route_tc_fit, expert_wait, route_fence,
+    int down_kernel, route_stop, route_experts, route_wide, route_perm_min, route_poll, gate_up_pairs, route_tc_min, route_tc_max, route_tc_clusters, route_tc_loads, route_cl_min, route_cl_max, route_cl_size, route_cluster_meet, route_tc_wide, route_tc_fit, route_tc_split, expert_wait, route_fence,
         gate_up_pipe, prefill_early, prefill_down_early;
     int ar_tpmoe; /* TP all-reduce: 1 tpmoe's (default), 0 NCCL */
     int shared_split_min, prefill_gemm, pdl, shared_overlap, prefill_cluster, prefill_split_min, prefill_split_max; /* -1: the layer's default */

@@ -133,6 +133,69 @@ static void m3_router_chunks(void **state) {
     }
 }
 
+/* The expert-split forms (route_tc_split 2 and 4: each cluster one group's experts over EG times
+ * the H slices, the warps' runs of chunks added in shared memory) on M3's router shape (128
+ * experts) at hidden 1536, 2048 and 6144, on the layer's clusters and on EG clusters per tile:
+ * against the fp64 reference (a NaN router row never selected), the same bits on a fresh layer,
+ * and the launch shape (clusters a multiple of EG, the chunks per CTA over one group's CTAs). At
+ * hidden 6144 on EG clusters per tile (24 chunks per CTA) and over two tiles the split forms may
+ * not fit: the next fewer groups, down to the 64-token tiles. */
+static void split_experts(void **state) {
+    (void)state;
+    if (g_have_tc == 0) {
+        printf("  mode 3 not available here: skipped\n");
+        return;
+    }
+    tpm_preset p = *tpm_preset_find("m3-mini");
+    p.n_experts = 128;
+    p.inter = 32;
+    p.shared_inter = 32;
+    const int hs[] = {1536, 2048, 6144};
+    const int Ts[] = {1, 25, 33, 64, 96, 128, 160, 256};
+    for (int hi = 0; hi < 3; hi++) {
+        p.hidden = hs[hi];
+        const int NC = p.hidden / 32;
+        tpm_moe_weights w;
+        make_weights(&p, 950 + hi, &w);
+        for (int h = 0; h < p.hidden; h++) w.router[(size_t)77 * p.hidden + h] = NAN;
+        for (int ti = 0; ti < 8; ti++) {
+            const int T = Ts[ti], t128 = (T + 127) / 128;
+            uint16_t *x = make_x(T, p.hidden, 960 + 10 * hi + ti);
+            for (int EG = 2; EG <= 4; EG *= 2) {
+                for (int cl = 0; cl < 2; cl++) {
+                    const int clusters = cl ? EG * t128 : 0;
+                    gpu_run a, b;
+                    tune_route_tc_split = EG;
+                    const int ran = run_tc(&w, x, T, 1, clusters, &a);
+                    const int X = last_route_tc_shape[0], tiles = last_route_tc_shape[1], ch = last_route_tc_shape[3];
+                    const int ran2 = ran && run_tc(&w, x, T, 1, clusters, &b);
+                    tune_route_tc_split = -1;
+                    assert_true(ran && ran2);
+                    int eg = EG; /* the form that ran: the shape's chunks per CTA over one group's CTAs */
+                    while (eg > 1 && (X % (8 * eg) != 0 || ch != (NC + X / eg - 1) / (X / eg) || ch > 8)) eg /= 2;
+                    /* hidden 6144: EG clusters per tile, or 15 resident over two tiles, leave a split
+                     * form too many chunks per CTA */
+                    if (hi < 2 || (cl == 0 && t128 == 1)) assert_int_equal(eg, EG);
+                    if (eg > 1) assert_int_equal(tiles, t128);
+                    for (int t = 0; t < T; t++)
+                        for (int sl = 0; sl < p.top_k; sl++) assert_int_not_equal(a.sel[(size_t)t * a.K + sl], 77);
+                    const double e = check_run(&w, x, &a, 1, 6, 1e-2);
+                    assert_memory_equal(a.sel, b.sel, sizeof(int32_t) * (size_t)T * a.K);
+                    assert_memory_equal(a.wts, b.wts, sizeof(float) * (size_t)T * a.K);
+                    assert_memory_equal(a.y, b.y, (size_t)T * p.hidden * 2);
+                    printf("  hidden %-4d T=%-3d split %d on %s: %3d CTAs x %d tiles, %d chunks each (%d groups ran), "
+                           "rel err %.2e, run to run the same bits\n",
+                           p.hidden, T, EG, cl ? "EG clusters" : "the layer's clusters", X, tiles, ch, eg, e);
+                    free_run(&a);
+                    free_run(&b);
+                }
+            }
+            free(x);
+        }
+        free_weights(&w);
+    }
+}
+
 /* Calls of changing token counts on one layer, the wide tile on and off in turn, then a captured
  * graph of two wide calls replayed: every output the bits of a fresh layer's call. */
 static void sequence_and_graph(void **state) {
@@ -269,6 +332,7 @@ int main(void) {
         cmocka_unit_test(vs_64_token_tiles),
         cmocka_unit_test(m3_router_chunks),
         cmocka_unit_test(sequence_and_graph),
+        cmocka_unit_test(split_experts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

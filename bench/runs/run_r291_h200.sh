@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# run_r291_h200.sh - one GPU, into $OUT/r291: round 54's first step, mode 3's polled cluster sums
-# spread over every rank of the cluster (route_poll bit 4: --route-poll 23) against the rank's own
-# tokens (--route-poll 7, the default until now), one binary, the same defaults otherwise.
-#  1. gpu_route_wide, gpu_moe (spread or not: the same bits; the reference);
+# run_r291_h200.sh - one GPU, into $OUT/r291: round 54's first steps, one binary, four variants of
+# mode 3's wide tiles: base (--route-poll 7 --route-tc-split 1, the defaults until now), spread (the
+# polled cluster sums spread over every rank: --route-poll 23), s2 and s4 (spread, and the experts
+# split in 2 / 4 groups: --route-tc-split 2 / 4), the same defaults otherwise.
+#  1. gpu_route_wide, gpu_moe (spread or not: the same bits; the split forms against the reference);
 #  2. the A/B, fused m3 layer, routing net, three passes in rotating order, one process each:
 #       tpmoe bench moe --preset m3 --fuse-shared 1 --gemm-hold 0 --check 1 --route-poll P \
-#         --tokens 25,32,48,64,65,96,128,160,192,256;
-#  3. the trace build's routing steps at 32 and 128 tokens, both forms.
+#         --route-tc-split G --tokens 25,32,48,64,65,96,128,160,192,256;
+#  3. the trace build's routing steps at 32 and 128 tokens, each variant.
 # Binaries: prebuilt/bin.txz (compact Release tpmoe and GPU tests, tpmoe_trace).
 # Run from the repository root:
 #   tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r291_h200.sh
@@ -20,27 +21,27 @@ for t in gpu_route_wide gpu_moe; do
   pack
 done
 TOK=25,32,48,64,65,96,128,160,192,256
+args() { case $1 in base) echo "--route-poll 7 --route-tc-split 1" ;; spread) echo "--route-poll 23 --route-tc-split 1" ;;
+  s2) echo "--route-poll 23 --route-tc-split 2" ;; s4) echo "--route-poll 23 --route-tc-split 4" ;; esac; }
 for pass in a b c; do
   case $pass in
-    a) order="spread base" ;;
-    b) order="base spread" ;;
-    c) order="spread base" ;;
+    a) order="s4 s2 spread base" ;;
+    b) order="base spread s2 s4" ;;
+    c) order="s2 base s4 spread" ;;
   esac
   for v in $order; do
     tag=${pass}_$v
-    P=23; [ $v = base ] && P=7
     timeout 90 "$B/tpmoe" bench moe --preset m3 --fuse-shared 1 --gemm-hold 0 --check 1 --tokens $TOK \
-      --route-poll $P --json "$R/$tag.json" > "$R/$tag.log" 2>&1
+      $(args $v) --json "$R/$tag.json" > "$R/$tag.log" 2>&1
     printf "== %-8s rc=%d (%s): " $tag $? "$(el)"
     awk '/^tokens/{h=1;next} h&&NF>10{printf "%s %s | ", $1, $11}' "$R/$tag.log"; echo
   done
   pack
 done
-for v in spread base; do
+for v in base spread s2 s4; do
   tag=trace_$v
-  P=23; [ $v = base ] && P=7
   timeout 90 "$B/tpmoe_trace" bench moe --preset m3 --fuse-shared 1 --gemm-hold 0 --check 1 --trace-route 100 \
-    --route-poll $P --tokens 32,128 --json "$R/$tag.json" > "$R/$tag.log" 2>&1
+    $(args $v) --tokens 32,128 --json "$R/$tag.json" > "$R/$tag.log" 2>&1
   echo "== $tag rc=$? ($(el))"
   grep -E "us from its first block|first / last block|routing mode 3 on" "$R/$tag.log" | sed 's/ (medians of 100 replays)//'
   pack

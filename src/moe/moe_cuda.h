@@ -216,6 +216,13 @@ typedef struct tpm_cuda_moe_tuning {
                             * tile that keep the most chunks of 32 h per CTA of the resident maximum
                             * (each group then polls fewer partials; other H slices, their own bits);
                             * 0 = the resident maximum; default 1 (measured; round 53) */
+    int route_tc_split;    /* mode 3's 128-token tiles with the experts split in this many groups
+                            * (1, 2 or 4; round 54): each cluster computes one group's experts over
+                            * EG times the H slices, its warps split the chunks EG ways and add
+                            * their tiles in shared memory, so each cluster's sums read 1/EG of
+                            * the bytes through distributed shared memory and each 8-token group
+                            * polls 1/EG of the partials. E = 128 only (else 1); its own bits,
+                            * the same in every run; default 1 */
 } tpm_cuda_moe_tuning;
 
 /* How the shared expert runs in one call (tpm_cuda_moe_shared_plan). */

@@ -93,6 +93,8 @@
  * (ONE H100, m3 fused, routing net, three passes, the 128-token tiles, against all 15 resident):
  * -0.1 to -0.2 us at 25-96 and 160-256 tokens, -0.5 at 128 (14.5 against 15.1: 12 clusters). */
 #define TPM_MOE_ROUTE_TC_FIT 1
+/* Mode 3's 128-token tiles with the experts split in groups (tuning.route_tc_split, round 54). */
+#define TPM_MOE_ROUTE_TC_SPLIT 1
 /* Up to this many tokens the prefill chains by programmatic dependent launch (moe_cuda_gemm_sm90a.cu)
  * the shared slot's gate_up items beside the routing (EARLY; round 20: 5-20 us faster at 24-2048
  * tokens) and down to gate_up (DOWN_EARLY; round 23: 13-33 us at 64-1024). In the persistent

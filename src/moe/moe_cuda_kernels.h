@@ -109,7 +109,8 @@ struct tpm_moe_dev {
     int tile_cap;
     /* decode buffers */
     float *act_f32;          /* [T*K][Il] */
-    int route_tc_wide;       /* this call: mode 3 in 128-token tiles where it can (tuning.route_tc_wide) */
+    int route_tc_wide;       /* this call: mode 3 in 128-token tiles where it can (tuning.route_tc_wide),
+                              * 1 or the expert groups of the split forms (2, 4: tuning.route_tc_split) */
     int route_tc_fit;        /* mode 3 on the fewest clusters for its most chunks per CTA (tuning.route_tc_fit) */
     float *rows_f32;         /* [T*K][H] */
     /* prefill buffers (bf16) */

@@ -292,6 +292,7 @@ tpm_status tpm_cuda_moe_create(const tpm_cuda_moe_desc *desc, tpm_cuda_moe **out
     m->tune.route_cluster_meet = TPM_MOE_ROUTE_CLUSTER_MEET;
     m->tune.route_tc_wide = TPM_MOE_ROUTE_TC_WIDE;
     m->tune.route_tc_fit = TPM_MOE_ROUTE_TC_FIT;
+    m->tune.route_tc_split = TPM_MOE_ROUTE_TC_SPLIT;
     m->tune.prefill_early = TPM_MOE_PREFILL_EARLY;
     m->tune.prefill_down_early = TPM_MOE_PREFILL_DOWN_EARLY;
     m->tune.expert_wait = TPM_MOE_EXPERT_WAIT;
@@ -485,6 +486,8 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->route_cluster_meet >= 0, "route_cluster_meet %d < 0", t->route_cluster_meet);
     TPM_ARG_CHECK(t->route_tc_wide >= 0, "route_tc_wide %d < 0", t->route_tc_wide);
     TPM_ARG_CHECK(t->route_tc_fit == 0 || t->route_tc_fit == 1, "route_tc_fit %d is not 0 or 1", t->route_tc_fit);
+    TPM_ARG_CHECK(t->route_tc_split == 1 || t->route_tc_split == 2 || t->route_tc_split == 4,
+                  "route_tc_split %d is not 1, 2 or 4", t->route_tc_split);
     m->tune = *t;
     return TPM_OK;
 }
@@ -589,6 +592,12 @@ int tpm_cuda_moe_shared_mma(const tpm_cuda_moe *m, int T) {
     return tpm_cuda_moe_shared_plan(m, T) == TPM_MOE_SHARED_SLOT;
 }
 
+/* Mode 3's wide tiles for a call of T tokens (d.route_tc_wide): 0 = the 64-token tiles, else their
+ * expert groups (tuning.route_tc_wide, route_tc_split). */
+static int call_route_wide(const tpm_cuda_moe *m, int T) {
+    return m->tune.route_tc_wide > 0 && T >= m->tune.route_tc_wide ? m->tune.route_tc_split : 0;
+}
+
 /* The routing's polled forms for a call of T tokens (d.route_poll; tuning.route_poll). */
 static int call_route_poll(const tpm_cuda_moe *m, int T) {
     return m->d.E % 4 == 0 ? (m->tune.route_poll & (T <= TPM_MOE_POLL_T ? 31 : 26)) : 0;
@@ -607,7 +616,7 @@ static void set_call(tpm_cuda_moe *m, int T) {
                           : 0;
     m->d.route_poll = call_route_poll(m, T);
     m->d.gate_up_pipe = m->tune.gate_up_pipe;
-    m->d.route_tc_wide = m->tune.route_tc_wide > 0 && T >= m->tune.route_tc_wide;
+    m->d.route_tc_wide = call_route_wide(m, T);
     m->d.route_tc_fit = m->tune.route_tc_fit;
 }
 
@@ -662,8 +671,8 @@ int tpm_cuda_moe_route_tc_shape(const tpm_cuda_moe *m, int T, int shape[4]) {
     tpm_moe_dev d = m->d;
     d.route_poll = call_route_poll(m, T);
     d.route_tc_fit = m->tune.route_tc_fit;
-    const int wide = m->tune.route_tc_wide > 0 && T >= m->tune.route_tc_wide;
-    return tpm_moe_route_tc_shape(d, T, m->tune.route_tc_clusters, m->tune.route_tc_loads, wide, shape);
+    return tpm_moe_route_tc_shape(d, T, m->tune.route_tc_clusters, m->tune.route_tc_loads, call_route_wide(m, T),
+                                  shape);
 }
 
 int tpm_cuda_moe_route_cl_shape(const tpm_cuda_moe *m, int T, int shape[4]) {

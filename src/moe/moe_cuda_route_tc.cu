@@ -53,6 +53,14 @@
  *     as the 64-token tiles: the same bits at the same X. Rank r sums tokens 16r .. 16r+15 in
  *     step 2; in step 3 a tile of more than 64 tokens has its group 2r + h selected by rank r
  *     of cluster SC - 1 - h (one group per CTA), else by rank r of the last cluster.
+ *     Expert-split wide tiles (tuning.route_tc_split EG = 2 or 4, round 54; E = 128): cluster scx
+ *     holds expert group scx / SCG (Ep / EG experts) over the H slices of its kcl-th cluster of
+ *     SCG = SC / EG (so a CTA runs EG times the chunks, at most kWideMaxCS); warp w computes the
+ *     group's m-tile w % (8 / EG) over the w / (8 / EG)-th of EG equal runs of the CTA's chunks,
+ *     the runs' tiles are added in shared memory in run order, and step 2 sums tiles of Ep / EG
+ *     experts (1 / EG of the distributed shared memory reads), always spread over the 8 ranks,
+ *     into partial row kcl of the group's columns: each 8-token group polls SCG partials. Other
+ *     sums than the 64-token tiles: its own bits, the same in every run.
  *  2. The CTA's partial tile [64][Ep] (fp32) goes to shared memory; cluster
  *     barrier; CTA rank r sums tokens 8r..8r+7 of the tile over the 8 CTAs'
  *     tiles (distributed shared memory, rank order) and writes that cluster's
@@ -121,6 +129,9 @@ constexpr int kTcPipe3 = 3, kTcPipe3_2 = 2;
 /* the wide tiles (tuning.route_tc_wide, round 53): 128 tokens (16 n-tiles) per CTA, the x slice of
  * at most kWideMaxC chunks in shared memory, kWideP one-chunk register stages of router fragments */
 constexpr int kWideTokens = 128, kWideMaxC = 4, kWideP = 4;
+/* the wide tile's expert-split forms (tuning.route_tc_split 2 / 4, round 54): at most this many
+ * chunks per CTA (the x slice: 64 KB) */
+constexpr int kWideMaxCS = 8;
 
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src_bytes) {
     const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
@@ -327,32 +338,38 @@ __device__ __forceinline__ void mma_chunk_wide(float (&acc)[16][4], const uint4 
  * with the first kWideP - 1 chunks' router fragments), then loads 3's register pipeline over the
  * router alone (a stage is 16 registers instead of loads 3's 48: the x fragments come from shared
  * memory), the same chunks in the same order. */
+template <int EG>
 __device__ __forceinline__ void logits_wide(const tpm_moe_dev &d, const uint16_t *__restrict__ x, int T, int Ep,
-                                            int t_base, int c_begin, int nc, int ngrp, uint4 *xs,
+                                            int t_base, int c_begin, int nc, int ngrp, int eg, uint4 *xs,
                                             float (&acc)[16][4]) {
-    constexpr int P = kWideP;
+    constexpr int P = kWideP, MTG = 8 / EG;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const bool wv = warp * 16 < Ep; /* warp-uniform: the warp has router rows */
+    /* the warp's router m-tile and its share of the CTA's chunks: every chunk (EG 1), or with the
+     * experts split in EG groups (Ep 128) m-tile eg MTG + warp % MTG over the warp / MTG-th of
+     * EG equal runs of the chunks */
+    const int wm = EG == 1 ? warp : eg * MTG + warp % MTG, kq = EG == 1 ? 0 : warp / MTG;
+    const int w0 = kq * nc / EG, wn = (kq + 1) * nc / EG - w0;
+    const bool wv = wm * 16 < Ep; /* warp-uniform: the warp has router rows */
     const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
     uint4 f[P][2][2];
     auto load = [&](int c, bool cv, uint4(&r)[2][2]) {
-        const uint4 *af = reinterpret_cast<const uint4 *>(d.wrf) + ((size_t)(c_begin + c) * (Ep / 16) + warp) * 4 * 32 + lane;
+        const uint4 *af = reinterpret_cast<const uint4 *>(d.wrf) + ((size_t)(c_begin + w0 + c) * (Ep / 16) + wm) * 4 * 32 + lane;
 #pragma unroll
         for (int sp = 0; sp < 2; sp++)
 #pragma unroll
             for (int ks = 0; ks < 2; ks++) r[sp][ks] = cv && wv ? __ldg(af + (2 * sp + ks) * 32) : zero;
     };
 #pragma unroll
-    for (int i = 0; i < P - 1; i++) load(i, i < nc, f[i]);
+    for (int i = 0; i < P - 1; i++) load(i, i < wn, f[i]);
     stage_x_wide(x, T, d.H, t_base, c_begin, nc, xs);
     cp_async_wait<0>();
     __syncthreads(); /* the x slice landed for every thread */
-    for (int c0 = 0; c0 < nc; c0 += P) {
+    for (int c0 = 0; c0 < wn; c0 += P) {
 #pragma unroll
         for (int i = 0; i < P; i++) {
             const int c = c0 + i, cn = c + P - 1;
-            load(cn, cn < nc, f[(i + P - 1) % P]);
-            if (c < nc && wv) mma_chunk_wide(acc, f[i], xs + (size_t)c * kWideTokens * 4, ngrp);
+            load(cn, cn < wn, f[(i + P - 1) % P]);
+            if (c < wn && wv) mma_chunk_wide(acc, f[i], xs + (size_t)(w0 + c) * kWideTokens * 4, ngrp);
         }
     }
 }
@@ -387,11 +404,12 @@ __device__ __forceinline__ void mbar_wait0(unsigned mb, int32_t *err) {
     }
 }
 
-template <int MT, int LOADS, int TT = kTcTokens>
+template <int MT, int LOADS, int TT = kTcTokens, int EG = 1>
 __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const uint16_t *__restrict__ x, int T,
                                                             int Ep, int stop, int flags) {
     constexpr bool WIDE = TT == kWideTokens; /* 128-token tiles: MT 1, LOADS 3, polled, no push */
     static_assert(!WIDE || (MT == 1 && LOADS == 3), "the wide tile: one m-tile per warp, loads 3");
+    static_assert(EG == 1 || (WIDE && (EG == 2 || EG == 4)), "the expert-split forms: wide tiles, 2 or 4 groups");
     constexpr int TPR = TT / kTcCluster; /* tokens per rank in the cluster's sums: 8 or 16 */
     constexpr int kTcStages = tc_stages<MT>();
     extern __shared__ __align__(16) uint4 ring[];
@@ -448,7 +466,12 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
         if (grp * 8 < T) asm volatile("prefetch.global.L2 [%0];" ::"l"(d.tile_ctr + grp));
         asm volatile("prefetch.global.L2 [%0];" ::"l"(d.ctr + 2));
     }
-    const int NC = d.H / 32, c_begin = (int)((int64_t)cx * NC / X), nc = (int)((int64_t)(cx + 1) * NC / X) - c_begin;
+    /* clusters along H (SC), and with the experts split in EG groups (Ep 128, round 54): cluster scx
+     * holds group eg = scx / SCG's experts over the H slices of its kcl-th cluster of SCG, the CTA
+     * the kx-th of the group's Xg along H */
+    const int SC = X / kTcCluster, scx = cx / kTcCluster, SCG = SC / EG, eg = scx / SCG, kcl = scx - eg * SCG;
+    const int Xg = X / EG, kx = cx - eg * Xg;
+    const int NC = d.H / 32, c_begin = (int)((int64_t)kx * NC / Xg), nc = (int)((int64_t)(kx + 1) * NC / Xg) - c_begin;
     const int rows = 3 * Ep + kTcTokens, slot_u4 = rows * 4;
     const int nt_valid = min(TT / 8, (T - t_base + 7) / 8); /* n-tiles holding tokens (>= 1) */
 
@@ -462,7 +485,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
             for (int i = 0; i < 4; i++) acc[mt][j][i] = 0.0f;
     constexpr bool DIRECT = LOADS != 0;
     if constexpr (WIDE) {
-        logits_wide(d, x, T, Ep, t_base, c_begin, nc, (nt_valid + 3) / 4, ring, acc[0]);
+        logits_wide<EG>(d, x, T, Ep, t_base, c_begin, nc, (nt_valid + 3) / 4, eg, ring, acc[0]);
     } else {
     if constexpr (LOADS >= 2) {
         if (nt_valid > 4) logits_pipe<MT, 8, LOADS>(d, x, T, Ep, t_base, c_begin, nc, acc);
@@ -509,9 +532,41 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     /* 2. the partial tile P[t][e] (row stride Ep + 4 floats: no bank conflicts), then the
      * cluster's sum of 8 tokens per CTA through distributed shared memory */
     float *P = reinterpret_cast<float *>(ring);
-    const int PS = Ep + 4;
-    const int rank = (int)cluster.block_rank(), SC = X / kTcCluster, scx = cx / kTcCluster;
-    if (push) { /* into rank j's slot [rank][8 tokens][PS] for n-tile j */
+    constexpr int MTG = 8 / EG;
+    const int EGW = EG == 1 ? Ep : Ep / EG; /* the tile's experts: all, or the group's */
+    const int PS = EGW + 4;
+    const int rank = (int)cluster.block_rank();
+    if constexpr (EG > 1) {
+        /* the EG warps of an m-tile hold partials of EG runs of chunks: the runs 1 .. EG-1 go to
+         * tiles 1 .. of P, then run 0's warp adds them in run order and writes tile 0 */
+        const int kq = warp / MTG, m0 = (warp % MTG) * 16;
+        auto at = [&](int s, int j, int i) -> float & {
+            return P[(size_t)s * TT * PS + (8 * j + 2 * q + (i & 1)) * PS + m0 + g + 8 * (i >> 1)];
+        };
+        if (kq > 0) {
+#pragma unroll
+            for (int j = 0; j < TT / 8; j++) {
+                if (j >= nt_valid) break;
+#pragma unroll
+                for (int i = 0; i < 4; i++) at(kq, j, i) = acc[0][j][i];
+            }
+        }
+        __syncthreads();
+        if (kq == 0) {
+#pragma unroll
+            for (int j = 0; j < TT / 8; j++) {
+                if (j >= nt_valid) break;
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    float v = acc[0][j][i];
+#pragma unroll
+                    for (int s2 = 1; s2 < EG; s2++) v += at(s2, j, i);
+                    at(0, j, i) = v;
+                }
+            }
+        }
+        cluster.sync();
+    } else if (push) { /* into rank j's slot [rank][8 tokens][PS] for n-tile j */
         asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); /* every mbarrier is set up */
         const unsigned mb = smem_u32(&s_mb), base = smem_u32(P) + (unsigned)(8 * rank * PS) * 4u;
 #pragma unroll
@@ -554,17 +609,18 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
      * spreads its distributed shared memory reads over every rank. The same sums in the same
      * order: the same bits; the polled groups' CTAs take the partials from whichever rank wrote. */
     const int E = d.E, E4 = E / 4;
-    const bool spread = poll && !push && (flags & 8);
-    const int nitems = min(TT, T - t_base) * E4;
-    const int i_begin = spread ? rank * nitems / kTcCluster : TPR * rank * E4;
-    const int i_end = spread ? (rank + 1) * nitems / kTcCluster : min(TPR * (rank + 1) * E4, nitems);
+    const int S4 = EG == 1 ? E4 : EGW / 4, col0 = EG == 1 ? 0 : eg * EGW; /* the items' 4-expert columns */
+    const bool spread = poll && !push && (EG > 1 || (flags & 8));
+    const int nitems = min(TT, T - t_base) * S4;
+    const int i_begin = spread ? rank * nitems / kTcCluster : TPR * rank * S4;
+    const int i_end = spread ? (rank + 1) * nitems / kTcCluster : min(TPR * (rank + 1) * S4, nitems);
     if (i_begin < i_end) {
         const float *Pr[kTcCluster]; /* Pr[k] + tl PS: rank k's partial of the tile's token tl */
         if (push) mbar_wait0(smem_u32(&s_mb), d.ctr + 5);
 #pragma unroll
         for (int k = 0; k < kTcCluster; k++) Pr[k] = push ? P + 8 * (k - rank) * PS : cluster.map_shared_rank(P, k);
         for (int i = i_begin + (int)threadIdx.x; i < i_end; i += kTcThreads) {
-            const int tl = i / E4, e4 = i - tl * E4, t = t_base + tl;
+            const int tl = i / S4, e4 = i - tl * S4, t = t_base + tl;
             const int off = tl * PS + 4 * e4;
             float4 s = *reinterpret_cast<const float4 *>(Pr[0] + off);
 #pragma unroll
@@ -582,11 +638,11 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
                 s.z = isnan(s.z) ? cn : s.z;
                 s.w = isnan(s.w) ? cn : s.w;
                 asm volatile("st.relaxed.gpu.global.v4.f32 [%0], {%1,%2,%3,%4};" ::"l"(
-                                 d.pl3 + ((size_t)scx * T + t) * E + 4 * e4),
+                                 d.pl3 + ((size_t)kcl * T + t) * E + col0 + 4 * e4),
                              "f"(s.x), "f"(s.y), "f"(s.z), "f"(s.w)
                              : "memory");
             } else {
-                *reinterpret_cast<float4 *>(d.logits + ((size_t)scx * T + t) * E + 4 * e4) = s;
+                *reinterpret_cast<float4 *>(d.logits + ((size_t)kcl * T + t) * E + col0 + 4 * e4) = s;
             }
         }
         TPM_TRACE_MARK(d, 1, 4, lin);
@@ -621,7 +677,8 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
                 if (t >= T) continue;
                 const float4 *src = reinterpret_cast<const float4 *>(d.pl3 + (size_t)t * E) + e4;
                 const size_t st4 = (size_t)T * E4;
-                const float4 sum = poll_sum<kTcMaxSC>(d.ctr + 5, src, st4, SC); /* cluster order */
+                /* cluster order; the expert-split forms: SCG partials, each written by EG clusters */
+                const float4 sum = poll_sum<kTcMaxSC>(d.ctr + 5, src, st4, SCG);
                 *reinterpret_cast<float4 *>(&s_lg[tl][4 * e4]) = sum;
                 /* the sentinel back where this thread read (r273: written instead by the other
                  * threads while thread 0 waits in the permutation's group barrier, the routing
@@ -631,7 +688,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
                 float4 *dst = const_cast<float4 *>(src);
 #pragma unroll
                 for (int k = 0; k < kTcMaxSC; k++)
-                    if (k < SC) dst[k * st4] = sent;
+                    if (k < SCG) dst[k * st4] = sent;
             }
             for (int i = threadIdx.x; !poll && i < 8 * E4; i += kTcThreads) {
                 const int tl = i / E4, e4 = i - tl * E4, t = tgs + tl;
@@ -696,9 +753,11 @@ struct tc_geom {
     size_t smem;
 };
 
-/* the wide tile's shared memory: the x slice, then the partial tile in the same bytes */
-size_t tc_wide_smem(int Ep) {
-    const size_t xb = (size_t)kWideMaxC * kWideTokens * 64, tileb = (size_t)kWideTokens * (Ep + 4) * 4;
+/* the wide tile's shared memory: the x slice, then the partial tile in the same bytes (the
+ * expert-split forms, EG groups: EG tiles of the group's experts, one per run of chunks) */
+size_t tc_wide_smem(int Ep, int EG) {
+    const size_t xb = (size_t)(EG == 1 ? kWideMaxC : kWideMaxCS) * kWideTokens * 64;
+    const size_t tileb = (size_t)EG * kWideTokens * (Ep / EG + 4) * 4;
     return xb > tileb ? xb : tileb;
 }
 
@@ -727,14 +786,20 @@ int tc_polled(const tpm_moe_dev &d, int T, int X) {
  * tiles where they can run (loads 3, Ep <= 128, polled, >= 2 clusters per tile, <= kWideMaxC
  * chunks per CTA), else the 64-token tiles (g->wide says which). */
 int tc_geometry(const tpm_moe_dev &d, int T, int clusters, int loads, tc_geom *g, int wide = 0) {
-    if (wide && loads == 3 && d.E <= 128 && d.tc_wide_clusters >= 1 && T <= kTcMaxT && d.E % 4 == 0 &&
-        d.H % 32 == 0 && d.wrf) {
+    /* wide: 1, or the expert groups of the split forms (2, 4: E 128, round 54), each group's
+     * clusters along H the fewest that keep its most chunks per CTA; where a split form does not
+     * fit (more than kWideMaxCS chunks per CTA), the next fewer groups */
+    for (int EG = wide == 2 || wide == 4 ? wide : 1; wide && EG >= 1; EG /= 2) {
+        if (loads != 3 || d.E > 128 || d.tc_wide_clusters < 1 || T > kTcMaxT || d.E % 4 != 0 || d.H % 32 != 0 ||
+            !d.wrf || (EG > 1 && d.E != 128))
+            continue;
         const int maxc = clusters > 0 ? clusters : min(d.tc_wide_clusters, min(d.tc_clusters[1], d.tc_clusters[3]));
         const int tiles = (T + kWideTokens - 1) / kWideTokens;
-        const int cpt = tc_fit(d, min(min(maxc / tiles, kTcMaxSC), d.H / 32 / kTcCluster), clusters);
-        const int X = cpt * kTcCluster;
+        const int cpg = tc_fit(d, min(min(maxc / tiles, kTcMaxSC) / EG, d.H / 32 / kTcCluster), clusters);
+        const int cpt = cpg * EG, X = cpt * kTcCluster;
         const int nb = d.E1 + (d.ep > 1 ? 1 : 0);
-        if (cpt >= 2 && (d.H / 32 + X - 1) / X <= kWideMaxC && tc_polled(d, T, X) &&
+        if (cpg >= 1 && cpt >= 2 && (d.H / 32 + X / EG - 1) / (X / EG) <= (EG == 1 ? kWideMaxC : kWideMaxCS) &&
+            tc_polled(d, T, X) &&
             (size_t)cpt * T <= (size_t)d.logit_rows && (T + 7) / 8 <= d.tile_cap && d.E1 <= kMaxE1 &&
             nb * ((T + 31) / 32) <= kPermSmemWords) {
             g->Ep = (d.E + 15) / 16 * 16;
@@ -742,8 +807,8 @@ int tc_geometry(const tpm_moe_dev &d, int T, int clusters, int loads, tc_geom *g
             g->X = X;
             g->tiles = tiles;
             g->loads = 3;
-            g->wide = 1;
-            g->smem = tc_wide_smem(g->Ep);
+            g->wide = EG;
+            g->smem = tc_wide_smem(g->Ep, EG);
             return 1;
         }
     }
@@ -786,17 +851,18 @@ cudaLaunchConfig_t tc_config(dim3 grid, size_t smem, cudaStream_t s, cudaLaunchA
     return cfg;
 }
 
-template <int MT, int LOADS, int TT = kTcTokens> cudaError_t tc_setup_one(tpm_moe_dev &d) {
-    const size_t smem = TT == kWideTokens ? tc_wide_smem(128) : tc_smem(MT * 128, LOADS ? 0 : tc_stages<MT>());
+template <int MT, int LOADS, int TT = kTcTokens, int EG = 1> cudaError_t tc_setup_one(tpm_moe_dev &d) {
+    const size_t smem = TT == kWideTokens ? tc_wide_smem(128, EG) : tc_smem(MT * 128, LOADS ? 0 : tc_stages<MT>());
     cudaError_t e =
-        cudaFuncSetAttribute(k_route_tc<MT, LOADS, TT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        cudaFuncSetAttribute(k_route_tc<MT, LOADS, TT, EG>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return e;
     cudaLaunchAttribute at[1];
     cudaLaunchConfig_t cfg = tc_config(dim3(kTcCluster * 16, 1, 1), smem, 0, at);
     int n = 0;
-    e = cudaOccupancyMaxActiveClusters(&n, k_route_tc<MT, LOADS, TT>, &cfg);
+    e = cudaOccupancyMaxActiveClusters(&n, k_route_tc<MT, LOADS, TT, EG>, &cfg);
     if (e != cudaSuccess) return e;
-    if (TT == kWideTokens) d.tc_wide_clusters = n;
+    /* the wide tiles: the fewest of their forms' (the split forms hold as many) */
+    if (TT == kWideTokens) d.tc_wide_clusters = EG == 1 ? n : min(d.tc_wide_clusters, n);
     else d.tc_clusters[4 * (MT - 1) + LOADS] = n;
     return cudaSuccess;
 }
@@ -814,7 +880,8 @@ tpm_status tpm_moe_route_tc_setup(tpm_moe_dev &d, int device) {
         tc_setup_one<1, 1>(d) != cudaSuccess || tc_setup_one<2, 1>(d) != cudaSuccess ||
         tc_setup_one<1, 2>(d) != cudaSuccess || tc_setup_one<2, 2>(d) != cudaSuccess ||
         tc_setup_one<1, 3>(d) != cudaSuccess || tc_setup_one<2, 3>(d) != cudaSuccess ||
-        tc_setup_one<1, 3, kWideTokens>(d) != cudaSuccess) {
+        tc_setup_one<1, 3, kWideTokens>(d) != cudaSuccess || tc_setup_one<1, 3, kWideTokens, 2>(d) != cudaSuccess ||
+        tc_setup_one<1, 3, kWideTokens, 4>(d) != cudaSuccess) {
         (void)cudaGetLastError();
         for (int i = 0; i < 8; i++) d.tc_clusters[i] = 0;
         d.tc_wide_clusters = 0;
@@ -836,7 +903,8 @@ int tpm_moe_route_tc_shape(const tpm_moe_dev &d, int T, int clusters, int loads,
     shape[0] = g.X;
     shape[1] = g.tiles;
     shape[2] = d.tc_clusters[4 * (g.MT - 1) + g.loads];
-    shape[3] = (d.H / 32 + g.X - 1) / g.X;
+    const int xg = g.X / (g.wide > 1 ? g.wide : 1); /* CTAs along H over one group's experts */
+    shape[3] = (d.H / 32 + xg - 1) / xg;
     return 1;
 }
 
@@ -857,7 +925,11 @@ tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int 
     /* the cluster sums spread over every rank (route_poll bit 4, round 54): polled, not push */
     const int spread = (d.route_poll & 16) && poll && !push;
     const int flags = poll | (push ? 2 : 0) | (cmeet ? 4 : 0) | (spread ? 8 : 0);
-    if (g.wide)
+    if (g.wide == 4)
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 3, kWideTokens, 4>, d, x, T, g.Ep, stop, flags));
+    else if (g.wide == 2)
+        TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 3, kWideTokens, 2>, d, x, T, g.Ep, stop, flags));
+    else if (g.wide)
         TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 3, kWideTokens>, d, x, T, g.Ep, stop, flags));
     else if (g.MT == 1 && g.loads == 3)
         TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 3>, d, x, T, g.Ep, stop, flags));

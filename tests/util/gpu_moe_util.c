@@ -113,7 +113,7 @@ int tune_prefill_split_min = -1, tune_prefill_split_max = -1, tune_route_experts
 int tune_route_tc_loads = -1, tune_route_wide = -1, tune_shared_mma = -1, tune_route_perm_min = -1;
 int tune_route_poll = -1;
 int tune_route_cl_min = -1, tune_route_cl_max = -1, tune_route_cl_size = -1, tune_route_cluster_meet = -1;
-int tune_route_tc_wide = -1, tune_route_tc_clusters = -1, tune_route_tc_fit = -1;
+int tune_route_tc_wide = -1, tune_route_tc_clusters = -1, tune_route_tc_fit = -1, tune_route_tc_split = -1;
 int last_plan = -1;       /* tpm_cuda_moe_shared_plan of the last run_gpu call */
 int last_route_mode = -1; /* tpm_cuda_moe_route_mode of the last run_gpu call */
 int last_route_tc_shape[4];
@@ -165,6 +165,7 @@ void run_gpu(const tpm_moe_weights *w, const uint16_t *x, int T, int fused, tpm_
     if (tune_route_tc_wide >= 0) tu.route_tc_wide = tune_route_tc_wide;
     if (tune_route_tc_clusters >= 0) tu.route_tc_clusters = tune_route_tc_clusters;
     if (tune_route_tc_fit >= 0) tu.route_tc_fit = tune_route_tc_fit;
+    if (tune_route_tc_split >= 0) tu.route_tc_split = tune_route_tc_split;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
     last_plan = tpm_cuda_moe_shared_plan(m, T);
     last_route_mode = tpm_cuda_moe_route_mode(m, T);

@@ -27,6 +27,7 @@ extern int tune_route_cl_min, tune_route_cl_max, tune_route_cl_size;
 extern int tune_route_cluster_meet; /* mode 3's selecting blocks at a cluster barrier up to this many tokens */
 extern int tune_route_tc_wide;      /* mode 3 in 128-token tiles from this many tokens (0 = never) */
 extern int tune_route_tc_clusters;  /* mode 3's clusters of 8 (0 = as many as are resident) */
+extern int tune_route_tc_split;     /* mode 3's wide tiles in this many expert groups (1, 2, 4) */
 extern int tune_route_tc_fit;       /* mode 3 on the fewest clusters for its most chunks per CTA (0 / 1) */
 extern int last_plan;       /* tpm_cuda_moe_shared_plan of the last run_gpu call */
 extern int last_route_mode; /* tpm_cuda_moe_route_mode of the last run_gpu call */
