@@ -33,8 +33,11 @@ int main(void) {
 static int g_have_tc = -1; /* mode 3 runs on this device */
 
 /* Forced mode 3 at T tokens, wide (128-token tiles from 1 token) or not, on `clusters` clusters of
- * 8 (0: the layer's choice) into *r; 0 if mode 3 did not run (no 9.0 device). */
+ * 8 (0: the layer's choice) into *r; 0 if mode 3 did not run (no 9.0 device). The wide tiles
+ * without the expert split unless the caller set tune_route_tc_split. */
 static int run_tc(const tpm_moe_weights *w, const uint16_t *x, int T, int wide, int clusters, gpu_run *r) {
+    const int pin = tune_route_tc_split < 0;
+    if (pin) tune_route_tc_split = 1;
     tune_route_gemm_min = 1 << 20;
     tune_route_tc_min = 1;
     tune_route_tc_max = 256;
@@ -44,6 +47,7 @@ static int run_tc(const tpm_moe_weights *w, const uint16_t *x, int T, int wide, 
     run_gpu(w, x, T, 1, TPM_MOE_PATH_AUTO, r);
     tune_route_gemm_min = tune_route_tc_min = tune_route_tc_max = tune_route_tc_loads = -1;
     tune_route_tc_wide = tune_route_tc_clusters = -1;
+    if (pin) tune_route_tc_split = -1;
     if (last_route_mode != 3) {
         free_run(r);
         if (g_have_tc < 0) g_have_tc = 0;
@@ -227,6 +231,7 @@ static void sequence_and_graph(void **state) {
     tu.route_tc_max = 256;
     tu.route_tc_loads = 3;
     tu.route_cl_max = 0;
+    tu.route_tc_split = 1; /* the references' form (m3-mini's 32 experts: never split anyway) */
     for (int i = 0; i < N; i++) {
         const int T = Ts[i];
         /* every third call: the 64-token tiles (the layer's clusters: other H slices, their own
@@ -271,6 +276,13 @@ static void tuning_checks(void **state) {
     assert_int_equal(tu.route_tc_wide, TPM_MOE_ROUTE_TC_WIDE);
     tu.route_tc_wide = -1;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    tu.route_tc_wide = TPM_MOE_ROUTE_TC_WIDE;
+    assert_int_equal(tu.route_tc_split, TPM_MOE_ROUTE_TC_SPLIT);
+    for (int bad = 0; bad < 6; bad += 3) { /* 0 and 3: not 1, 2 or 4 */
+        tu.route_tc_split = bad;
+        assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
+    }
+    tu.route_tc_split = 1; /* the shapes below: the wide tiles without the expert split */
     tu.route_tc_wide = 0;
     tu.route_tc_clusters = 4; /* 2 clusters per 128-token tile at 256 tokens */
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_OK);
