@@ -188,10 +188,10 @@ typedef struct tpm_cuda_moe_tuning {
                             * tickets; bit 3 (round 51): mode 3's CTAs push their partial tiles
                             * into the summing rank's shared memory (st.async on its mbarrier;
                             * direct loads) instead of it reading theirs after a cluster barrier;
-                            * bit 4 (round 54): mode 3's polled cluster sums split evenly over
-                            * the cluster's 8 ranks (a tile of fewer tokens than its size had
-                            * them on its first ranks alone); default 7 (measured); the same
-                            * bits (round 50) */
+                            * bit 4 (round 54): mode 3's polled cluster sums of a tile of at
+                            * most 64 tokens split evenly over the cluster's 8 ranks (a tile of
+                            * fewer tokens than its size had them on its first ranks alone);
+                            * default 23 (measured); the same bits (round 50) */
     int route_cl_min, route_cl_max; /* routing mode 4 (round 52: one launch of ONE cluster of 16
                             * CTAs, or 8, the router on tensor cores, every meeting a cluster
                             * barrier; a 9.0 device, E <= 128, hidden % 32 == 0, T <= 64) for

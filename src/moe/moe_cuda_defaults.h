@@ -59,7 +59,10 @@
  * 2, -0.3 to -0.5 at 3-7, -0.8 at 8 (7.2-7.3 against 8.1), level in the wide form (9-11); bit 1,
  * mode 3's groups (r272, r273): -0.2 to -0.6 at 25, -0.1 to -0.4 at 32-64, -0.7 to -1.5 at 96-256;
  * bit 2, mode 1's several rows (r275): -0.5 to -0.7 at 12-24. All three. */
-#define TPM_MOE_ROUTE_POLL 7
+/* Bit 4, mode 3's cluster sums spread over every rank in tiles of at most 64 tokens (round 54):
+ * r291 (ONE H100, m3 fused, routing net, three passes, against 7): -0.7 us at 25 tokens, -0.3 at
+ * 32 and 48, level at 64 (spread in every tile: +0.4 at 65, +0.2 at 96, level at 128-256). */
+#define TPM_MOE_ROUTE_POLL 23
 #define TPM_MOE_ROUTE_TC_MIN 25
 #define TPM_MOE_ROUTE_TC_MAX 256
 /* Mode 3's fragments (tuning.route_tc_loads): 3 since round 51, the fp32 router's operand-order

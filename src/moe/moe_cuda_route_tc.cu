@@ -537,33 +537,34 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     const int PS = EGW + 4;
     const int rank = (int)cluster.block_rank();
     if constexpr (EG > 1) {
-        /* the EG warps of an m-tile hold partials of EG runs of chunks: the runs 1 .. EG-1 go to
-         * tiles 1 .. of P, then run 0's warp adds them in run order and writes tile 0 */
+        /* the EG warps of an m-tile hold partials of EG runs of chunks: run s goes to tile s of P,
+         * then the whole CTA adds tiles 1 .. EG-1 to tile 0 in run order, a float4 per thread and
+         * step (r291: run 0's warps adding them alone, scalar, took 1.0-1.3 us more at 128 tokens) */
         const int kq = warp / MTG, m0 = (warp % MTG) * 16;
-        auto at = [&](int s, int j, int i) -> float & {
-            return P[(size_t)s * TT * PS + (8 * j + 2 * q + (i & 1)) * PS + m0 + g + 8 * (i >> 1)];
-        };
-        if (kq > 0) {
+        float *Pk = P + (size_t)kq * TT * PS;
 #pragma unroll
-            for (int j = 0; j < TT / 8; j++) {
-                if (j >= nt_valid) break;
-#pragma unroll
-                for (int i = 0; i < 4; i++) at(kq, j, i) = acc[0][j][i];
-            }
+        for (int j = 0; j < TT / 8; j++) {
+            if (j >= nt_valid) break;
+            const int t = 8 * j + 2 * q;
+            Pk[t * PS + m0 + g] = acc[0][j][0];
+            Pk[(t + 1) * PS + m0 + g] = acc[0][j][1];
+            Pk[t * PS + m0 + g + 8] = acc[0][j][2];
+            Pk[(t + 1) * PS + m0 + g + 8] = acc[0][j][3];
         }
         __syncthreads();
-        if (kq == 0) {
+        const int C4 = EGW / 4;
+        for (int i = threadIdx.x; i < 8 * nt_valid * C4; i += kTcThreads) {
+            const int tl = i / C4, off = tl * PS + 4 * (i - tl * C4);
+            float4 v = *reinterpret_cast<const float4 *>(P + off);
 #pragma unroll
-            for (int j = 0; j < TT / 8; j++) {
-                if (j >= nt_valid) break;
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    float v = acc[0][j][i];
-#pragma unroll
-                    for (int s2 = 1; s2 < EG; s2++) v += at(s2, j, i);
-                    at(0, j, i) = v;
-                }
+            for (int s2 = 1; s2 < EG; s2++) {
+                const float4 u = *reinterpret_cast<const float4 *>(P + (size_t)s2 * TT * PS + off);
+                v.x += u.x;
+                v.y += u.y;
+                v.z += u.z;
+                v.w += u.w;
             }
+            *reinterpret_cast<float4 *>(P + off) = v;
         }
         cluster.sync();
     } else if (push) { /* into rank j's slot [rank][8 tokens][PS] for n-tile j */
@@ -604,13 +605,15 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     TPM_TRACE_MARK(d, 1, 3, lin);
     TPM_TRACE_MARK(d, 2, 6, lin);
     /* the items (token tl of the tile, 4 experts e4) this CTA sums: TPR tokens from TPR rank, or
-     * spread (flags bit 3, polled, not push; round 54) the tile's items split evenly over the 8
-     * ranks, so a partial tile (25-64 tokens of a 128-token tile: two ranks had all the sums)
-     * spreads its distributed shared memory reads over every rank. The same sums in the same
-     * order: the same bits; the polled groups' CTAs take the partials from whichever rank wrote. */
+     * spread (flags bit 3, polled, not push, a tile of at most 64 tokens; round 54) the tile's
+     * items split evenly over the 8 ranks, so a partial tile (25-64 tokens of a 128-token tile:
+     * two to four ranks had all the sums) spreads its distributed shared memory reads over every
+     * rank (r291: -0.7 us at 25 tokens, -0.3 at 32-48, level at 64; +0.2..0.4 at 65-96, hence
+     * not above 64). The same sums in the same order: the same bits; the polled groups' CTAs
+     * take the partials from whichever rank wrote. */
     const int E = d.E, E4 = E / 4;
     const int S4 = EG == 1 ? E4 : EGW / 4, col0 = EG == 1 ? 0 : eg * EGW; /* the items' 4-expert columns */
-    const bool spread = poll && !push && (EG > 1 || (flags & 8));
+    const bool spread = poll && !push && (EG > 1 || ((flags & 8) && T - t_base <= 64));
     const int nitems = min(TT, T - t_base) * S4;
     const int i_begin = spread ? rank * nitems / kTcCluster : TPR * rank * S4;
     const int i_end = spread ? (rank + 1) * nitems / kTcCluster : min(TPR * (rank + 1) * S4, nitems);
