@@ -8,7 +8,7 @@
 #       tpmoe bench moe --preset m3 --fuse-shared 1 --gemm-hold 0 --check 1 [opts] \
 #         --tokens 25,32,48,64,65,96,128,160,192,256;
 #  3. the trace build's routing steps at 32 and 128 tokens, def and s2;
-#  4. the table with the defaults, two passes:
+#  4. the table with the defaults, one pass:
 #       tpmoe bench moe --preset m3 --tokens 1,8,32,128,1024,8192 --fuse-shared both --check 2
 # Binaries: prebuilt/bin.txz (compact Release tpmoe and GPU tests, tpmoe_trace).
 # Run from the repository root:
@@ -48,7 +48,7 @@ for v in def s2; do
   grep -E "us from its first block|first / last block|routing mode 3 on" "$R/$tag.log" | sed 's/ (medians of 100 replays)//'
   pack
 done
-for n in status status2; do
+for n in status; do
   timeout 200 "$B/tpmoe" bench moe --preset m3 --tokens 1,8,32,128,1024,8192 --fuse-shared both --check 2 \
     --json "$R/$n.json" > "$R/$n.log" 2>&1
   printf "== %-8s rc=%d (%s): " $n $? "$(el)"
