@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # run_r292_h200.sh - one GPU, into $OUT/r292: round 54's second step, one binary: def (the new
 # defaults: route_poll 23, the cluster sums spread over every rank in tiles of <= 64 tokens),
-# base (--route-poll 7, round 53's), s2 and s4 (--route-tc-split 2 / 4, the expert-split wide tiles
-# with the runs' tiles now added by the whole CTA, float4 per thread).
+# base (--route-poll 7, round 53's), s2 (--route-tc-split 2, the expert-split wide tiles with the
+# runs' tiles now added by the whole CTA, float4 per thread; s4 left out for device time).
 #  1. gpu_route_wide, gpu_moe;
 #  2. the A/B, fused m3 layer, routing net, three passes in rotating order, one process each:
 #       tpmoe bench moe --preset m3 --fuse-shared 1 --gemm-hold 0 --check 1 [opts] \
@@ -27,9 +27,9 @@ args() { case $1 in def) echo "" ;; base) echo "--route-poll 7" ;; s2) echo "--r
   s4) echo "--route-tc-split 4" ;; esac; }
 for pass in a b c; do
   case $pass in
-    a) order="def base s2 s4" ;;
-    b) order="s4 s2 base def" ;;
-    c) order="s2 def s4 base" ;;
+    a) order="def base s2" ;;
+    b) order="s2 base def" ;;
+    c) order="base def s2" ;;
   esac
   for v in $order; do
     tag=${pass}_$v
