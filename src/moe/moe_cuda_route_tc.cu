@@ -536,38 +536,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
     const int EGW = EG == 1 ? Ep : Ep / EG; /* the tile's experts: all, or the group's */
     const int PS = EGW + 4;
     const int rank = (int)cluster.block_rank();
-    if constexpr (EG > 1) {
-        /* the EG warps of an m-tile hold partials of EG runs of chunks: run s goes to tile s of P,
-         * then the whole CTA adds tiles 1 .. EG-1 to tile 0 in run order, a float4 per thread and
-         * step (r291: run 0's warps adding them alone, scalar, took 1.0-1.3 us more at 128 tokens) */
-        const int kq = warp / MTG, m0 = (warp % MTG) * 16;
-        float *Pk = P + (size_t)kq * TT * PS;
-#pragma unroll
-        for (int j = 0; j < TT / 8; j++) {
-            if (j >= nt_valid) break;
-            const int t = 8 * j + 2 * q;
-            Pk[t * PS + m0 + g] = acc[0][j][0];
-            Pk[(t + 1) * PS + m0 + g] = acc[0][j][1];
-            Pk[t * PS + m0 + g + 8] = acc[0][j][2];
-            Pk[(t + 1) * PS + m0 + g + 8] = acc[0][j][3];
-        }
-        __syncthreads();
-        const int C4 = EGW / 4;
-        for (int i = threadIdx.x; i < 8 * nt_valid * C4; i += kTcThreads) {
-            const int tl = i / C4, off = tl * PS + 4 * (i - tl * C4);
-            float4 v = *reinterpret_cast<const float4 *>(P + off);
-#pragma unroll
-            for (int s2 = 1; s2 < EG; s2++) {
-                const float4 u = *reinterpret_cast<const float4 *>(P + (size_t)s2 * TT * PS + off);
-                v.x += u.x;
-                v.y += u.y;
-                v.z += u.z;
-                v.w += u.w;
-            }
-            *reinterpret_cast<float4 *>(P + off) = v;
-        }
-        cluster.sync();
-    } else if (push) { /* into rank j's slot [rank][8 tokens][PS] for n-tile j */
+    if (push) { /* into rank j's slot [rank][8 tokens][PS] for n-tile j */
         asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); /* every mbarrier is set up */
         const unsigned mb = smem_u32(&s_mb), base = smem_u32(P) + (unsigned)(8 * rank * PS) * 4u;
 #pragma unroll
@@ -586,18 +555,40 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
             }
         }
     } else {
+        /* the expert-split forms (EG > 1): the EG warps of an m-tile hold partials of EG runs of
+         * chunks; run kq goes to tile kq of P (the group's columns), then the whole CTA adds tiles
+         * 1 .. EG-1 to tile 0 in run order, a float4 per thread and step (r291: run 0's warps
+         * adding them alone, scalar, took 1.0-1.3 us more at 128 tokens) */
+        float *Pk = EG == 1 ? P : P + (size_t)(warp / MTG) * TT * PS;
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
-            const int m0 = (warp + 8 * mt) * 16;
+            const int m0 = EG == 1 ? (warp + 8 * mt) * 16 : (warp % MTG) * 16;
             if (m0 >= Ep) break;
 #pragma unroll
             for (int j = 0; j < TT / 8; j++) {
                 if (j >= nt_valid) break;
                 const int t = 8 * j + 2 * q;
-                P[t * PS + m0 + g] = acc[mt][j][0];
-                P[(t + 1) * PS + m0 + g] = acc[mt][j][1];
-                P[t * PS + m0 + g + 8] = acc[mt][j][2];
-                P[(t + 1) * PS + m0 + g + 8] = acc[mt][j][3];
+                Pk[t * PS + m0 + g] = acc[mt][j][0];
+                Pk[(t + 1) * PS + m0 + g] = acc[mt][j][1];
+                Pk[t * PS + m0 + g + 8] = acc[mt][j][2];
+                Pk[(t + 1) * PS + m0 + g + 8] = acc[mt][j][3];
+            }
+        }
+        if constexpr (EG > 1) {
+            __syncthreads();
+            const int C4 = EGW / 4;
+            for (int i = threadIdx.x; i < 8 * nt_valid * C4; i += kTcThreads) {
+                const int tl = i / C4, off = tl * PS + 4 * (i - tl * C4);
+                float4 v = *reinterpret_cast<const float4 *>(P + off);
+#pragma unroll
+                for (int s2 = 1; s2 < EG; s2++) {
+                    const float4 u = *reinterpret_cast<const float4 *>(P + (size_t)s2 * TT * PS + off);
+                    v.x += u.x;
+                    v.y += u.y;
+                    v.z += u.z;
+                    v.w += u.w;
+                }
+                *reinterpret_cast<float4 *>(P + off) = v;
             }
         }
         cluster.sync();
