@@ -96,7 +96,11 @@
  * (ONE H100, m3 fused, routing net, three passes, the 128-token tiles, against all 15 resident):
  * -0.1 to -0.2 us at 25-96 and 160-256 tokens, -0.5 at 128 (14.5 against 15.1: 12 clusters). */
 #define TPM_MOE_ROUTE_TC_FIT 1
-/* Mode 3's 128-token tiles with the experts split in groups (tuning.route_tc_split, round 54). */
+/* Mode 3's 128-token tiles with the experts split in groups (tuning.route_tc_split, round 54).
+ * r291 (ONE H100, m3 fused, routing net, three passes, against the unsplit tiles, all spread):
+ * 2 groups +0.1..0.75 us at 25-48 tokens, level at 64-65, +0.2..1.2 at 96-256; 4 groups +0.6..2.0
+ * at 64-256 (four times the x bytes per CTA; the runs' tiles then added by a quarter of the
+ * warps, since by the whole CTA: not measured). So off. */
 #define TPM_MOE_ROUTE_TC_SPLIT 1
 /* Up to this many tokens the prefill chains by programmatic dependent launch (moe_cuda_gemm_sm90a.cu)
  * the shared slot's gate_up items beside the routing (EARLY; round 20: 5-20 us faster at 24-2048
