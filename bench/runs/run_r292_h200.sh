@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_r292_h200.sh - one GPU, into $OUT/r292: round 54's second step, one binary: def (the new
+# run_r292_h200.sh - one GPU, into $OUT/r292: round 54's second step, one binary (and gl's): def (the new
 # defaults: route_poll 23, the cluster sums spread over every rank in tiles of <= 64 tokens),
 # base (--route-poll 7, round 53's), s2 (--route-tc-split 2, the expert-split wide tiles with the
 # runs' tiles now added by the whole CTA, float4 per thread; s4 left out for device time), gl (a
