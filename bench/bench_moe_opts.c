@@ -20,7 +20,7 @@ static void usage(FILE *f) {
             "                       [--shard N] [--fuse-shared 0|1|both|0,1]\n"
             "                       [--path auto|decode|prefill] [--decode-kernel 0|1] [--decode-max N]\n"
             "                       [--route-gemm-min N] [--route-legacy 0|1] [--route-experts 0|8|16|32] [--route-wide N]\n"
-            "                       [--route-perm-min N] [--route-poll 0..31] [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
+            "                       [--route-perm-min N] [--route-poll 0..63] [--route-tc MIN:MAX] [--route-tc-clusters N]\n"
             "                       [--route-cl MIN:MAX] [--route-cl-size 0|8|16] [--route-cluster-meet N]\n"
             "                       [--route-tc-wide N] [--route-tc-fit 0|1] [--route-tc-split 1|2|4]\n"
             "                       [--route-tc-loads ring|direct|pipe|pipef32] [--expert-wait 0|1] [--route-fence 0|1] [--trace N]\n"
@@ -243,7 +243,7 @@ int bench_moe_parse(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--route-wide")) {
             if (int_opt(a, v, 0, 16, &o->route_wide)) return 2;
         } else if (!strcmp(a, "--route-poll")) {
-            if (int_opt(a, v, 0, 31, &o->route_poll)) return 2;
+            if (int_opt(a, v, 0, 63, &o->route_poll)) return 2;
         } else if (!strcmp(a, "--route-perm-min")) {
             if (int_opt(a, v, 0, 1 << 20, &o->route_perm_min)) return 2;
         } else if (!strcmp(a, "--route-tc")) {

@@ -796,7 +796,7 @@ static void bad_arguments(void **state) {
     tu.route_cluster_meet = -1;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_cluster_meet = 0;
-    tu.route_poll = 32; /* bits 0-4 */
+    tu.route_poll = 64; /* bits 0-5 */
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);
     tu.route_poll = -1;
     assert_int_equal(tpm_cuda_moe_set_tuning(m, &tu), TPM_ERR_INVALID_ARG);

@@ -5,7 +5,7 @@
  * a NaN router row that must never be selected; on the mini presets with E <= 128 and on M3's
  * router shape (128 experts) at hidden 1536 and 2048 (3 and 4 chunks per CTA: the register
  * pipeline's every step), each with the cluster sums spread over every rank (route_poll bit 4) or
- * not (the same bits); calls of changing token counts on one layer and a replayed CUDA graph
+ * not, and the cluster meeting's poll spread over its ranks (bit 5) or not (the same bits); calls of changing token counts on one layer and a replayed CUDA graph
  * against fresh layers' bits; the tuning checks. Exits 77 (skipped) without CUDA or GPU; prints
  * a visible line where mode 3 cannot run (before 9.0).
  */
@@ -87,12 +87,15 @@ static void compare_preset(const tpm_preset *p, uint64_t seed, const int *Ts, in
         assert_memory_equal(a.wts, b.wts, sizeof(float) * (size_t)T * a.K);
         assert_memory_equal(a.y, b.y, (size_t)T * p->hidden * 2);
         /* both tiles with the cluster sums spread over every rank or not (route_poll bit 4, the
-         * other way from the default): the same bits */
-        for (int wd = 0; wd < 2; wd++) {
+         * other way from the default), and with the cluster meeting up to 64 tokens, its poll
+         * spread over the last cluster's ranks or not (route_poll bit 5): the same bits */
+        for (int v = 0; v < 4; v++) {
             gpu_run s;
-            tune_route_poll = TPM_MOE_ROUTE_POLL ^ 16;
+            const int wd = v & 1;
+            tune_route_poll = v < 2 ? TPM_MOE_ROUTE_POLL ^ 16 : TPM_MOE_ROUTE_POLL ^ 32;
+            if (v >= 2) tune_route_cluster_meet = 64;
             const int ran = run_tc(&w, x, T, wd, c * (wd ? t128 : t64), &s);
-            tune_route_poll = -1;
+            tune_route_poll = tune_route_cluster_meet = -1;
             assert_true(ran);
             assert_memory_equal(a.sel, s.sel, sizeof(int32_t) * (size_t)T * a.K);
             assert_memory_equal(a.wts, s.wts, sizeof(float) * (size_t)T * a.K);

@@ -191,7 +191,10 @@ typedef struct tpm_cuda_moe_tuning {
                             * bit 4 (round 54): mode 3's polled cluster sums of a tile of at
                             * most 64 tokens split evenly over the cluster's 8 ranks (a tile of
                             * fewer tokens than its size had them on its first ranks alone);
-                            * default 23 (measured); the same bits (round 50) */
+                            * bit 5 (round 55): with the cluster meeting (route_cluster_meet),
+                            * the groups' poll of the cluster partials split evenly over the
+                            * last cluster's 8 ranks, the sums stored into the selecting CTAs'
+                            * shared memory; default 23 (measured); the same bits (round 50) */
     int route_cl_min, route_cl_max; /* routing mode 4 (round 52: one launch of ONE cluster of 16
                             * CTAs, or 8, the router on tensor cores, every meeting a cluster
                             * barrier; a 9.0 device, E <= 128, hidden % 32 == 0, T <= 64) for

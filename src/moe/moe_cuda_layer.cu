@@ -466,7 +466,7 @@ tpm_status tpm_cuda_moe_set_tuning(tpm_cuda_moe *m, const tpm_cuda_moe_tuning *t
     TPM_ARG_CHECK(t->route_wide == 0 || (t->route_wide >= 9 && t->route_wide <= 16),
                   "route_wide %d is not 0 (never) or 9..16", t->route_wide);
     TPM_ARG_CHECK(t->route_perm_min >= 0, "route_perm_min %d < 0", t->route_perm_min);
-    TPM_ARG_CHECK(t->route_poll >= 0 && t->route_poll <= 31, "route_poll %d is not 0..31", t->route_poll);
+    TPM_ARG_CHECK(t->route_poll >= 0 && t->route_poll <= 63, "route_poll %d is not 0..63", t->route_poll);
     TPM_ARG_CHECK(t->shared_mma >= 0, "shared_mma %d < 0", t->shared_mma);
     TPM_ARG_CHECK(t->route_tc_min >= 1 && t->route_tc_max >= 0, "route_tc_min %d < 1 or route_tc_max %d < 0",
                   t->route_tc_min, t->route_tc_max);
@@ -600,7 +600,7 @@ static int call_route_wide(const tpm_cuda_moe *m, int T) {
 
 /* The routing's polled forms for a call of T tokens (d.route_poll; tuning.route_poll). */
 static int call_route_poll(const tpm_cuda_moe *m, int T) {
-    return m->d.E % 4 == 0 ? (m->tune.route_poll & (T <= TPM_MOE_POLL_T ? 31 : 26)) : 0;
+    return m->d.E % 4 == 0 ? (m->tune.route_poll & (T <= TPM_MOE_POLL_T ? 63 : 58)) : 0;
 }
 
 /* The per-call state of the dev struct (every launch of a forward copies it): the split plan

@@ -97,7 +97,10 @@
  *     the groups' global counter that cluster passes a second barrier phase
  *     (its end wait first, then arrive.release / wait.acquire: every group's
  *     selections stored) and each group's CTA places its rows
- *     (place_group_rows, the selections read through L2).
+ *     (place_group_rows, the selections read through L2). Spread poll (route_poll
+ *     bit 5, round 55, with the meeting): the tile's items are polled by all 8
+ *     ranks of that cluster, each sum stored into the selecting CTA's shared
+ *     memory, then the end wait and one more phase before the selection.
  * Every sum has a fixed order, so every run gives the same bits. The host
  * side chooses X so that all clusters are resident at once (the occupancy
  * query at setup); the tickets need no co-residency, only the cluster
@@ -661,12 +664,42 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
      * last cluster, as the 64-token tile's (so the cluster meeting applies) */
     const bool sel2 = WIDE && T - t_base > 64;
     const int hsel = SC - 1 - scx, tgs = sel2 ? t_base + 8 * (2 * rank + hsel) : t_base + 8 * rank;
+    /* the spread poll (flags bit 4 with the cluster meeting; round 55): the tile's (token, 4-expert)
+     * items split evenly over the last cluster's 8 ranks, each polled and summed as the group's
+     * CTA would (poll_sum, sc order: the same bits), the sentinel written back, and the sum stored
+     * into s_lg of the token's group's rank (distributed shared memory). So a tile of fewer than 64
+     * tokens spreads its poll's L2 reads (SCG x 16 bytes per item) over all 8 SMs, not its
+     * ceil(T / 8) groups' alone. Then the cluster's end wait and one more barrier phase (release /
+     * acquire: every sum stored) before the groups select. Cluster-uniform (cmeet is). */
+    const bool spoll = cmeet && (flags & 16);
+    if (spoll) {
+        TPM_TRACE_MARK_CLK(d, 3, lin);
+        const int nit = (T - t_base) * E4, ib = rank * nit / kTcCluster, ie = (rank + 1) * nit / kTcCluster;
+        const size_t st4 = (size_t)T * E4;
+        for (int i = ib + (int)threadIdx.x; i < ie; i += kTcThreads) {
+            const int tl = i / E4, e4 = i - tl * E4, t = t_base + tl;
+            const float4 *src = reinterpret_cast<const float4 *>(d.pl3 + (size_t)t * E) + e4;
+            const float4 sum = poll_sum<kTcMaxSC>(d.ctr + 5, src, st4, SCG);
+            float *dst_lg = cluster.map_shared_rank(&s_lg[tl & 7][4 * e4], tl >> 3);
+            *reinterpret_cast<float4 *>(dst_lg) = sum;
+            const float4 sent = make_float4(__uint_as_float(kPollSentinel), __uint_as_float(kPollSentinel),
+                                            __uint_as_float(kPollSentinel), __uint_as_float(kPollSentinel));
+            float4 *dst = const_cast<float4 *>(src);
+#pragma unroll
+            for (int k = 0; k < kTcMaxSC; k++)
+                if (k < SCG) dst[k * st4] = sent;
+        }
+        asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+        TPM_TRACE_MARK_CLK(d, 4, lin);
+    }
     if ((!sel2 || hsel <= 1) && tgs < T && (stop != 1 || poll)) {
         const int grp = tgs / 8, ngroups = (T + 7) / 8;
         if (sel2 || (poll ? scx == SC - 1 : block_ticket(d.tile_ctr + grp, SC, d.route_fence, &s_last))) {
-            TPM_TRACE_MARK_CLK(d, 3, lin);
+            if (!spoll) TPM_TRACE_MARK_CLK(d, 3, lin);
             TPM_TRACE_MARK(d, 2, 4, lin);
-            for (int i = threadIdx.x; poll && i < 8 * E4; i += kTcThreads) {
+            for (int i = threadIdx.x; poll && !spoll && i < 8 * E4; i += kTcThreads) {
                 const int tl = i / E4, e4 = i - tl * E4, t = tgs + tl;
                 if (t >= T) continue;
                 const float4 *src = reinterpret_cast<const float4 *>(d.pl3 + (size_t)t * E) + e4;
@@ -711,7 +744,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
                 *reinterpret_cast<float4 *>(&s_lg[tl][4 * e4]) = s;
             }
             __syncthreads();
-            TPM_TRACE_MARK_CLK(d, 4, lin);
+            if (!spoll) TPM_TRACE_MARK_CLK(d, 4, lin);
             TPM_TRACE_MARK(d, 2, 5, lin);
             if (stop != 1 && stop != 2 && tgs + warp < T)
                 select_token(d, tgs + warp, s_lg[warp], 0, 0, d.br ? s_br : nullptr, sc[warp], gsc[warp], nullptr);
@@ -732,7 +765,7 @@ __global__ void __launch_bounds__(kTcThreads, 1) k_route_tc(tpm_moe_dev d, const
             }
         }
     }
-    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+    if (!spoll) asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
     if (cmeet) { /* the second phase: every group's selections stored (release), then this group's rows */
         asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
         asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
@@ -918,7 +951,9 @@ tpm_status tpm_moe_launch_route_tc(const tpm_moe_dev &d, const uint16_t *x, int 
     const int push = (d.route_poll & 8) && g.loads != 0 && !g.wide;
     /* the cluster sums spread over every rank (route_poll bit 4, round 54): polled, not push */
     const int spread = (d.route_poll & 16) && poll && !push;
-    const int flags = poll | (push ? 2 : 0) | (cmeet ? 4 : 0) | (spread ? 8 : 0);
+    /* the spread poll (route_poll bit 5, round 55): with the cluster meeting */
+    const int spoll = (d.route_poll & 32) && cmeet;
+    const int flags = poll | (push ? 2 : 0) | (cmeet ? 4 : 0) | (spread ? 8 : 0) | (spoll ? 16 : 0);
     if (g.wide == 4)
         TPM_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_route_tc<1, 3, kWideTokens, 4>, d, x, T, g.Ep, stop, flags));
     else if (g.wide == 2)
