@@ -9,13 +9,14 @@
 # scheduling), sp (--route-poll 55: def and bit 5, the cluster meeting's poll spread over the last
 # cluster's 8 ranks, at <= 32 tokens, the meeting's default range), m64 (--route-cluster-meet 64:
 # the meeting up to 64 tokens) and sp64 (both).
-#  1. gpu_route_wide, gpu_moe;
+#  1. gpu_route_wide (gpu_moe last, 5.);
 #  2. the A/B, fused m3 layer, routing net, three passes in rotating order, one process each:
 #       tpmoe bench moe --preset m3 --fuse-shared 1 --gemm-hold 0 --check 1 [opts] \
 #         --tokens 25,32,40,48,64,65,96,128,160,192,256;
 #  3. the trace build's routing steps at 32 and 128 tokens, def, sp and s2;
 #  4. the table with the defaults, one pass:
 #       tpmoe bench moe --preset m3 --tokens 1,8,32,128,1024,8192 --fuse-shared both --check 2
+#  5. gpu_moe. (Each step packs its results, so a call cut short by device time returns the rest.)
 # Binaries: prebuilt/bin.txz (compact Release tpmoe and GPU tests, tpmoe_trace, tpmoe_gl).
 # Run from the repository root:
 #   tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r293_h200.sh
@@ -23,7 +24,7 @@ NAME=r293
 . bench/device_env.sh
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu --format=csv > "$R/smi.txt" 2>&1
 cat "$R/smi.txt"
-for t in gpu_route_wide gpu_moe; do
+for t in gpu_route_wide; do
   timeout 200 "$B/$t" > "$R/$t.log" 2>&1
   echo "== $t rc=$? ($(el))"; grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|passed|failed" "$R/$t.log" | head -5
   pack
@@ -61,6 +62,11 @@ for n in status; do
     --json "$R/$n.json" > "$R/$n.log" 2>&1
   printf "== %-8s rc=%d (%s): " $n $? "$(el)"
   awk '/^tokens/{h=1;next} h&&NF>10{printf "%s %s %s %s %s %s | ", $1, $11, $15, $18, $19, $20}' "$R/$n.log"; echo
+  pack
+done
+for t in gpu_moe; do
+  timeout 200 "$B/$t" > "$R/$t.log" 2>&1
+  echo "== $t rc=$? ($(el))"; grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|passed|failed" "$R/$t.log" | head -5
   pack
 done
 echo "== r293 done ($(el))"
