@@ -9,14 +9,14 @@
 # scheduling), sp (--route-poll 55: def and bit 5, the cluster meeting's poll spread over the last
 # cluster's 8 ranks, at <= 32 tokens, the meeting's default range), m64 (--route-cluster-meet 64:
 # the meeting up to 64 tokens) and sp64 (both).
-#  1. gpu_route_wide (gpu_moe last, 5.);
+#  In this order: gpu_route_wide; the A/B's passes a and b; gpu_moe; the table; pass c; the traces.
+#  1. gpu_route_wide, gpu_moe;
 #  2. the A/B, fused m3 layer, routing net, three passes in rotating order, one process each:
 #       tpmoe bench moe --preset m3 --fuse-shared 1 --gemm-hold 0 --check 1 [opts] \
 #         --tokens 25,32,40,48,64,65,96,128,160,192,256;
 #  3. the trace build's routing steps at 32 and 128 tokens, def, sp and s2;
 #  4. the table with the defaults, one pass:
 #       tpmoe bench moe --preset m3 --tokens 1,8,32,128,1024,8192 --fuse-shared both --check 2
-#  5. gpu_moe. (Each step packs its results, so a call cut short by device time returns the rest.)
 # Binaries: prebuilt/bin.txz (compact Release tpmoe and GPU tests, tpmoe_trace, tpmoe_gl).
 # Run from the repository root:
 #   tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r293_h200.sh
@@ -24,17 +24,18 @@ NAME=r293
 . bench/device_env.sh
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu --format=csv > "$R/smi.txt" 2>&1
 cat "$R/smi.txt"
-for t in gpu_route_wide; do
-  timeout 200 "$B/$t" > "$R/$t.log" 2>&1
-  echo "== $t rc=$? ($(el))"; grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|passed|failed" "$R/$t.log" | head -5
+tst() {
+  timeout 200 "$B/$1" > "$R/$1.log" 2>&1
+  echo "== $1 rc=$? ($(el))"; grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|passed|failed" "$R/$1.log" | head -5
   pack
-done
+}
 TOK=25,32,40,48,64,65,96,128,160,192,256
 args() { case $1 in def) echo "" ;; base) echo "--route-poll 7" ;; s2) echo "--route-tc-split 2" ;;
   s4) echo "--route-tc-split 4" ;; gl) echo "" ;; sp) echo "--route-poll 55" ;;
   m64) echo "--route-cluster-meet 64" ;; sp64) echo "--route-poll 55 --route-cluster-meet 64" ;; esac; }
 bin() { case $1 in gl) echo "$B/tpmoe_gl" ;; *) echo "$B/tpmoe" ;; esac; }
-for pass in a b c; do
+ab_pass() {
+  local pass=$1 order
   case $pass in
     a) order="def base s2 gl sp m64 sp64" ;;
     b) order="sp64 m64 sp gl s2 base def" ;;
@@ -46,27 +47,32 @@ for pass in a b c; do
       $(args $v) --json "$R/$tag.json" > "$R/$tag.log" 2>&1
     printf "== %-8s rc=%d (%s): " $tag $? "$(el)"
     awk '/^tokens/{h=1;next} h&&NF>10{printf "%s %s | ", $1, $11}' "$R/$tag.log"; echo
+    pack
   done
-  pack
-done
-for v in def sp s2; do
-  tag=trace_$v
-  timeout 90 "$B/tpmoe_trace" bench moe --preset m3 --fuse-shared 1 --gemm-hold 0 --check 1 --trace-route 100 \
-    $(args $v) --tokens 32,128 --json "$R/$tag.json" > "$R/$tag.log" 2>&1
-  echo "== $tag rc=$? ($(el))"
-  grep -E "us from its first block|first / last block|routing mode 3 on" "$R/$tag.log" | sed 's/ (medians of 100 replays)//'
-  pack
-done
-for n in status; do
+}
+traces() {
+  for v in def sp s2; do
+    tag=trace_$v
+    timeout 90 "$B/tpmoe_trace" bench moe --preset m3 --fuse-shared 1 --gemm-hold 0 --check 1 --trace-route 100 \
+      $(args $v) --tokens 32,128 --json "$R/$tag.json" > "$R/$tag.log" 2>&1
+    echo "== $tag rc=$? ($(el))"
+    grep -E "us from its first block|first / last block|routing mode 3 on" "$R/$tag.log" | sed 's/ (medians of 100 replays)//'
+    pack
+  done
+}
+status() {
   timeout 200 "$B/tpmoe" bench moe --preset m3 --tokens 1,8,32,128,1024,8192 --fuse-shared both --check 2 \
-    --json "$R/$n.json" > "$R/$n.log" 2>&1
-  printf "== %-8s rc=%d (%s): " $n $? "$(el)"
-  awk '/^tokens/{h=1;next} h&&NF>10{printf "%s %s %s %s %s %s | ", $1, $11, $15, $18, $19, $20}' "$R/$n.log"; echo
+    --json "$R/status.json" > "$R/status.log" 2>&1
+  printf "== %-8s rc=%d (%s): " status $? "$(el)"
+  awk '/^tokens/{h=1;next} h&&NF>10{printf "%s %s %s %s %s %s | ", $1, $11, $15, $18, $19, $20}' "$R/status.log"; echo
   pack
-done
-for t in gpu_moe; do
-  timeout 200 "$B/$t" > "$R/$t.log" 2>&1
-  echo "== $t rc=$? ($(el))"; grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|passed|failed" "$R/$t.log" | head -5
-  pack
-done
+}
+# most needed first (a call cut short by device time returns what each step packed)
+tst gpu_route_wide
+ab_pass a
+ab_pass b
+tst gpu_moe
+status
+ab_pass c
+traces
 echo "== r293 done ($(el))"
