@@ -62,6 +62,8 @@
 /* Bit 4, mode 3's cluster sums spread over every rank in tiles of at most 64 tokens (round 54):
  * r291 (ONE H100, m3 fused, routing net, three passes, against 7): -0.7 us at 25 tokens, -0.3 at
  * 32 and 48, level at 64 (spread in every tile: +0.4 at 65, +0.2 at 96, level at 128-256). */
+/* Bit 5, the cluster meeting's poll spread over the last cluster's 8 ranks (round 55): off, not
+ * yet measured on a GPU (bench/runs/run_r293_h200.sh is its A/B). */
 #define TPM_MOE_ROUTE_POLL 23
 #define TPM_MOE_ROUTE_TC_MIN 25
 #define TPM_MOE_ROUTE_TC_MAX 256
