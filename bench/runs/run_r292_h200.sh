@@ -14,6 +14,7 @@
 #  4. the table with the defaults, one pass:
 #       tpmoe bench moe --preset m3 --tokens 1,8,32,128,1024,8192 --fuse-shared both --check 2
 # Binaries: prebuilt/bin.txz (compact Release tpmoe and GPU tests, tpmoe_trace, tpmoe_gl).
+# Never ran (no machine came, round 55): run_r293_h200.sh holds all of it and more.
 # Run from the repository root:
 #   tar xJf prebuilt/bin.txz -C prebuilt && OUT=/some/dir bash bench/runs/run_r292_h200.sh
 NAME=r292
